@@ -1,0 +1,3 @@
+//! THEIA: a bit-exact emulator of the 2010 THEIA ray-casting GPU.
+
+pub mod isa;
