@@ -8,3 +8,5 @@ pub mod registers;
 pub use encoding::{Instruction, UNDEFINED_ROM_WORD};
 pub use opcodes::{Hardware, Opcode, OpcodeInfo, Shape, OPCODES};
 pub use registers::{Bank, EntryPoint};
+pub mod asm;
+pub mod disasm;

@@ -1,0 +1,1 @@
+//! The default microcode ROM, assembled from shaders/rom.shdr.
