@@ -1,4 +1,13 @@
 //! THEIA: a bit-exact emulator of the 2010 THEIA ray-casting GPU.
+//!
+//! - [`isa`]: opcodes, encoding, register map, assembler and disassembler (one table).
+//! - [`core`]: one emulated core (register banks, ALU, control flow, forwarding) and the ROM.
+//! - [`machine`]: the host, swap memory, texture and output memories, partitions on rayon.
+//! - [`scene`]: loaders for the original `.mem` scenes and for OBJ scenes.
+//! - [`image`]: PPM/PNG output and image comparison.
 
 pub mod core;
+pub mod image;
 pub mod isa;
+pub mod machine;
+pub mod scene;

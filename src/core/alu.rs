@@ -1,1 +1,488 @@
-//! Bit-exact Q15.17 arithmetic of the vector ALU (spec alu_semantics.md).
+//! Bit-exact Q15.17 arithmetic of the vector ALU (spec alu_semantics.md §2-§4).
+//!
+//! Every function works on raw 32-bit two's-complement words (1.0 = 0x20000) and keeps the
+//! hardware's truncation, wrap and digit-loop rules explicit.
+
+/// One register: x, y, z.
+pub type Vec3 = [u32; 3];
+
+/// 1.0 in Q15.17.
+pub const ONE: u32 = 1 << 17;
+
+/// mag(x): two's-complement magnitude as unsigned; mag(0x8000_0000) = 0x8000_0000.
+#[inline(always)]
+pub fn magnitude32(x: u32) -> u32 {
+    if x & 0x8000_0000 != 0 {
+        (!x).wrapping_add(1)
+    } else {
+        x
+    }
+}
+
+#[inline(always)]
+fn sext64(x: u32) -> u64 {
+    x as i32 as i64 as u64
+}
+
+/// pack(r) = {r[63], r[30:0]}: the adder's output packing (bit 31 of the sum is dropped).
+#[inline(always)]
+pub fn pack(r: u64) -> u32 {
+    (((r >> 63) as u32) << 31) | (r as u32 & 0x7FFF_FFFF)
+}
+
+/// ADD: pack(sext64(a) + sext64(b)); the low 31 bits wrap, bit 31 is the true sign.
+#[inline(always)]
+pub fn add(a: u32, b: u32) -> u32 {
+    pack(sext64(a).wrapping_add(sext64(b)))
+}
+
+/// SUB: pack(sext64(a) - sext64(b)); the low 31 bits wrap, bit 31 is the true sign.
+#[inline(always)]
+pub fn sub(a: u32, b: u32) -> u32 {
+    pack(sext64(a).wrapping_sub(sext64(b)))
+}
+
+/// INC lane: add(a, 1.0).
+#[inline(always)]
+pub fn inc(a: u32) -> u32 {
+    add(a, ONE)
+}
+
+/// DEC lane: sub(a, 1.0).
+#[inline(always)]
+pub fn dec(a: u32) -> u32 {
+    sub(a, ONE)
+}
+
+/// Radix-4 multiplier: sign · Σ digit_i(|b|)·((k·|a|) mod 2^32)·4^i, then >> 17 unless unscaled.
+#[inline(always)]
+pub fn mul64(a: u32, b: u32, unscaled: bool) -> u64 {
+    let negative = (a ^ b) >> 31 == 1;
+    let (am, bm) = (magnitude32(a), magnitude32(b));
+    let product = if am <= 0x5555_5555 {
+        // No partial product 3·|a| overflows 32 bits: the sum is the exact product.
+        am as u64 * bm as u64
+    } else {
+        let twice = am.wrapping_shl(1);
+        let multiples = [0u32, am, twice, twice.wrapping_add(am)];
+        (0..16).fold(0u64, |sum, i| {
+            sum + ((multiples[((bm >> (2 * i)) & 3) as usize] as u64) << (2 * i))
+        })
+    };
+    let magnitude = if unscaled { product } else { product >> 17 };
+    if negative {
+        magnitude.wrapping_neg()
+    } else {
+        magnitude
+    }
+}
+
+/// MUL lane: mul64(a, b)[31:0] — sign-magnitude, truncated toward zero, wraps mod 2^32.
+#[inline(always)]
+pub fn mul(a: u32, b: u32) -> u32 {
+    mul64(a, b, false) as u32
+}
+
+/// IMUL lane: (a · b) mod 2^32 (the radix quirk never reaches the low word).
+#[inline(always)]
+pub fn imul(a: u32, b: u32) -> u32 {
+    a.wrapping_mul(b)
+}
+
+/// DIV lane: sign · (((|a| << 17) / |b|) mod 2^31), with |b| = 0 giving 0x0FFF_FFFF.
+#[inline(always)]
+pub fn div(a: u32, b: u32) -> u32 {
+    let negative = (a ^ b) >> 31 == 1;
+    let (am, bm) = (magnitude32(a) as u64, magnitude32(b) as u64);
+    let quotient = if bm == 0 {
+        0x0FFF_FFFF
+    } else {
+        ((am << 17) / bm) as u32
+    } & 0x7FFF_FFFF;
+    if negative {
+        quotient.wrapping_neg()
+    } else {
+        quotient
+    }
+}
+
+/// Square root: the RTL's 33-step digit loop on x = op << 17 with 32-bit sum/diff registers
+/// (= floor(sqrt(x)) for x < 2^60; wraps above).
+#[inline]
+pub fn sqrt_theia(op: u64) -> u32 {
+    let x = op << 17;
+    let (mut result, mut sum, mut diff) = (0u32, 0u32, 0u32);
+    for group in (0..=32u32).rev() {
+        sum = sum.wrapping_shl(1).wrapping_add(1);
+        let pair = if group == 32 {
+            0
+        } else {
+            ((x >> (2 * group)) & 3) as u32
+        };
+        diff = diff.wrapping_shl(2).wrapping_add(pair);
+        if sum > diff {
+            sum = sum.wrapping_sub(1);
+        } else {
+            if group < 32 {
+                result = result.wrapping_add(1 << group);
+            }
+            diff = diff.wrapping_sub(sum);
+            sum = sum.wrapping_add(1);
+        }
+    }
+    result
+}
+
+/// Jump condition, relation = opcode bits 2..0: 0 `>`, 1 `<=` (sic), 2 mag==, 3 mag!=,
+/// 4 `>` or mag==, 5 `<=` or mag==, 6..7 never.
+#[inline(always)]
+pub fn compare(x: u32, y: u32, relation: u16) -> bool {
+    let greater = (x as i32) > (y as i32);
+    let equal = magnitude32(x) == magnitude32(y);
+    match relation & 7 {
+        0 => greater,
+        1 => !greater,
+        2 => equal,
+        3 => !equal,
+        4 => greater || equal,
+        5 => !greater || equal,
+        _ => false,
+    }
+}
+
+/// DOT: pack((P(ax,bx) + P(ay,by)) + P(az,bz)), P = mul64 scaled, 64-bit wrapping sums.
+#[inline(always)]
+pub fn dot(a: Vec3, b: Vec3) -> u32 {
+    pack(
+        mul64(a[0], b[0], false)
+            .wrapping_add(mul64(a[1], b[1], false))
+            .wrapping_add(mul64(a[2], b[2], false)),
+    )
+}
+
+/// CROSS: (pack(P(ay,bz) − P(az,by)), pack(P(az,bx) − P(ax,bz)), pack(P(ax,by) − P(ay,bx))).
+#[inline(always)]
+pub fn cross(a: Vec3, b: Vec3) -> Vec3 {
+    let p = |i: usize, j: usize| mul64(a[i], b[j], false);
+    [
+        pack(p(1, 2).wrapping_sub(p(2, 1))),
+        pack(p(2, 0).wrapping_sub(p(0, 2))),
+        pack(p(0, 1).wrapping_sub(p(1, 0))),
+    ]
+}
+
+/// MAG: sqrt_theia((P(ax,ax) + P(ay,ay)) + P(az,az)).
+#[inline(always)]
+pub fn vector_magnitude(a: Vec3) -> u32 {
+    sqrt_theia(
+        mul64(a[0], a[0], false)
+            .wrapping_add(mul64(a[1], a[1], false))
+            .wrapping_add(mul64(a[2], a[2], false)),
+    )
+}
+
+/// MOD lane: a & low32(sext64(b) − 1.0): a bit mask, `floor(a) mod b` for b = 2^n · 1.0.
+#[inline(always)]
+pub fn modulo(a: u32, b: u32) -> u32 {
+    a & b.wrapping_sub(ONE)
+}
+
+/// FRAC lane: a & 0x1FFFF (no sign handling: a − floor(a)).
+#[inline(always)]
+pub fn frac(a: u32) -> u32 {
+    a & 0x1_FFFF
+}
+
+/// INTP lane (manual; unfinished in the RTL): a & 0xFFFE0000 = floor(a).
+#[inline(always)]
+pub fn intp(a: u32) -> u32 {
+    a & 0xFFFE_0000
+}
+
+/// NEG lane: (!a) + 1, wrapping; NEG(0x8000_0000) = 0x8000_0000.
+#[inline(always)]
+pub fn neg(a: u32) -> u32 {
+    a.wrapping_neg()
+}
+
+/// UNSCALE lane: a >> 17, logical (negative values are not sign-extended).
+#[inline(always)]
+pub fn unscale(a: u32) -> u32 {
+    a >> 17
+}
+
+/// RESCALE lane (manual; unfinished in the RTL): a << 17.
+#[inline(always)]
+pub fn rescale(a: u32) -> u32 {
+    a << 17
+}
+
+/// SWIZZLE3D: result.c = b[lanes(code)[c]] for the 22 named codes; other codes give (0,0,0).
+#[inline(always)]
+pub fn swizzle(b: Vec3, code: u32) -> Vec3 {
+    match crate::isa::registers::SWIZZLE_LANES.get(code as usize) {
+        Some(lanes) => lanes.map(|lane| b[lane as usize]),
+        None => [0; 3],
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use fixed::types::I15F17;
+    use proptest::prelude::*;
+
+    fn q(v: f64) -> u32 {
+        I15F17::from_num(v).to_bits() as u32
+    }
+
+    /// The spec's closed form of ADD/SUB: bit 31 = true sign, low 31 bits mod 2^31.
+    fn sign_carrying(s: i64) -> u32 {
+        (if s < 0 { 0x8000_0000 } else { 0 }) | (s.rem_euclid(1 << 31) as u32)
+    }
+
+    /// An independent radix-4 model written from the RTL description, digit by digit.
+    fn radix4(a: u32, b: u32) -> u64 {
+        let (am, bm) = (magnitude32(a) as u64, magnitude32(b) as u64);
+        let mut sum = 0u64;
+        for i in 0..16 {
+            let digit = (bm >> (2 * i)) & 3;
+            let partial = (digit * am) & 0xFFFF_FFFF;
+            sum += partial << (2 * i);
+        }
+        sum
+    }
+
+    #[test]
+    fn add_and_sub_wrap_with_the_true_sign() {
+        assert_eq!(add(q(1.5), q(2.25)), q(3.75));
+        assert_eq!(add(q(-1.0), q(0.5)), q(-0.5));
+        assert_eq!(add(0, 0), 0);
+        assert_eq!(add(0x7FFF_FFFF, 1), 0x0000_0000);
+        assert_eq!(add(0x8000_0000, 0xFFFF_FFFF), 0xFFFF_FFFF);
+        assert_eq!(sub(q(1.0), q(3.0)), q(-2.0));
+        assert_eq!(sub(0x8000_0000, 1), 0xFFFF_FFFF);
+        assert_eq!(inc(q(-1.0)), 0);
+        assert_eq!(dec(0), q(-1.0));
+        assert_eq!(inc(0x7FFF_FFFF), 0x0001_FFFF);
+    }
+
+    #[test]
+    fn mul_truncates_toward_zero_on_the_magnitude() {
+        assert_eq!(mul(q(1.5), q(2.0)), q(3.0));
+        assert_eq!(mul(q(-1.5), q(2.0)), q(-3.0));
+        assert_eq!(mul(q(-1.5), q(-2.0)), q(3.0));
+        assert_eq!(mul(0xFFFF_FFFF, 0x0001_0000), 0);
+        assert_eq!(mul(1, 1), 0);
+        assert_eq!(mul(0, q(-7.0)), 0);
+        // Overflow wraps mod 2^32: 200 * 200 = 40000 does not fit in Q15.17.
+        assert_eq!(
+            mul(q(200.0), q(200.0)),
+            ((40000u64 << 17) & 0xFFFF_FFFF) as u32
+        );
+    }
+
+    #[test]
+    fn mul_with_a_large_first_operand_loses_partial_product_bits() {
+        let (a, b) = (0x6000_0000u32, 0x0000_0003u32);
+        // 3·|a| overflows 32 bits in the radix-4 digit: the product is 2^32 too small.
+        let naive = a as u64 * b as u64;
+        assert_eq!(mul64(a, b, true), naive - (1 << 32));
+        assert_eq!(mul64(a, b, true), radix4(a, b));
+        // With the operands swapped no digit is 3·|a| with |a| large: exact.
+        assert_eq!(mul64(b, a, true), naive);
+        // IMUL's low word never notices.
+        assert_eq!(imul(a, b), (naive as u32));
+        assert_eq!(mul64(a, b, true) as u32, imul(a, b));
+        // 0x8000_0000: digit 2 loses bits too.
+        assert_eq!(mul64(0x8000_0000, 2, true), radix4(0x8000_0000, 2));
+        assert_eq!(radix4(0x8000_0000, 2), 0);
+    }
+
+    #[test]
+    fn div_edges() {
+        assert_eq!(div(q(3.0), q(2.0)), q(1.5));
+        assert_eq!(div(q(-3.0), q(2.0)), q(-1.5));
+        assert_eq!(div(q(1.0), q(3.0)), 0xAAAA);
+        assert_eq!(div(q(-1.0), q(3.0)), 0xAAAAu32.wrapping_neg());
+        assert_eq!(div(q(5.0), 0), 0x0FFF_FFFF);
+        assert_eq!(div(0, 0), 0x0FFF_FFFF);
+        assert_eq!(div(q(-5.0), 0), 0xF000_0001);
+        assert_eq!(div(0x4000_0000, 1), 0);
+        assert_eq!(div(q(1.0), q(-1.0)), q(-1.0));
+        assert_eq!(div(q(2.0), q(4.0)), q(0.5));
+        assert_eq!(div(1, q(100.0)), 0);
+    }
+
+    #[test]
+    fn sqrt_is_the_digit_loop() {
+        assert_eq!(sqrt_theia(0), 0);
+        assert_eq!(sqrt_theia(q(4.0) as u64), q(2.0));
+        assert_eq!(sqrt_theia(q(2.0) as u64), 0x2_D413);
+        assert_eq!(vector_magnitude([q(3.0), q(-4.0), 0]), q(5.0));
+        // Below 8192.0 it is floor(sqrt(x << 17)).
+        let op = (8000u64 << 17) * 8000;
+        assert_eq!(sqrt_theia(op) as u64, isqrt(op << 17));
+        // At and above 2^60 the 32-bit registers wrap: the loop and the exact root differ.
+        let big = 1u64 << 46;
+        assert_ne!(sqrt_theia(big) as u64, isqrt(big << 17));
+        assert_eq!(sqrt_theia(big), naive_loop(big));
+    }
+
+    fn isqrt(x: u64) -> u64 {
+        let mut r = (x as f64).sqrt() as u64;
+        while r * r > x {
+            r -= 1;
+        }
+        while (r + 1) * (r + 1) <= x {
+            r += 1;
+        }
+        r
+    }
+
+    /// The RTL loop written again independently: 2·root in `sum`, remainder in `diff`.
+    fn naive_loop(op: u64) -> u32 {
+        let x = op << 17;
+        let mut sum: u32 = 0;
+        let mut diff: u32 = 0;
+        let mut result: u32 = 0;
+        let mut group: i32 = 32;
+        while group >= 0 {
+            sum = sum.wrapping_mul(2).wrapping_add(1);
+            let pair = if group == 32 {
+                0
+            } else {
+                (x >> (2 * group as u32)) as u32 & 3
+            };
+            diff = diff.wrapping_mul(4).wrapping_add(pair);
+            if diff >= sum {
+                if group < 32 {
+                    result = result.wrapping_add(1u32 << group);
+                }
+                diff = diff.wrapping_sub(sum);
+                sum = sum.wrapping_add(1);
+            } else {
+                sum = sum.wrapping_sub(1);
+            }
+            group -= 1;
+        }
+        result
+    }
+
+    #[test]
+    fn comparisons_follow_the_rtl_not_the_manual() {
+        let (five, minus_five) = (q(5.0), q(-5.0));
+        assert!(compare(five, minus_five, 2)); // JEQ(5, -5)
+        assert!(!compare(five, minus_five, 3)); // JNE(5, -5)
+        assert!(compare(minus_five, five, 4)); // JGE(-5, 5)
+        assert!(compare(five, minus_five, 5)); // JLE(5, -5)
+        assert!(compare(q(3.0), q(3.0), 1)); // JL is <=
+        assert!(!compare(q(3.0), q(3.0), 0));
+        assert!(compare(q(3.0), q(-3.5), 0));
+        assert!(!compare(q(3.0), q(3.0), 6));
+        assert!(!compare(q(3.0), q(4.0), 7));
+        assert!(compare(0, 0, 2));
+        assert!(compare(0x8000_0000, 0x8000_0000, 2));
+    }
+
+    #[test]
+    fn dot_and_cross() {
+        let (a, b) = ([q(1.0), q(2.0), q(3.0)], [q(4.0), q(-5.0), q(6.0)]);
+        assert_eq!(dot(a, b), q(12.0));
+        assert_eq!(cross(a, b), [q(27.0), q(6.0), q(-13.0)]);
+        assert_eq!(cross(a, a), [0, 0, 0]);
+        // Each product truncates separately: 3 · (tiny · tiny) = 0.
+        assert_eq!(dot([1, 1, 1], [1, 1, 1]), 0);
+        // Overflow of the sum keeps the true sign in bit 31.
+        let big = [q(10000.0), q(10000.0), 0];
+        assert_eq!(dot(big, big) >> 31, 0);
+    }
+
+    #[test]
+    fn bit_operations() {
+        assert_eq!(modulo(q(5.75), q(4.0)), q(1.0));
+        assert_eq!(modulo(q(-0.25), q(4.0)), q(3.0));
+        assert_eq!(modulo(q(5.75), 0), q(5.0));
+        assert_eq!(frac(q(5.75)), q(0.75));
+        assert_eq!(frac(q(-0.25)), q(0.75));
+        assert_eq!(intp(q(-0.25)), q(-1.0));
+        assert_eq!(neg(0x8000_0000), 0x8000_0000);
+        assert_eq!(neg(q(1.5)), q(-1.5));
+        assert_eq!(neg(0), 0);
+        assert_eq!(unscale(q(-1.0)), 0x7FFF);
+        assert_eq!(unscale(q(200.0)), 200);
+        assert_eq!(rescale(3), q(3.0));
+    }
+
+    #[test]
+    fn swizzles() {
+        let b = [1, 2, 3];
+        assert_eq!(swizzle(b, 0), [1, 1, 1]);
+        assert_eq!(swizzle(b, 1), [2, 2, 2]);
+        assert_eq!(swizzle(b, 2), [3, 3, 3]);
+        assert_eq!(swizzle(b, 21), [2, 1, 3]);
+        assert_eq!(swizzle(b, 3), [1, 2, 2]);
+        assert_eq!(swizzle(b, 20), [3, 2, 3]);
+        assert_eq!(swizzle(b, 22), [0, 0, 0]);
+        assert_eq!(swizzle(b, 0xFFFF_FFFF), [0, 0, 0]);
+    }
+
+    proptest! {
+        #[test]
+        fn add_sub_match_the_closed_form(a: u32, b: u32) {
+            prop_assert_eq!(add(a, b), sign_carrying(a as i32 as i64 + b as i32 as i64));
+            prop_assert_eq!(sub(a, b), sign_carrying(a as i32 as i64 - b as i32 as i64));
+        }
+
+        #[test]
+        fn mul_is_sign_magnitude_truncation_for_small_a(a in -0x5555_5555i64..=0x5555_5555, b: i32) {
+            let (a, b) = (a as i32, b);
+            let magnitude = (a.unsigned_abs() as u64 * b.unsigned_abs() as u64) >> 17;
+            let expected = if (a < 0) != (b < 0) { magnitude.wrapping_neg() } else { magnitude };
+            prop_assert_eq!(mul64(a as u32, b as u32, false), expected);
+        }
+
+        #[test]
+        fn mul_matches_the_digit_model(a: u32, b: u32) {
+            let expected = radix4(a, b);
+            let negative = (a ^ b) >> 31 == 1;
+            let signed = if negative { expected.wrapping_neg() } else { expected };
+            prop_assert_eq!(mul64(a, b, true), signed);
+        }
+
+        #[test]
+        fn imul_is_wrapping_mul(a: u32, b: u32) {
+            prop_assert_eq!(mul64(a, b, true) as u32, a.wrapping_mul(b));
+        }
+
+        #[test]
+        fn div_is_truncated_quotient_mod_2_31(a: i32, b in any::<i32>().prop_filter("nonzero", |b| *b != 0)) {
+            let q = ((a as i128) << 17) / b as i128; // truncates toward zero
+            let magnitude = (q.unsigned_abs() % (1u128 << 31)) as u32;
+            let expected = if q < 0 { magnitude.wrapping_neg() } else { magnitude };
+            prop_assert_eq!(div(a as u32, b as u32), expected);
+        }
+
+        #[test]
+        fn sqrt_is_floor_sqrt_below_2_60(op in 0u64..(1u64 << 43)) {
+            prop_assert_eq!(sqrt_theia(op) as u64, isqrt(op << 17));
+        }
+
+        #[test]
+        fn sqrt_matches_the_independent_loop(op: u64) {
+            prop_assert_eq!(sqrt_theia(op), naive_loop(op));
+        }
+
+        #[test]
+        fn compare_matches_its_table(x: u32, y: u32) {
+            let gt = (x as i32) > (y as i32);
+            let eq = x == y || x == y.wrapping_neg();
+            prop_assert_eq!(compare(x, y, 0), gt);
+            prop_assert_eq!(compare(x, y, 1), !gt);
+            prop_assert_eq!(compare(x, y, 2), eq);
+            prop_assert_eq!(compare(x, y, 3), !eq);
+            prop_assert_eq!(compare(x, y, 4), gt || eq);
+            prop_assert_eq!(compare(x, y, 5), !gt || eq);
+        }
+    }
+}

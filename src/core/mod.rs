@@ -2,4 +2,10 @@
 //! operand forwarding.
 
 pub mod alu;
+pub mod exec;
+pub mod program;
 pub mod rom;
+
+pub use exec::{Core, Fault, NoObserver, Observer, Step};
+pub use program::Program;
+pub use rom::{rom, RomVariant};

@@ -148,7 +148,10 @@ impl Opcode {
 
     /// Looks an opcode up by its (upper-case) mnemonic.
     pub fn from_mnemonic(mnemonic: &str) -> Option<Opcode> {
-        OPCODES.iter().find(|row| row.mnemonic == mnemonic).map(|row| row.opcode)
+        OPCODES
+            .iter()
+            .find(|row| row.mnemonic == mnemonic)
+            .map(|row| row.opcode)
     }
 
     pub fn code(self) -> u16 {

@@ -109,7 +109,10 @@ pub fn register_address(name: &str) -> Option<u16> {
 
 /// The canonical name of a data address, if it has one.
 pub fn register_name(address: u16) -> Option<&'static str> {
-    REGISTERS.iter().find(|(_, a)| *a == address).map(|&(n, _)| n)
+    REGISTERS
+        .iter()
+        .find(|(_, a)| *a == address)
+        .map(|&(n, _)| n)
 }
 
 /// The register bank an address selects: bits 6..5 (bits 15..7 are not decoded).
@@ -316,7 +319,10 @@ mod tests {
 
     #[test]
     fn entry_points() {
-        assert_eq!(EntryPoint::from_label("ENTRYPOINT_ADRR_PSU2"), Some(EntryPoint::Psu2));
+        assert_eq!(
+            EntryPoint::from_label("ENTRYPOINT_ADRR_PSU2"),
+            Some(EntryPoint::Psu2)
+        );
         assert_eq!(EntryPoint::PixelShader.default_address(), 278);
         assert_eq!(EntryPoint::Main.label(), "ENTRYPOINT_ADRR_MAIN");
         assert_eq!(USER_CODE_START, 0x800C);

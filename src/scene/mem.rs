@@ -1,0 +1,279 @@
+//! Readers for the test bench's `.mem` files (Verilog `$readmemh`: whitespace-separated
+//! hexadecimal words, `//` and `/* */` comments), spec isa_and_formats §5.
+
+use std::path::{Path, PathBuf};
+
+use super::{Partition, Scene, SceneError, Triangle, Vec3, TRIANGLE_VECTORS};
+use crate::isa::registers::IMEM_WORDS;
+use crate::isa::Instruction;
+
+/// One hexadecimal word and where it stood.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Token {
+    pub value: u32,
+    pub line: usize,
+}
+
+/// Tokenizes `$readmemh` text. Errors name the file, line and column.
+pub fn read_hex_words(text: &str, file: &Path) -> Result<Vec<Token>, SceneError> {
+    let mut words = Vec::new();
+    let mut in_block_comment = false;
+    for (line_index, line) in text.lines().enumerate() {
+        let line_no = line_index + 1;
+        let bytes = line.as_bytes();
+        let mut i = 0;
+        while i < bytes.len() {
+            if in_block_comment {
+                if line[i..].starts_with("*/") {
+                    in_block_comment = false;
+                    i += 2;
+                } else {
+                    i += 1;
+                }
+                continue;
+            }
+            let c = bytes[i];
+            if c.is_ascii_whitespace() {
+                i += 1;
+                continue;
+            }
+            if line[i..].starts_with("//") {
+                break;
+            }
+            if line[i..].starts_with("/*") {
+                in_block_comment = true;
+                i += 2;
+                continue;
+            }
+            let start = i;
+            while i < bytes.len() && !bytes[i].is_ascii_whitespace() && !line[i..].starts_with("//")
+            {
+                i += 1;
+            }
+            let token = &line[start..i];
+            let value = parse_hex_word(token).ok_or_else(|| SceneError::Syntax {
+                file: file.to_path_buf(),
+                line: line_no,
+                column: start + 1,
+                message: format!(
+                    "expected a hexadecimal word of at most 8 digits, found `{token}`"
+                ),
+            })?;
+            words.push(Token {
+                value,
+                line: line_no,
+            });
+        }
+    }
+    Ok(words)
+}
+
+fn parse_hex_word(token: &str) -> Option<u32> {
+    let digits = token.replace('_', "");
+    if digits.is_empty() || digits.len() > 8 {
+        return None;
+    }
+    u32::from_str_radix(&digits, 16).ok()
+}
+
+fn read_words(path: &Path) -> Result<Vec<Token>, SceneError> {
+    let text = std::fs::read_to_string(path).map_err(|source| SceneError::Io {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    read_hex_words(&text, path)
+}
+
+fn vec3(words: &[Token]) -> Vec3 {
+    [words[0].value, words[1].value, words[2].value]
+}
+
+/// Words of Params.mem the hardware sends before the partitions: 6 rows after the count.
+const PARAMS_CONFIG_WORDS: usize = 1 + 6 * 3;
+
+/// Reads Params.mem: the 6 configuration rows and the per-core partitions. Partitions are
+/// read until one ends at the image's last row; later words (e.g. light rows) are ignored,
+/// as the hardware ignores them.
+pub fn read_params(path: &Path) -> Result<(Vec<Vec3>, Vec<Partition>), SceneError> {
+    let words = read_words(path)?;
+    let needed = PARAMS_CONFIG_WORDS + 6;
+    if words.len() < needed {
+        return Err(SceneError::Invalid {
+            file: path.to_path_buf(),
+            line: words.last().map_or(1, |t| t.line),
+            message: format!(
+                "expected at least {needed} words (count, 6 configuration rows, one partition), found {}",
+                words.len()
+            ),
+        });
+    }
+    let config: Vec<Vec3> = (0..6).map(|row| vec3(&words[1 + row * 3..])).collect();
+    let (width, height) = (config[4][0] >> 17, config[4][1] >> 17);
+    let mut partitions = Vec::new();
+    let mut at = PARAMS_CONFIG_WORDS;
+    while at + 6 <= words.len() {
+        let partition = Partition {
+            initial: vec3(&words[at..]),
+            end: vec3(&words[at + 3..]),
+        };
+        partition
+            .validate(width, height)
+            .map_err(|message| SceneError::Invalid {
+                file: path.to_path_buf(),
+                line: words[at].line,
+                message: format!("partition {}: {message}", partitions.len()),
+            })?;
+        let last = partition.end_pixel() == (width, height);
+        partitions.push(partition);
+        at += 6;
+        if last {
+            return Ok((config, partitions));
+        }
+    }
+    Err(SceneError::Invalid {
+        file: path.to_path_buf(),
+        line: words.last().map_or(1, |t| t.line),
+        message: format!(
+            "no partition ends at the last pixel ({width}, {height}): the partitions do not cover the image"
+        ),
+    })
+}
+
+/// Reads Vertex.mem: word 6 is the triangle count N, triangle t is words 10+21t .. 30+21t.
+pub fn read_vertices(path: &Path) -> Result<Vec<Triangle>, SceneError> {
+    let words = read_words(path)?;
+    if words.len() < 10 {
+        return Err(SceneError::Invalid {
+            file: path.to_path_buf(),
+            line: words.last().map_or(1, |t| t.line),
+            message: format!(
+                "expected a 10-word header (AABB, triangle count, offset, links), found {} words",
+                words.len()
+            ),
+        });
+    }
+    let count = words[6].value as usize;
+    let needed = 10 + count * TRIANGLE_VECTORS * 3;
+    if words.len() < needed {
+        return Err(SceneError::Invalid {
+            file: path.to_path_buf(),
+            line: words[6].line,
+            message: format!(
+                "word 6 says {count} triangles, which needs {needed} words, but the file has {}",
+                words.len()
+            ),
+        });
+    }
+    Ok(words[10..needed]
+        .chunks_exact(TRIANGLE_VECTORS * 3)
+        .map(|tri| std::array::from_fn(|row| vec3(&tri[row * 3..])))
+        .collect())
+}
+
+/// Reads Textures.mem: texture memory word k = word k of the file.
+pub fn read_textures(path: &Path) -> Result<Vec<u32>, SceneError> {
+    Ok(read_words(path)?.into_iter().map(|t| t.value).collect())
+}
+
+/// Reads Creg.mem: one control-register word (no effect in this hardware revision).
+pub fn read_control_register(path: &Path) -> Result<u32, SceneError> {
+    Ok(read_words(path)?.first().map_or(0, |t| t.value))
+}
+
+/// Reads Instructions.mem: word 0 is a count the emulator ignores (it is written in decimal
+/// and read as hex); then one instruction per pair of words, high word first.
+pub fn read_instructions(path: &Path) -> Result<Vec<Instruction>, SceneError> {
+    let words = read_words(path)?;
+    let body = words.get(1..).unwrap_or_default();
+    if body.len() % 2 == 1 {
+        return Err(SceneError::Invalid {
+            file: path.to_path_buf(),
+            line: body[body.len() - 1].line,
+            message: "odd number of instruction words: each instruction is two words".into(),
+        });
+    }
+    let instructions: Vec<Instruction> = body
+        .chunks_exact(2)
+        .map(|pair| Instruction::from_words(pair[0].value, pair[1].value))
+        .collect();
+    if instructions.len() > IMEM_WORDS {
+        return Err(SceneError::Invalid {
+            file: path.to_path_buf(),
+            line: body[IMEM_WORDS * 2].line,
+            message: format!(
+                "{} instructions, but the instruction memory holds {IMEM_WORDS} (12 entry points + 117 instructions)",
+                instructions.len()
+            ),
+        });
+    }
+    Ok(instructions)
+}
+
+/// Loads an original scene directory: Params.mem, Vertex.mem, Textures.mem and the
+/// optional Creg.mem and Instructions.mem.
+pub fn load_scene_dir(dir: &Path) -> Result<Scene, SceneError> {
+    if !dir.is_dir() {
+        return Err(SceneError::Io {
+            path: dir.to_path_buf(),
+            source: std::io::Error::new(std::io::ErrorKind::NotFound, "no such directory"),
+        });
+    }
+    let file = |name: &str| -> PathBuf { dir.join(name) };
+    let optional = |name: &str| -> Option<PathBuf> { Some(file(name)).filter(|p| p.is_file()) };
+    let (config, partitions) = read_params(&file("Params.mem"))?;
+    let triangles = read_vertices(&file("Vertex.mem"))?;
+    let texture = read_textures(&file("Textures.mem"))?;
+    let control_register = match optional("Creg.mem") {
+        Some(path) => read_control_register(&path)?,
+        None => 0,
+    };
+    let program = match optional("Instructions.mem") {
+        Some(path) => Some(read_instructions(&path)?),
+        None => None,
+    };
+    Ok(Scene {
+        config: config.try_into().expect("read_params returns 6 rows"),
+        partitions,
+        triangles,
+        texture,
+        control_register,
+        program,
+        name: dir.display().to_string(),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tokenizer_skips_comments_and_reads_hex() {
+        let text = "// header\n2A\n0 20000 9  //comment\n/* block\n still */ fffb0000\n";
+        let words: Vec<u32> = read_hex_words(text, Path::new("x.mem"))
+            .unwrap()
+            .iter()
+            .map(|t| t.value)
+            .collect();
+        assert_eq!(words, vec![0x2A, 0, 0x20000, 9, 0xFFFB_0000]);
+    }
+
+    #[test]
+    fn tokenizer_reports_file_line_column() {
+        let err = read_hex_words("1 2\n3 zz 4\n", Path::new("Params.mem")).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "Params.mem:2:3: expected a hexadecimal word of at most 8 digits, found `zz`"
+        );
+        let err = read_hex_words("123456789\n", Path::new("a.mem")).unwrap_err();
+        assert!(err
+            .to_string()
+            .starts_with("a.mem:1:1: expected a hexadecimal word"));
+    }
+
+    #[test]
+    fn comment_glued_to_a_word_ends_it() {
+        let words = read_hex_words("140000//10\n", Path::new("v.mem")).unwrap();
+        assert_eq!(words.len(), 1);
+        assert_eq!(words[0].value, 0x140000);
+    }
+}
