@@ -152,22 +152,22 @@ impl<'a> Core<'a> {
     #[inline(always)]
     fn row(&self, address: u16) -> usize {
         let row = (address & 0x7F) as usize;
-        if row & 0x60 == 0x20 {
-            row + self.swap_offset
-        } else {
-            row
-        }
+        // Branch-free: add the flip offset only for bank 1 (bits 6..5 = 01).
+        let in_swap_bank = ((row >> 5) == 1) as usize;
+        row + (self.swap_offset & in_swap_bank.wrapping_neg())
     }
 
     /// Reads an operand: the previous instruction's result when the address equals its
     /// DST field (all 16 bits), whether or not that result was written.
     #[inline(always)]
     fn read(&self, address: u16) -> Vec3 {
-        if address == self.last_dst {
-            self.last_result
+        let source = if address == self.last_dst {
+            &self.last_result
         } else {
-            self.regs[self.row(address)]
-        }
+            &self.regs[self.row(address)]
+        };
+        // Lane by lane: a wide load after narrow stores would stall store forwarding.
+        [source[0], source[1], source[2]]
     }
 
     /// A register as the execution unit would read it from the file (no forwarding).
@@ -245,18 +245,21 @@ impl<'a> Core<'a> {
     fn execute<O: Observer>(&mut self, start: u16, observer: &mut O) -> Result<bool, Fault> {
         let program = self.program;
         let mut pc = start;
+        // Counted in locals (registers), settled when the routine ends.
+        let budget_at_start = self.budget_left;
+        let mut budget_left = self.budget_left;
         loop {
-            if self.budget_left == 0 {
+            if budget_left == 0 {
+                self.settle(budget_at_start, budget_left);
                 return Err(Fault::Watchdog {
                     address: pc,
                     budget: self.budget,
                 });
             }
-            self.budget_left -= 1;
-            self.instructions += 1;
+            budget_left -= 1;
             let ins = *program.decoded(pc);
             let Some(op) = ins.op else {
-                self.instructions -= 1;
+                self.settle(budget_at_start, budget_left + 1);
                 return Err(Fault::Hang {
                     address: pc,
                     word: program.word(pc),
@@ -442,10 +445,12 @@ impl<'a> Core<'a> {
             let written = writes && (ins.dst & 0x60) != 0;
             if written {
                 let row = self.row(ins.dst);
-                self.regs[row] = result;
+                let slot = &mut self.regs[row];
+                (slot[0], slot[1], slot[2]) = (result[0], result[1], result[2]);
             }
             self.last_dst = ins.dst;
-            self.last_result = result;
+            (self.last_result[0], self.last_result[1], self.last_result[2]) =
+                (result[0], result[1], result[2]);
             if O::ENABLED {
                 observer.step(&Step {
                     address: pc,
@@ -459,10 +464,20 @@ impl<'a> Core<'a> {
                 });
             }
             if op == Opcode::Return {
+                self.settle(budget_at_start, budget_left);
                 return Ok(ins.imm & 1 == 1);
             }
             pc = next;
         }
+    }
+}
+
+impl Core<'_> {
+    /// Books the instructions a routine executed.
+    #[inline(always)]
+    fn settle(&mut self, budget_at_start: u64, budget_left: u64) {
+        self.instructions += budget_at_start - budget_left;
+        self.budget_left = budget_left;
     }
 }
 
