@@ -57,18 +57,54 @@ pub fn dec(a: u32) -> u32 {
 /// Radix-4 multiplier: sign · Σ digit_i(|b|)·((k·|a|) mod 2^32)·4^i, then >> 17 unless unscaled.
 #[inline(always)]
 pub fn mul64(a: u32, b: u32, unscaled: bool) -> u64 {
+    if exact_multiplicand(a) {
+        return if unscaled {
+            exact_product(a, b) as u64
+        } else {
+            exact_scaled_product(a, b)
+        };
+    }
+    radix4_mul64(a, b, unscaled)
+}
+
+/// |a| <= 0x5555_5555 (as a signed word): no partial product 3·|a| overflows 32 bits, so
+/// the digit sum is the exact product and sign-magnitude truncation is the signed product
+/// truncated toward zero.
+#[inline(always)]
+fn exact_multiplicand(a: u32) -> bool {
+    a.wrapping_add(0x5555_5555) <= 0xAAAA_AAAA
+}
+
+/// [`exact_multiplicand`] for all three lanes, without branches.
+#[inline(always)]
+fn exact_multiplicands(a: Vec3) -> bool {
+    exact_multiplicand(a[0]) & exact_multiplicand(a[1]) & exact_multiplicand(a[2])
+}
+
+#[inline(always)]
+fn exact_product(a: u32, b: u32) -> i64 {
+    (a as i32 as i64) * (b as i32 as i64)
+}
+
+/// mul64(a, b, false) for an [`exact_multiplicand`] `a`.
+#[inline(always)]
+fn exact_scaled_product(a: u32, b: u32) -> u64 {
+    let product = exact_product(a, b);
+    // Arithmetic shift rounds toward -inf; adding 2^17 - 1 first to negative products
+    // makes it round toward zero.
+    ((product + ((product >> 63) & 0x1_FFFF)) >> 17) as u64
+}
+
+/// The radix-4 digit loop of [`mul64`] for any operands (the general, slow path).
+#[inline(never)]
+fn radix4_mul64(a: u32, b: u32, unscaled: bool) -> u64 {
     let negative = (a ^ b) >> 31 == 1;
     let (am, bm) = (magnitude32(a), magnitude32(b));
-    let product = if am <= 0x5555_5555 {
-        // No partial product 3·|a| overflows 32 bits: the sum is the exact product.
-        am as u64 * bm as u64
-    } else {
-        let twice = am.wrapping_shl(1);
-        let multiples = [0u32, am, twice, twice.wrapping_add(am)];
-        (0..16).fold(0u64, |sum, i| {
-            sum + ((multiples[((bm >> (2 * i)) & 3) as usize] as u64) << (2 * i))
-        })
-    };
+    let twice = am.wrapping_shl(1);
+    let multiples = [0u32, am, twice, twice.wrapping_add(am)];
+    let product = (0..16).fold(0u64, |sum, i| {
+        sum + ((multiples[((bm >> (2 * i)) & 3) as usize] as u64) << (2 * i))
+    });
     let magnitude = if unscaled { product } else { product >> 17 };
     if negative {
         magnitude.wrapping_neg()
@@ -94,11 +130,10 @@ pub fn imul(a: u32, b: u32) -> u32 {
 pub fn div(a: u32, b: u32) -> u32 {
     let negative = (a ^ b) >> 31 == 1;
     let (am, bm) = (magnitude32(a) as u64, magnitude32(b) as u64);
-    let quotient = if bm == 0 {
-        0x0FFF_FFFF
-    } else {
-        ((am << 17) / bm) as u32
-    } & 0x7FFF_FFFF;
+    let quotient = (am << 17)
+        .checked_div(bm)
+        .map_or(0x0FFF_FFFF, |q| q as u32)
+        & 0x7FFF_FFFF;
     if negative {
         quotient.wrapping_neg()
     } else {
@@ -153,6 +188,10 @@ pub fn compare(x: u32, y: u32, relation: u16) -> bool {
 /// DOT: pack((P(ax,bx) + P(ay,by)) + P(az,bz)), P = mul64 scaled, 64-bit wrapping sums.
 #[inline(always)]
 pub fn dot(a: Vec3, b: Vec3) -> u32 {
+    if exact_multiplicands(a) {
+        let p = |i: usize| exact_scaled_product(a[i], b[i]);
+        return pack(p(0).wrapping_add(p(1)).wrapping_add(p(2)));
+    }
     pack(
         mul64(a[0], b[0], false)
             .wrapping_add(mul64(a[1], b[1], false))
@@ -163,6 +202,14 @@ pub fn dot(a: Vec3, b: Vec3) -> u32 {
 /// CROSS: (pack(P(ay,bz) − P(az,by)), pack(P(az,bx) − P(ax,bz)), pack(P(ax,by) − P(ay,bx))).
 #[inline(always)]
 pub fn cross(a: Vec3, b: Vec3) -> Vec3 {
+    if exact_multiplicands(a) {
+        let p = |i: usize, j: usize| exact_scaled_product(a[i], b[j]);
+        return [
+            pack(p(1, 2).wrapping_sub(p(2, 1))),
+            pack(p(2, 0).wrapping_sub(p(0, 2))),
+            pack(p(0, 1).wrapping_sub(p(1, 0))),
+        ];
+    }
     let p = |i: usize, j: usize| mul64(a[i], b[j], false);
     [
         pack(p(1, 2).wrapping_sub(p(2, 1))),
@@ -448,6 +495,29 @@ mod tests {
             let negative = (a ^ b) >> 31 == 1;
             let signed = if negative { expected.wrapping_neg() } else { expected };
             prop_assert_eq!(mul64(a, b, true), signed);
+        }
+
+        #[test]
+        fn mul_fast_path_equals_the_digit_loop(a: u32, b: u32, unscaled: bool) {
+            prop_assert_eq!(mul64(a, b, unscaled), radix4_mul64(a, b, unscaled));
+        }
+
+        #[test]
+        fn mul_fast_path_edges(a in prop::sample::select(vec![0u32, 1, 0x1_FFFF, 0x2_0000, 0x5555_5555, 0xAAAA_AAAB, 0xAAAA_AAAA, 0x5555_5556, 0x8000_0000, 0x7FFF_FFFF, 0xFFFF_FFFF]), b: u32, unscaled: bool) {
+            prop_assert_eq!(mul64(a, b, unscaled), radix4_mul64(a, b, unscaled));
+        }
+
+        #[test]
+        fn dot_and_cross_follow_the_digit_loop(a: [u32; 3], b: [u32; 3], small in any::<bool>()) {
+            // Half the cases in the exact range, half anywhere.
+            let a = if small { a.map(|x| (x as i32 / 3) as u32) } else { a };
+            let p = |i: usize, j: usize| radix4_mul64(a[i], b[j], false);
+            prop_assert_eq!(dot(a, b), pack(p(0, 0).wrapping_add(p(1, 1)).wrapping_add(p(2, 2))));
+            prop_assert_eq!(cross(a, b), [
+                pack(p(1, 2).wrapping_sub(p(2, 1))),
+                pack(p(2, 0).wrapping_sub(p(0, 2))),
+                pack(p(0, 1).wrapping_sub(p(1, 0))),
+            ]);
         }
 
         #[test]

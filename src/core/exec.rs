@@ -2,18 +2,13 @@
 //! swap-memory copies, operand forwarding, CALL/RET and the ALU dispatch.
 
 use super::alu::{self, Vec3};
-use super::program::Program;
+use super::program::{storage_row, Kind, Program, REGISTER_ARRAY_ROWS, SHADOW_SWAP_ROW, SINK_ROW};
 use crate::isa::registers::{EntryPoint, IMEM_WORDS};
-use crate::isa::{Instruction, Opcode};
+use crate::isa::Instruction;
 use crate::scene::Triangle;
 
 const ZERO: Vec3 = [0; 3];
 
-/// Rows 0..127 are the address space as the execution unit sees it; rows 128..159 hold the
-/// second swap-memory copy. A flip exchanges which copy answers addresses 32..63.
-const SHADOW_SWAP_ROW: usize = 128;
-const REGISTER_ROWS: usize = 160;
-const SWAP_FLIP_OFFSET: usize = SHADOW_SWAP_ROW - 32;
 /// Swap-memory rows the host writes a triangle into (CREG_V0..CREG_TRI_DIFFUSE).
 const TRIANGLE_ROW: usize = 44;
 
@@ -75,10 +70,15 @@ impl Observer for NoObserver {
 }
 
 /// A core's private output memory (OMWRITE target), with which words were ever written.
+///
+/// Storage grows with the highest address written, up to the capacity: a frame touches
+/// only 3 words per pixel, so the 250001-word hardware memory is never zeroed as a whole.
 #[derive(Clone, Debug)]
 pub struct OutputMemory {
+    /// Words up to the highest address written so far (unwritten ones read 0 here).
     pub words: Vec<u32>,
     written: Vec<bool>,
+    capacity: usize,
 }
 
 impl OutputMemory {
@@ -87,20 +87,34 @@ impl OutputMemory {
 
     pub fn new(words: usize) -> OutputMemory {
         OutputMemory {
-            words: vec![0; words],
-            written: vec![false; words],
+            words: Vec::new(),
+            written: Vec::new(),
+            capacity: words,
         }
+    }
+
+    /// Words the memory holds.
+    pub fn capacity(&self) -> usize {
+        self.capacity
     }
 
     /// Writes beyond the memory are lost, as in the RAM.
     #[inline]
     fn write(&mut self, address: u32, value: u32) {
-        if let Some(slot) = self.words.get_mut(address as usize) {
-            *slot = value;
-            self.written[address as usize] = true;
+        let address = address as usize;
+        if address >= self.words.len() {
+            if address >= self.capacity {
+                return;
+            }
+            let len = (address + 1).max(2 * self.words.len()).min(self.capacity);
+            self.words.resize(len, 0);
+            self.written.resize(len, false);
         }
+        self.words[address] = value;
+        self.written[address] = true;
     }
 
+    /// The word at `address`, if an OMWRITE ever wrote it.
     pub fn read(&self, address: usize) -> Option<u32> {
         self.written
             .get(address)
@@ -108,20 +122,32 @@ impl OutputMemory {
             .unwrap_or(false)
             .then(|| self.words[address])
     }
+
+    /// Copies every written word of `other` over this memory (a later run of the same
+    /// core overwrites an earlier one).
+    pub fn overlay(&mut self, other: &OutputMemory) {
+        for (address, (&word, &written)) in other.words.iter().zip(&other.written).enumerate() {
+            if written {
+                self.write(address as u32, word);
+            }
+        }
+    }
 }
 
 /// One THEIA core.
 pub struct Core<'a> {
     program: &'a Program,
     texture: &'a [u32],
-    regs: [Vec3; REGISTER_ROWS],
-    /// 0 or SWAP_FLIP_OFFSET: which copy of the swap memory the execution unit sees.
-    swap_offset: usize,
+    /// Storage rows (see [`storage_row`]); rows past the 160 real ones are the write sink
+    /// and padding, so that any `u8` row indexes without a bounds check.
+    regs: [Vec3; REGISTER_ARRAY_ROWS],
+    /// 0 or 1: which copy of the swap memory the execution unit sees.
+    parity: usize,
     /// The previous instruction's DST field and ALU result (the forwarding path).
     last_dst: u16,
     last_result: Vec3,
-    /// CALL's single return register (no stack).
-    return_address: u16,
+    /// CALL's single return register (no stack), as a program slot.
+    return_slot: u32,
     /// Instructions left before the watchdog stops the current pixel.
     budget_left: u64,
     budget: u64,
@@ -135,11 +161,12 @@ impl<'a> Core<'a> {
         Core {
             program,
             texture,
-            regs: [ZERO; REGISTER_ROWS],
-            swap_offset: 0,
+            regs: [ZERO; REGISTER_ARRAY_ROWS],
+            parity: 0,
             last_dst: 0,
             last_result: ZERO,
-            return_address: 0,
+            // The return register starts at address 0 (slot 0).
+            return_slot: program.slot_of(0).unwrap_or(0),
             budget_left: u64::MAX,
             budget: u64::MAX,
             instructions: 0,
@@ -147,32 +174,9 @@ impl<'a> Core<'a> {
         }
     }
 
-    /// The storage row behind a data address: bits 6..5 pick the bank, 4..0 the row;
-    /// higher bits are not decoded.
-    #[inline(always)]
-    fn row(&self, address: u16) -> usize {
-        let row = (address & 0x7F) as usize;
-        // Branch-free: add the flip offset only for bank 1 (bits 6..5 = 01).
-        let in_swap_bank = ((row >> 5) == 1) as usize;
-        row + (self.swap_offset & in_swap_bank.wrapping_neg())
-    }
-
-    /// Reads an operand: the previous instruction's result when the address equals its
-    /// DST field (all 16 bits), whether or not that result was written.
-    #[inline(always)]
-    fn read(&self, address: u16) -> Vec3 {
-        let source = if address == self.last_dst {
-            &self.last_result
-        } else {
-            &self.regs[self.row(address)]
-        };
-        // Lane by lane: a wide load after narrow stores would stall store forwarding.
-        [source[0], source[1], source[2]]
-    }
-
     /// A register as the execution unit would read it from the file (no forwarding).
     pub fn register(&self, address: u16) -> Vec3 {
-        self.regs[self.row(address)]
+        self.regs[storage_row(address, self.parity)]
     }
 
     /// A host (IO) write: bank-0 row `address & 31` and the IO-side swap copy's row both
@@ -186,7 +190,7 @@ impl<'a> Core<'a> {
     #[inline(always)]
     fn io_swap_base(&self) -> usize {
         // The copy the execution unit does not see.
-        if self.swap_offset == 0 {
+        if self.parity == 0 {
             SHADOW_SWAP_ROW
         } else {
             32
@@ -202,7 +206,7 @@ impl<'a> Core<'a> {
         // IO writes also land in bank 0 rows 12..18 (address bits 4..0).
         let alias = TRIANGLE_ROW & 31;
         self.regs[alias..alias + triangle.len()].copy_from_slice(triangle);
-        self.swap_offset ^= SWAP_FLIP_OFFSET;
+        self.parity ^= 1;
     }
 
     /// After the last triangle the host sends one more, never announced (words past the
@@ -226,248 +230,316 @@ impl<'a> Core<'a> {
         self.budget_left = self.budget;
     }
 
+    /// Instructions the watchdog still allows the current pixel.
+    pub fn budget_left(&self) -> u64 {
+        self.budget_left
+    }
+
+    /// The address CALL's return register holds.
+    pub fn return_address(&self) -> u16 {
+        self.program.slot_info(self.return_slot).address
+    }
+
+    /// The previous instruction's ALU result (what address 0 reads at a routine's start).
+    pub fn last_result(&self) -> Vec3 {
+        self.last_result
+    }
+
+    /// Whether two cores are in the same architectural state: every register as the
+    /// execution unit and the host see it (so swap parity itself does not matter), the
+    /// forwarding latches and the return register. Output memory and counters excluded.
+    pub fn same_state(&self, other: &Core<'_>) -> bool {
+        let exe = |core: &Core<'_>, row: u16| core.regs[storage_row(row, core.parity)];
+        let io = |core: &Core<'_>, row: usize| core.regs[core.io_swap_base() + row];
+        (0..128).all(|row| exe(self, row) == exe(other, row))
+            && (0..32).all(|row| io(self, row) == io(other, row))
+            && self.last_dst == other.last_dst
+            && self.last_result == other.last_result
+            && self.return_address() == other.return_address()
+    }
+
     /// Runs one routine from the entry-point table until its RETURN; returns bit 0 of it.
     #[inline]
     pub fn run<O: Observer>(&mut self, entry: EntryPoint, observer: &mut O) -> Result<bool, Fault> {
-        let start = self.program.entry(entry);
         if O::ENABLED {
-            observer.routine_start(entry, start);
+            observer.routine_start(entry, self.program.entry(entry));
         }
         // Triggering a routine resets the last-destination latch (not the result latch).
         self.last_dst = 0;
-        let value = self.execute(start, observer)?;
+        let value = self.execute(self.program.entry_slot(entry), observer)?;
         if O::ENABLED {
             observer.routine_end(entry, value);
         }
         Ok(value)
     }
 
-    fn execute<O: Observer>(&mut self, start: u16, observer: &mut O) -> Result<bool, Fault> {
+    /// The interpreter loop. Operand rows, jump targets and write rows are resolved at
+    /// decode time ([`Op`]); the loop keeps the forwarding latches, the return register
+    /// and the budget in locals and stores them back when the routine ends.
+    fn execute<O: Observer>(&mut self, start: u32, observer: &mut O) -> Result<bool, Fault> {
         let program = self.program;
-        let mut pc = start;
-        // Counted in locals (registers), settled when the routine ends.
+        let ops = program.ops(self.parity);
+        let texture = self.texture;
+        let mut pc = start as usize;
         let budget_at_start = self.budget_left;
-        let mut budget_left = self.budget_left;
+        let mut budget_left = budget_at_start;
+        let mut ld = self.last_dst;
+        let mut lr = self.last_result;
+        let mut ret = self.return_slot as usize;
         loop {
             if budget_left == 0 {
+                self.last_dst = ld;
+                self.last_result = lr;
+                self.return_slot = ret as u32;
                 self.settle(budget_at_start, budget_left);
                 return Err(Fault::Watchdog {
-                    address: pc,
+                    address: program.slot_info(pc as u32).address,
                     budget: self.budget,
                 });
             }
             budget_left -= 1;
-            let ins = *program.decoded(pc);
-            let Some(op) = ins.op else {
-                self.settle(budget_at_start, budget_left + 1);
-                return Err(Fault::Hang {
-                    address: pc,
-                    word: program.word(pc),
-                });
-            };
-            let mut next = pc.wrapping_add(1);
-            let mut a = ZERO;
-            let mut b = ZERO;
-            let mut taken = None;
-            // (result, whether the opcode writes DST)
-            let (result, writes) = match op {
-                Opcode::Nop | Opcode::DebugPrint => (ZERO, false),
-                Opcode::Add => {
-                    (a, b) = (self.read(ins.a_addr), self.read(ins.b_addr));
-                    (lanes2(a, b, alu::add), true)
+            let op = &ops[pc];
+            let this = pc;
+            pc += 1;
+            let regs = &mut self.regs;
+            // Operand reads: the previous instruction's result when the address equals its
+            // DST field (all 16 bits), whether or not that result was written.
+            macro_rules! read_a {
+                () => {
+                    if op.a_addr == ld {
+                        lr
+                    } else {
+                        regs[op.a_row as usize]
+                    }
+                };
+            }
+            macro_rules! read_b {
+                () => {
+                    if op.b_addr == ld {
+                        lr
+                    } else {
+                        regs[op.b_row as usize]
+                    }
+                };
+            }
+            let imm_a = [op.imm, 0, 0];
+            macro_rules! branch {
+                ($x:expr, $y:expr, $a:expr, $b:expr) => {{
+                    let (x, y) = ($x, $y);
+                    let greater = (x as i32) > (y as i32);
+                    let equal = alu::magnitude32(x) == alu::magnitude32(y);
+                    let jump = (op.mask >> ((greater as u8) << 1 | equal as u8)) & 1 != 0;
+                    if jump {
+                        pc = op.imm as usize;
+                    }
+                    (ZERO, $a, $b, Some(jump))
+                }};
+            }
+            // (result, A, B, taken): A, B and taken only feed the observer.
+            let (result, a, b, taken): (Vec3, Vec3, Vec3, Option<bool>) = match op.kind {
+                Kind::Nop => (ZERO, ZERO, ZERO, None),
+                Kind::Add => {
+                    let (a, b) = (read_a!(), read_b!());
+                    (lanes2(a, b, alu::add), a, b, None)
                 }
-                Opcode::Sub => {
-                    (a, b) = (self.read(ins.a_addr), self.read(ins.b_addr));
-                    (lanes2(a, b, alu::sub), true)
+                Kind::Sub => {
+                    let (a, b) = (read_a!(), read_b!());
+                    (lanes2(a, b, alu::sub), a, b, None)
                 }
-                Opcode::Div => {
-                    (a, b) = (self.read(ins.a_addr), self.read(ins.b_addr));
-                    (divide(a, b), true)
+                Kind::Div => {
+                    let (a, b) = (read_a!(), read_b!());
+                    (divide(a, b), a, b, None)
                 }
-                Opcode::Mul => {
-                    (a, b) = (self.read(ins.a_addr), self.read(ins.b_addr));
-                    (lanes2(a, b, alu::mul), true)
+                Kind::Mul => {
+                    let (a, b) = (read_a!(), read_b!());
+                    (lanes2(a, b, alu::mul), a, b, None)
                 }
-                Opcode::Imul => {
-                    (a, b) = (self.read(ins.a_addr), self.read(ins.b_addr));
-                    (lanes2(a, b, alu::imul), true)
+                Kind::Imul => {
+                    let (a, b) = (read_a!(), read_b!());
+                    (lanes2(a, b, alu::imul), a, b, None)
                 }
-                Opcode::Mag => {
-                    a = self.read(ins.a_addr);
-                    ([alu::vector_magnitude(a); 3], true)
+                Kind::Mag => {
+                    let a = read_a!();
+                    ([alu::vector_magnitude(a); 3], a, ZERO, None)
                 }
-                Opcode::Copy => {
-                    a = self.read(ins.a_addr);
-                    (a, true)
+                Kind::Copy => {
+                    let a = read_a!();
+                    (a, a, ZERO, None)
                 }
-                Opcode::Zero => (ZERO, true),
-                Opcode::Inc => {
-                    a = self.read(ins.a_addr);
-                    (a.map(alu::inc), true)
+                Kind::Zero => (ZERO, ZERO, ZERO, None),
+                Kind::Inc => {
+                    let a = read_a!();
+                    (a.map(alu::inc), a, ZERO, None)
                 }
-                Opcode::Dec => {
-                    a = self.read(ins.a_addr);
-                    (a.map(alu::dec), true)
+                Kind::Dec => {
+                    let a = read_a!();
+                    (a.map(alu::dec), a, ZERO, None)
                 }
-                Opcode::Incx => {
-                    a = self.read(ins.a_addr);
-                    ([alu::inc(a[0]), a[1], a[2]], true)
+                Kind::IncX => {
+                    let a = read_a!();
+                    ([alu::inc(a[0]), a[1], a[2]], a, ZERO, None)
                 }
-                Opcode::Incy => {
-                    a = self.read(ins.a_addr);
-                    ([a[0], alu::inc(a[1]), a[2]], true)
+                Kind::IncY => {
+                    let a = read_a!();
+                    ([a[0], alu::inc(a[1]), a[2]], a, ZERO, None)
                 }
-                Opcode::Incz => {
-                    a = self.read(ins.a_addr);
-                    ([a[0], a[1], alu::inc(a[2])], true)
+                Kind::IncZ => {
+                    let a = read_a!();
+                    ([a[0], a[1], alu::inc(a[2])], a, ZERO, None)
                 }
-                Opcode::Cross => {
-                    (a, b) = (self.read(ins.a_addr), self.read(ins.b_addr));
-                    (alu::cross(a, b), true)
+                Kind::Cross => {
+                    let (a, b) = (read_a!(), read_b!());
+                    (alu::cross(a, b), a, b, None)
                 }
-                Opcode::Dot => {
-                    (a, b) = (self.read(ins.a_addr), self.read(ins.b_addr));
-                    ([alu::dot(a, b); 3], true)
+                Kind::Dot => {
+                    let (a, b) = (read_a!(), read_b!());
+                    ([alu::dot(a, b); 3], a, b, None)
                 }
-                Opcode::Mulp => {
-                    a = self.read(ins.a_addr);
-                    ([a[0], a[1], alu::mul(a[0], a[1])], true)
+                Kind::Mulp => {
+                    let a = read_a!();
+                    ([a[0], a[1], alu::mul(a[0], a[1])], a, ZERO, None)
                 }
-                Opcode::Mod => {
-                    (a, b) = (self.read(ins.a_addr), self.read(ins.b_addr));
-                    (lanes2(a, b, alu::modulo), true)
+                Kind::Mod => {
+                    let (a, b) = (read_a!(), read_b!());
+                    (lanes2(a, b, alu::modulo), a, b, None)
                 }
-                Opcode::Frac => {
-                    a = self.read(ins.a_addr);
-                    (a.map(alu::frac), true)
+                Kind::Frac => {
+                    let a = read_a!();
+                    (a.map(alu::frac), a, ZERO, None)
                 }
-                Opcode::Intp => {
-                    a = self.read(ins.a_addr);
-                    (a.map(alu::intp), true)
+                Kind::Intp => {
+                    let a = read_a!();
+                    (a.map(alu::intp), a, ZERO, None)
                 }
-                Opcode::Neg => {
-                    a = self.read(ins.a_addr);
-                    (a.map(alu::neg), true)
+                Kind::Neg => {
+                    let a = read_a!();
+                    (a.map(alu::neg), a, ZERO, None)
                 }
-                Opcode::Unscale => {
-                    a = self.read(ins.a_addr);
-                    (a.map(alu::unscale), true)
+                Kind::Unscale => {
+                    let a = read_a!();
+                    (a.map(alu::unscale), a, ZERO, None)
                 }
-                Opcode::Rescale => {
-                    a = self.read(ins.a_addr);
-                    (a.map(alu::rescale), true)
+                Kind::Rescale => {
+                    let a = read_a!();
+                    (a.map(alu::rescale), a, ZERO, None)
                 }
-                Opcode::Xchangex => {
-                    (a, b) = (self.read(ins.a_addr), self.read(ins.b_addr));
-                    ([b[0], a[1], a[2]], true)
+                Kind::ExchangeX => {
+                    let (a, b) = (read_a!(), read_b!());
+                    ([b[0], a[1], a[2]], a, b, None)
                 }
-                Opcode::Xchangey => {
-                    (a, b) = (self.read(ins.a_addr), self.read(ins.b_addr));
-                    ([a[0], b[1], a[2]], true)
+                Kind::ExchangeY => {
+                    let (a, b) = (read_a!(), read_b!());
+                    ([a[0], b[1], a[2]], a, b, None)
                 }
-                Opcode::Xchangez => {
-                    (a, b) = (self.read(ins.a_addr), self.read(ins.b_addr));
-                    ([a[0], a[1], b[2]], true)
+                Kind::ExchangeZ => {
+                    let (a, b) = (read_a!(), read_b!());
+                    ([a[0], a[1], b[2]], a, b, None)
                 }
-                Opcode::Omwrite => {
-                    (a, b) = (self.read(ins.a_addr), self.read(ins.b_addr));
+                Kind::Omwrite => {
+                    let (a, b) = (read_a!(), read_b!());
                     for lane in 0..3 {
                         self.output.write(a[lane], b[lane]);
                     }
-                    (ZERO, true)
+                    (ZERO, a, b, None)
                 }
-                Opcode::Tmread => {
-                    a = self.read(ins.a_addr);
-                    let texel = |address: u32| self.texture.get(address as usize).copied();
-                    (a.map(|address| texel(address).unwrap_or(0)), true)
+                Kind::Tmread => {
+                    let a = read_a!();
+                    let texel = |address: u32| texture.get(address as usize).copied();
+                    (a.map(|address| texel(address).unwrap_or(0)), a, ZERO, None)
                 }
-                Opcode::Lea => ([pc as u32; 3], true),
-                Opcode::Setx | Opcode::Sety | Opcode::Setz => {
-                    a = [ins.imm, 0, 0];
-                    b = self.read(ins.b_addr);
-                    let mut r = b;
-                    r[op as usize - Opcode::Setx as usize] = ins.imm;
-                    (r, true)
+                Kind::Lea => ([op.imm; 3], ZERO, ZERO, None),
+                Kind::SetX => {
+                    let b = read_b!();
+                    ([op.imm, b[1], b[2]], imm_a, b, None)
                 }
-                Opcode::Swizzle3d => {
-                    a = [ins.imm, 0, 0];
-                    b = self.read(ins.b_addr);
-                    (alu::swizzle(b, ins.imm), true)
+                Kind::SetY => {
+                    let b = read_b!();
+                    ([b[0], op.imm, b[2]], imm_a, b, None)
                 }
-                Opcode::Jmp => {
-                    next = ins.dst;
-                    (ZERO, false)
+                Kind::SetZ => {
+                    let b = read_b!();
+                    ([b[0], b[1], op.imm], imm_a, b, None)
                 }
-                Opcode::Call => {
-                    self.return_address = pc.wrapping_add(1);
-                    next = ins.dst;
-                    (ZERO, false)
+                Kind::Swizzle => {
+                    let b = read_b!();
+                    (alu::swizzle(b, op.imm), imm_a, b, None)
                 }
-                Opcode::Ret => {
-                    a = [ins.imm, 0, 0];
-                    b = self.read(ins.b_addr);
-                    next = self.return_address;
-                    ([ins.imm, b[1], b[2]], false)
+                Kind::Jmp => {
+                    pc = op.imm as usize;
+                    (ZERO, ZERO, ZERO, None)
                 }
-                Opcode::Return => {
-                    a = [ins.imm, 0, 0];
-                    ([ins.imm; 3], true)
+                Kind::Call => {
+                    ret = pc;
+                    pc = op.imm as usize;
+                    (ZERO, ZERO, ZERO, None)
                 }
-                Opcode::Jgx
-                | Opcode::Jlx
-                | Opcode::Jeqx
-                | Opcode::Jnex
-                | Opcode::Jgex
-                | Opcode::Jlex
-                | Opcode::Jgy
-                | Opcode::Jly
-                | Opcode::Jeqy
-                | Opcode::Jney
-                | Opcode::Jgey
-                | Opcode::Jley
-                | Opcode::Jgz
-                | Opcode::Jlz
-                | Opcode::Jeqz
-                | Opcode::Jnez
-                | Opcode::Jgez
-                | Opcode::Jlez => {
-                    (a, b) = (self.read(ins.a_addr), self.read(ins.b_addr));
-                    // Opcode bits 4..3 pick the component (01 x, 10 y, 11 z), bits 2..0 the relation.
-                    let lane = ((op as usize) >> 3) - 1;
-                    let jump = alu::compare(a[lane], b[lane], op as u16 & 7);
-                    if jump {
-                        next = ins.dst;
+                Kind::Ret => {
+                    let b = read_b!();
+                    pc = ret;
+                    ([op.imm, b[1], b[2]], imm_a, b, None)
+                }
+                Kind::Return => {
+                    let result = [op.imm; 3];
+                    regs[op.d_row as usize] = result;
+                    if O::ENABLED {
+                        let slot = program.slot_info(this as u32);
+                        observer.step(&Step {
+                            address: slot.address,
+                            word: slot.word,
+                            a: imm_a,
+                            b: ZERO,
+                            result,
+                            written: op.d_row != SINK_ROW,
+                            taken: None,
+                            next: program.slot_info(pc as u32).address,
+                        });
                     }
-                    taken = Some(jump);
-                    (ZERO, false)
+                    self.last_dst = op.dst;
+                    self.last_result = result;
+                    self.return_slot = ret as u32;
+                    self.settle(budget_at_start, budget_left);
+                    return Ok(op.imm & 1 == 1);
+                }
+                Kind::BranchX => {
+                    let (a, b) = (read_a!(), read_b!());
+                    branch!(a[0], b[0], a, b)
+                }
+                Kind::BranchY => {
+                    let (a, b) = (read_a!(), read_b!());
+                    branch!(a[1], b[1], a, b)
+                }
+                Kind::BranchZ => {
+                    let (a, b) = (read_a!(), read_b!());
+                    branch!(a[2], b[2], a, b)
+                }
+                Kind::Hang => {
+                    self.last_dst = ld;
+                    self.last_result = lr;
+                    self.return_slot = ret as u32;
+                    self.settle(budget_at_start, budget_left + 1);
+                    let address = op.imm as u16;
+                    return Err(Fault::Hang {
+                        address,
+                        word: program.word(address),
+                    });
                 }
             };
-            let written = writes && (ins.dst & 0x60) != 0;
-            if written {
-                let row = self.row(ins.dst);
-                let slot = &mut self.regs[row];
-                (slot[0], slot[1], slot[2]) = (result[0], result[1], result[2]);
-            }
-            self.last_dst = ins.dst;
-            (self.last_result[0], self.last_result[1], self.last_result[2]) =
-                (result[0], result[1], result[2]);
+            regs[op.d_row as usize] = result;
+            ld = op.dst;
+            lr = result;
             if O::ENABLED {
+                let slot = program.slot_info(this as u32);
                 observer.step(&Step {
-                    address: pc,
-                    word: program.word(pc),
+                    address: slot.address,
+                    word: slot.word,
                     a,
                     b,
                     result,
-                    written,
+                    written: op.d_row != SINK_ROW,
                     taken,
-                    next,
+                    next: program.slot_info(pc as u32).address,
                 });
             }
-            if op == Opcode::Return {
-                self.settle(budget_at_start, budget_left);
-                return Ok(ins.imm & 1 == 1);
-            }
-            pc = next;
         }
     }
 }
