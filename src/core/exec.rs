@@ -151,8 +151,10 @@ pub struct Core<'a> {
     /// Instructions left before the watchdog stops the current pixel.
     budget_left: u64,
     budget: u64,
-    /// Instructions executed since the core started.
+    /// Instructions executed since the core started (culled routines included).
     pub instructions: u64,
+    /// Routines booked without being interpreted (culling).
+    pub culled_routines: u64,
     pub output: OutputMemory,
 }
 
@@ -170,6 +172,7 @@ impl<'a> Core<'a> {
             budget_left: u64::MAX,
             budget: u64::MAX,
             instructions: 0,
+            culled_routines: 0,
             output: OutputMemory::new(output_words),
         }
     }
@@ -233,6 +236,39 @@ impl<'a> Core<'a> {
     /// Instructions the watchdog still allows the current pixel.
     pub fn budget_left(&self) -> u64 {
         self.budget_left
+    }
+
+    /// Writes a register as the execution unit would (bank 0 writes are dropped).
+    pub(crate) fn write_register(&mut self, address: u16, value: Vec3) {
+        if address & 0x60 != 0 {
+            self.regs[storage_row(address, self.parity)] = value;
+        }
+    }
+
+    /// Books one routine of `instructions` the core is known to have executed without
+    /// interpreting it (the caller guarantees the budget covers them).
+    pub(crate) fn charge(&mut self, instructions: u64) {
+        debug_assert!(instructions <= self.budget_left);
+        self.budget_left -= instructions;
+        self.instructions += instructions;
+        self.culled_routines += 1;
+    }
+
+    /// Sets what a routine that ended with `RETURN imm` (DST field `return_dst`) leaves in
+    /// the control path: the forwarding latches, and the return register at
+    /// `return_address` (a CALL's return point).
+    pub(crate) fn set_routine_end_state(
+        &mut self,
+        return_dst: u16,
+        return_imm: u32,
+        return_address: u16,
+    ) {
+        self.last_dst = return_dst;
+        self.last_result = [return_imm; 3];
+        self.return_slot = self
+            .program
+            .slot_of(return_address)
+            .expect("a CALL's return point has a slot");
     }
 
     /// The address CALL's return register holds.

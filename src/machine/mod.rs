@@ -1,7 +1,10 @@
 //! The whole machine: the host configures every core, streams the triangles through the
 //! swap memory for every pixel, and the control unit sequences the microcode routines.
 //! Each core renders its own partition; partitions run on rayon workers and share nothing
-//! writable, as in the hardware.
+//! writable, as in the hardware. Triangles BIU provably rejects can skip MAIN with
+//! identical results ([`cull`]).
+
+pub mod cull;
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
@@ -14,9 +17,10 @@ use crate::core::rom::{rom, RomVariant};
 use crate::isa::registers::EntryPoint;
 use crate::isa::Instruction;
 use crate::scene::{Partition, Scene};
+use cull::{Culler, Pending, Refusal};
 
 /// How to run a frame.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug)]
 pub struct RenderOptions {
     pub rom: RomVariant,
     /// `Some(n)`: split the image into `n` row bands; `None`: the scene's own partitions.
@@ -25,6 +29,22 @@ pub struct RenderOptions {
     pub imem: Option<Vec<Instruction>>,
     /// Per-pixel instruction budget; `None` picks one from the triangle count.
     pub max_steps: Option<u64>,
+    /// Skip MAIN for triangles BIU provably rejects, leaving the core in the state MAIN
+    /// would have left (identical output and instruction counts; see [`cull`]). On by
+    /// default; refused automatically when MAIN/BIU are not the ROM's.
+    pub culling: bool,
+}
+
+impl Default for RenderOptions {
+    fn default() -> Self {
+        RenderOptions {
+            rom: RomVariant::default(),
+            cores: None,
+            imem: None,
+            max_steps: None,
+            culling: true,
+        }
+    }
 }
 
 /// A rendered frame: the output memories assembled into image order.
@@ -73,6 +93,10 @@ pub struct Render {
     pub elapsed: Duration,
     pub cores: usize,
     pub triangles: usize,
+    /// MAIN runs culling skipped (their instructions are counted in `instructions`).
+    pub culled: u64,
+    /// Why culling did not apply to this frame, if it did not.
+    pub culling_refused: Option<Refusal>,
 }
 
 /// A core stopped: which core, at which pixel, in which routine, and why.
@@ -104,6 +128,8 @@ pub struct Machine<'a> {
     pub program: Program,
     pub partitions: Vec<Partition>,
     pub max_steps: u64,
+    /// The culling tables, or why this frame is rendered without culling.
+    pub culler: Result<Culler, Refusal>,
 }
 
 impl<'a> Machine<'a> {
@@ -123,9 +149,16 @@ impl<'a> Machine<'a> {
                 .validate(scene.width(), scene.height())
                 .map_err(|e| RenderError::Config(format!("partition {core}: {e}")))?;
         }
+        let program = Program::new(rom(options.rom), &imem);
+        let culler = if options.culling {
+            Culler::new(&program, &scene.triangles, &scene.config)
+        } else {
+            Err(Refusal::Disabled)
+        };
         Ok(Machine {
             scene,
-            program: Program::new(rom(options.rom), &imem),
+            program,
+            culler,
             partitions,
             max_steps: options
                 .max_steps
@@ -150,6 +183,8 @@ impl<'a> Machine<'a> {
             elapsed: start.elapsed(),
             cores: self.partitions.len(),
             triangles: self.scene.triangles.len(),
+            culled: cores.iter().map(|c| c.culled).sum(),
+            culling_refused: self.culler.as_ref().err().cloned(),
         })
     }
 
@@ -182,7 +217,8 @@ impl<'a> Machine<'a> {
     }
 
     /// One pixel: RGU, MAIN per triangle, PSU2 on a hit, the pixel shader and NPG.
-    /// Returns NPG's answer (more pixels to come).
+    /// Returns NPG's answer (more pixels to come). Culls when the machine has a culler and
+    /// the observer is disabled (a trace always sees every instruction).
     #[inline]
     pub fn run_pixel<O: Observer>(
         &self,
@@ -195,9 +231,25 @@ impl<'a> Machine<'a> {
         };
         run(core, EntryPoint::Rgu, observer)?;
         let mut hit = false;
-        for triangle in &self.scene.triangles {
-            core.load_triangle(triangle);
-            hit |= run(core, EntryPoint::Main, observer)?;
+        match &self.culler {
+            Ok(culler) if !O::ENABLED => {
+                let mut pending = Pending::default();
+                for (index, triangle) in self.scene.triangles.iter().enumerate() {
+                    core.load_triangle(triangle);
+                    if culler.try_skip(core, index, &mut pending) {
+                        continue;
+                    }
+                    culler.flush(core, &mut pending);
+                    hit |= run(core, EntryPoint::Main, observer)?;
+                }
+                culler.flush(core, &mut pending);
+            }
+            _ => {
+                for triangle in &self.scene.triangles {
+                    core.load_triangle(triangle);
+                    hit |= run(core, EntryPoint::Main, observer)?;
+                }
+            }
         }
         core.load_dummy_triangle();
         if hit {
@@ -217,13 +269,21 @@ impl<'a> Machine<'a> {
         let mut core = self.boot_core(index, partition, &mut observer)?;
         let pixels = partition.pixel_count();
         let mut done = 0;
+        // Progress is published in batches: one shared counter bumped per pixel by every
+        // core would bounce its cache line between them.
+        const PROGRESS_BATCH: u64 = 32;
+        let mut unreported = 0;
         loop {
             let more = self
                 .run_pixel(&mut core, &mut observer)
                 .map_err(|(entry, fault)| self.fault(index, partition, done, entry, fault))?;
             done += 1;
+            unreported += 1;
             if let Some(counter) = progress {
-                counter.fetch_add(1, Ordering::Relaxed);
+                if unreported == PROGRESS_BATCH || !more {
+                    counter.fetch_add(unreported, Ordering::Relaxed);
+                    unreported = 0;
+                }
             }
             if !more {
                 break;
@@ -236,6 +296,7 @@ impl<'a> Machine<'a> {
             }
         }
         Ok(CoreRun {
+            culled: core.culled_routines,
             output: core.output,
             instructions: core.instructions,
         })
@@ -291,6 +352,7 @@ impl<'a> Machine<'a> {
 struct CoreRun {
     output: OutputMemory,
     instructions: u64,
+    culled: u64,
 }
 
 /// Renders a scene with the given options.

@@ -1,0 +1,509 @@
+//! Triangle culling: MAIN is not interpreted for a triangle that BIU provably rejects,
+//! and the core is left in exactly the state interpreting it would have left.
+//!
+//! # Why the output is identical, not just the image
+//!
+//! Per pixel the control unit runs MAIN once per triangle (spec machine_and_microcode
+//! §3.4). When MAIN and BIU are the ROM's, a MAIN whose BIU rejects the triangle executes
+//! one fixed instruction path that depends only on a few values, and this module computes
+//! the outcome of that path natively, with the very ALU functions the interpreter uses:
+//!
+//! 1. **Premises, checked once per frame** ([`Culler::new`]): the entry table sends MAIN to
+//!    ROM 37, and the code words MAIN's reject paths execute (ROM 37..=43 and 157..=178)
+//!    are exactly [`REJECT_PATH_WORDS`]. Code memory cannot change during a frame (no
+//!    instruction writes it). Otherwise culling is refused and every MAIN is interpreted.
+//! 2. **Inputs of the path.** MAIN 37 `CALL 157` reads nothing. BIU reads V0, V1, V2 (the
+//!    swap-memory rows the host just loaded: the triangle itself), CREG_CAMERA_POSITION
+//!    (bank 0: written only by the host before the frame), CREG_RAY_DIRECTION, and lane x
+//!    of R1 and R3, which 158/159 set to the constants 1.0 and 0 just before. MAIN 38
+//!    compares the forwarded `RET` immediate with lane x of CREG_ZERO. The path reads no
+//!    register through forwarding except values the path itself produced one instruction
+//!    earlier (checked word by word: no operand names the previous DST unless that
+//!    instruction wrote it), so the previous routine's latches do not matter.
+//!    RAY_DIRECTION and CREG_ZERO are read from the core before every test.
+//! 3. **The computation.** With those inputs the path computes E1 = V1 − V0, E2 = V2 − V0,
+//!    T = CAM − V0, P = RAY × E2, Q = T × E1, H1 = Q·E2, H2 = P·T, H3 = Q·RAY, Δ = P·E1,
+//!    t = H1/Δ, u = H2/Δ, v = H3/Δ, all three DIVs before the first test, and leaves BIU at
+//!    173 when `JGEX u, 0` fails, at 175 when `JGEX v, 0` fails, at 178 after R2 = u + v
+//!    when `JLEX R2, 1.0` fails (`RET R99, 0`: hit = false). MAIN 38 `JEQX` then jumps to
+//!    43 `RETURN RT_FALSE` exactly when |CREG_ZERO.x| = |0|. Only then is MAIN skipped;
+//!    every other triangle (a hit, or a CREG_ZERO some user code changed) is interpreted.
+//!    E1, E2, T, Q and H1 do not depend on the pixel and are computed once per frame.
+//! 4. **The state left behind.** A rejecting MAIN writes R3.x = 1.0, R1.x = 0, E1, E2, T,
+//!    P, Q, H1..H3, Δ, t, u, v, and R2 (178 exit only); the return register holds 38; the
+//!    forwarding latches hold RETURN's (0, 0, 0) and DST 0; the hit flag is unchanged. Of a
+//!    run of consecutive skipped triangles only the last one's values survive (and R2 of
+//!    the last 178 exit): they are written into the core before anything else runs (the
+//!    next interpreted MAIN, or PSU2/pixel shader/NPG at the end of the pixel), so every
+//!    later routine — user code included — reads what it would have read. No liveness
+//!    argument is needed, and none is made.
+//! 5. **Counting and the watchdog.** Each skipped MAIN books its exact instruction count
+//!    (20, 21 or 23 by exit) against the pixel's budget. A triangle is skipped only when
+//!    the budget covers the whole path; otherwise it is interpreted and faults exactly
+//!    where the watchdog stops it.
+//!
+//! Tracing ([`crate::core::Observer`] enabled) never culls, so a trace shows every step.
+//! The tests render every conformance scene and the default OBJ scene with and without
+//! culling and compare every output word and the instruction counts, and a property test
+//! compares a skipped MAIN with an interpreted one register by register.
+
+use crate::core::alu::{self, Vec3};
+use crate::core::exec::Core;
+use crate::core::program::Program;
+use crate::isa::registers::EntryPoint;
+use crate::isa::Instruction;
+use crate::scene::{config_row, Triangle};
+
+/// The words MAIN (37..=43) and BIU's reject paths (157..=178) consist of, as the culling
+/// argument assumes them (spec rom_words.txt).
+pub const REJECT_PATH_WORDS: [(u16, u64); 29] = [
+    (37, 0x0059_009D_0000_0000),
+    (38, 0x000A_002B_0076_0077),
+    (39, 0x0059_00BE_0000_0000),
+    (40, 0x0000_0000_0000_0000),
+    (41, 0x0040_0000_0000_0001),
+    (42, 0x0000_0000_0000_0000),
+    (43, 0x0040_0000_0000_0000),
+    (157, 0x000F_0080_0000_0000),
+    (158, 0x0041_0049_0002_0000),
+    (159, 0x0041_0047_0000_0000),
+    (160, 0x0002_0064_002E_002C),
+    (161, 0x0002_0065_0030_002C),
+    (162, 0x0002_0058_0001_002C),
+    (163, 0x0016_0059_0055_0065),
+    (164, 0x0016_005A_0058_0064),
+    (165, 0x0017_0069_005A_0065),
+    (166, 0x0017_006A_0059_0058),
+    (167, 0x0017_006B_005A_0055),
+    (168, 0x0017_0066_0059_0064),
+    (169, 0x0003_0063_0069_0066),
+    (170, 0x0003_0067_006A_0066),
+    (171, 0x0003_0068_006B_0066),
+    (172, 0x000C_00AE_0067_0047),
+    (173, 0x005A_0076_0000_0000),
+    (174, 0x000C_00B0_0068_0047),
+    (175, 0x005A_0076_0000_0000),
+    (176, 0x0001_0048_0067_0068),
+    (177, 0x000D_00B3_0048_0049),
+    (178, 0x005A_0076_0000_0000),
+];
+
+/// MAIN's entry in the ROM.
+const MAIN_ADDRESS: u16 = 37;
+/// Where BIU's `RET` returns to (the instruction after MAIN's `CALL`).
+const BIU_RETURN_POINT: u16 = 38;
+
+mod reg {
+    pub const R1: u16 = 71;
+    pub const R2: u16 = 72;
+    pub const R3: u16 = 73;
+    pub const RAY_DIRECTION: u16 = 85;
+    pub const T: u16 = 88;
+    pub const P: u16 = 89;
+    pub const Q: u16 = 90;
+    pub const T_HIT: u16 = 99;
+    pub const E1: u16 = 100;
+    pub const E2: u16 = 101;
+    pub const DELTA: u16 = 102;
+    pub const U: u16 = 103;
+    pub const V: u16 = 104;
+    pub const H1: u16 = 105;
+    pub const H2: u16 = 106;
+    pub const H3: u16 = 107;
+    pub const ZERO: u16 = 119;
+}
+
+/// Jump relations as the opcodes encode them (bits 2..0): JGE and JLE.
+const JGE: u16 = 4;
+const JLE: u16 = 5;
+const JEQ: u16 = 2;
+
+/// Where a rejecting BIU returns from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Exit {
+    /// 173: u < 0.
+    U,
+    /// 175: v < 0.
+    V,
+    /// 178: u + v > 1.0 (R2 written).
+    Sum,
+}
+
+impl Exit {
+    /// Instructions a MAIN with this BIU exit executes: CALL, BIU 157..=172, the exit's
+    /// tests and RET, JEQX, RETURN.
+    pub const fn instructions(self) -> u64 {
+        match self {
+            Exit::U => 20,
+            Exit::V => 21,
+            Exit::Sum => 23,
+        }
+    }
+}
+
+/// Why a frame renders without culling.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Refusal {
+    /// `RenderOptions::culling` is off.
+    Disabled,
+    /// The entry table sends MAIN elsewhere than ROM 37.
+    UserMain { address: u16 },
+    /// A word of MAIN or BIU differs from the one the argument is about.
+    ChangedWord { address: u16 },
+}
+
+impl std::fmt::Display for Refusal {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Refusal::Disabled => write!(f, "culling is off"),
+            Refusal::UserMain { address } => write!(
+                f,
+                "culling refused: MAIN runs at {address:#06x}, not the ROM's (37)"
+            ),
+            Refusal::ChangedWord { address } => write!(
+                f,
+                "culling refused: the code at {address} is not the ROM's MAIN/BIU"
+            ),
+        }
+    }
+}
+
+/// What BIU computes for one triangle before looking at the ray: constant for a frame.
+#[derive(Clone, Copy, Debug)]
+struct TriangleConstants {
+    e1: Vec3,
+    e2: Vec3,
+    t: Vec3,
+    q: Vec3,
+    h1: u32,
+}
+
+/// Everything a rejecting MAIN computes for one triangle and ray.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RejectState {
+    pub e1: Vec3,
+    pub e2: Vec3,
+    pub t: Vec3,
+    pub p: Vec3,
+    pub q: Vec3,
+    pub h1: u32,
+    pub h2: u32,
+    pub h3: u32,
+    pub delta: u32,
+    pub t_hit: u32,
+    pub u: u32,
+    pub v: u32,
+}
+
+/// The per-frame culling tables.
+#[derive(Clone, Debug)]
+pub struct Culler {
+    triangles: Vec<TriangleConstants>,
+}
+
+impl Culler {
+    /// Checks the premises (module doc, point 1) and precomputes the per-triangle values.
+    pub fn new(
+        program: &Program,
+        triangles: &[Triangle],
+        config: &[Vec3; 6],
+    ) -> Result<Culler, Refusal> {
+        let main = program.entry(EntryPoint::Main);
+        if main != MAIN_ADDRESS {
+            return Err(Refusal::UserMain { address: main });
+        }
+        for &(address, word) in &REJECT_PATH_WORDS {
+            if program.word(address) != Instruction(word) {
+                return Err(Refusal::ChangedWord { address });
+            }
+        }
+        let camera = config[config_row::CAMERA_POSITION];
+        let lanes = |a: Vec3, b: Vec3| [0, 1, 2].map(|i| alu::sub(a[i], b[i]));
+        let triangles = triangles
+            .iter()
+            .map(|tri| {
+                let (v0, v1, v2) = (tri[0], tri[2], tri[4]);
+                let (e1, e2, t) = (lanes(v1, v0), lanes(v2, v0), lanes(camera, v0));
+                let q = alu::cross(t, e1);
+                TriangleConstants {
+                    e1,
+                    e2,
+                    t,
+                    q,
+                    h1: alu::dot(q, e2),
+                }
+            })
+            .collect();
+        Ok(Culler { triangles })
+    }
+
+    /// BIU's verdict for triangle `index` under `ray`: `Some(exit)` when it rejects, taking
+    /// the DIV/compare steps in BIU's order (P, Δ, H2, u; then H3, v; then u + v).
+    #[inline]
+    pub fn rejects(&self, index: usize, ray: Vec3) -> Option<Exit> {
+        let k = &self.triangles[index];
+        let p = alu::cross(ray, k.e2);
+        let delta = alu::dot(p, k.e1);
+        let u = alu::div(alu::dot(p, k.t), delta);
+        if !alu::compare(u, 0, JGE) {
+            return Some(Exit::U);
+        }
+        let v = alu::div(alu::dot(k.q, ray), delta);
+        if !alu::compare(v, 0, JGE) {
+            return Some(Exit::V);
+        }
+        if !alu::compare(alu::add(u, v), alu::ONE, JLE) {
+            return Some(Exit::Sum);
+        }
+        None
+    }
+
+    /// Everything BIU 157..=171 computes for triangle `index` under `ray`.
+    pub fn reject_state(&self, index: usize, ray: Vec3) -> RejectState {
+        let k = &self.triangles[index];
+        let p = alu::cross(ray, k.e2);
+        let delta = alu::dot(p, k.e1);
+        let h2 = alu::dot(p, k.t);
+        let h3 = alu::dot(k.q, ray);
+        RejectState {
+            e1: k.e1,
+            e2: k.e2,
+            t: k.t,
+            p,
+            q: k.q,
+            h1: k.h1,
+            h2,
+            h3,
+            delta,
+            t_hit: alu::div(k.h1, delta),
+            u: alu::div(h2, delta),
+            v: alu::div(h3, delta),
+        }
+    }
+}
+
+/// MAIN 38 `JEQX 43, R99, CREG_ZERO` with BIU's `RET R99, 0` forwarded: whether MAIN then
+/// returns FALSE.
+#[inline]
+fn main_returns_false(core: &Core<'_>) -> bool {
+    alu::compare(0, core.register(reg::ZERO)[0], JEQ)
+}
+
+/// The skipped MAINs of one pixel not yet written into the core.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Pending {
+    /// The last skipped triangle.
+    last: Option<usize>,
+    /// The last skipped triangle that left BIU at 178 (the only exit that writes R2).
+    last_sum: Option<usize>,
+    /// The ray the skipped triangles were tested with.
+    ray: Vec3,
+}
+
+impl Culler {
+    /// Skips MAIN for triangle `index` (already loaded) when BIU rejects it and the budget
+    /// covers the path; returns whether it did.
+    #[inline]
+    pub fn try_skip(&self, core: &mut Core<'_>, index: usize, pending: &mut Pending) -> bool {
+        let ray = core.register(reg::RAY_DIRECTION);
+        let Some(exit) = self.rejects(index, ray) else {
+            return false;
+        };
+        if core.budget_left() < exit.instructions() || !main_returns_false(core) {
+            return false;
+        }
+        if pending.last.is_some() && pending.ray != ray {
+            // Cannot happen (skipped MAINs write no ray), but never mix two rays.
+            self.flush(core, pending);
+        }
+        core.charge(exit.instructions());
+        pending.ray = ray;
+        pending.last = Some(index);
+        if exit == Exit::Sum {
+            pending.last_sum = Some(index);
+        }
+        true
+    }
+
+    /// Writes what the pending skipped MAINs would have left in the core (module doc,
+    /// point 4).
+    pub fn flush(&self, core: &mut Core<'_>, pending: &mut Pending) {
+        let Some(last) = pending.last.take() else {
+            return;
+        };
+        let ray = pending.ray;
+        let s = self.reject_state(last, ray);
+        let r3 = core.register(reg::R3);
+        core.write_register(reg::R3, [alu::ONE, r3[1], r3[2]]);
+        let r1 = core.register(reg::R1);
+        core.write_register(reg::R1, [0, r1[1], r1[2]]);
+        for (address, value) in [
+            (reg::E1, s.e1),
+            (reg::E2, s.e2),
+            (reg::T, s.t),
+            (reg::P, s.p),
+            (reg::Q, s.q),
+            (reg::H1, [s.h1; 3]),
+            (reg::H2, [s.h2; 3]),
+            (reg::H3, [s.h3; 3]),
+            (reg::DELTA, [s.delta; 3]),
+            (reg::T_HIT, [s.t_hit; 3]),
+            (reg::U, [s.u; 3]),
+            (reg::V, [s.v; 3]),
+        ] {
+            core.write_register(address, value);
+        }
+        if let Some(sum) = pending.last_sum.take() {
+            let s = if sum == last {
+                s
+            } else {
+                self.reject_state(sum, ray)
+            };
+            core.write_register(reg::R2, [alu::add(s.u, s.v); 3]);
+        }
+        // MAIN 43 `RETURN RT_FALSE` (DST 0) after BIU's RET to 38.
+        core.set_routine_end_state(0, 0, BIU_RETURN_POINT);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::core::rom::{rom, RomVariant};
+    use crate::core::NoObserver;
+    use proptest::prelude::*;
+
+    /// A Q15.17 value: mostly small (so rays meet triangles), sometimes any word (so the
+    /// wrap-around and radix-4 quirks are exercised too).
+    fn word() -> impl Strategy<Value = u32> {
+        prop_oneof![
+            4 => (-8i32 << 17..8i32 << 17).prop_map(|v| v as u32),
+            1 => any::<u32>(),
+        ]
+    }
+
+    fn vec3() -> impl Strategy<Value = Vec3> {
+        [word(), word(), word()]
+    }
+
+    /// Registers BIU and MAIN read or write, and a few others, with arbitrary contents.
+    const SEEDED: [u16; 20] = [
+        reg::R1,
+        reg::R2,
+        reg::R3,
+        reg::T,
+        reg::P,
+        reg::Q,
+        reg::T_HIT,
+        reg::E1,
+        reg::E2,
+        reg::DELTA,
+        reg::U,
+        reg::V,
+        reg::H1,
+        reg::H2,
+        reg::H3,
+        118, // R99
+        95,  // CREG_LAST_t
+        96,  // CREG_LAST_u
+        116, // CREG_TEX_COORD1
+        111, // CREG_PIXEL_2D_POSITION
+    ];
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(2000))]
+
+        /// A skipped MAIN leaves the core exactly as an interpreted one: every register,
+        /// the latches, the return register, the instruction count and the budget; and a
+        /// triangle the test does not reject makes MAIN return TRUE.
+        #[test]
+        fn skipping_equals_interpreting(
+            triangle in [vec3(), vec3(), vec3(), vec3(), vec3(), vec3(), vec3()],
+            camera in vec3(),
+            ray in vec3(),
+            seeds in proptest::collection::vec(vec3(), SEEDED.len()),
+            zero in prop_oneof![4 => Just(0u32), 1 => word()],
+            budget in prop_oneof![4 => Just(1_000u64), 1 => 0u64..30],
+            previous_return in any::<u32>(),
+        ) {
+            let program = Program::new(rom(RomVariant::Faithful), &Program::default_imem());
+            let mut config = [[0; 3]; 6];
+            config[config_row::CAMERA_POSITION] = camera;
+            let culler = Culler::new(&program, &[triangle], &config).unwrap();
+            let texture = [0u32; 4];
+            let fresh = || {
+                let mut core = Core::new(&program, &texture, 16);
+                for (row, value) in config.iter().enumerate() {
+                    core.host_write(row as u16, *value);
+                }
+                for (&address, &value) in SEEDED.iter().zip(&seeds) {
+                    core.write_register(address, value);
+                }
+                core.write_register(reg::RAY_DIRECTION, ray);
+                core.write_register(reg::ZERO, [zero, 1, 2]);
+                core.set_routine_end_state(0, previous_return, 0);
+                core.set_budget(budget);
+                core.load_triangle(&triangle);
+                core
+            };
+            let mut interpreted = fresh();
+            let expected = interpreted.run(EntryPoint::Main, &mut NoObserver);
+
+            let mut culled = fresh();
+            let mut pending = Pending::default();
+            let skipped = culler.try_skip(&mut culled, 0, &mut pending);
+            culler.flush(&mut culled, &mut pending);
+            let got = if skipped {
+                Ok(false)
+            } else {
+                culled.run(EntryPoint::Main, &mut NoObserver)
+            };
+            prop_assert_eq!(got, expected);
+            prop_assert!(culled.same_state(&interpreted));
+            prop_assert_eq!(culled.instructions, interpreted.instructions);
+            prop_assert_eq!(culled.budget_left(), interpreted.budget_left());
+            if culler.rejects(0, ray).is_none() && zero == 0 && budget >= 1_000 {
+                prop_assert_eq!(expected, Ok(true));
+            }
+        }
+    }
+
+    #[test]
+    fn exits_cost_what_the_listing_says() {
+        // CALL, BIU 157..=172 (16), then per exit: RET | JGEX, RET | JGEX, ADD, JLEX, RET;
+        // then JEQX and RETURN.
+        assert_eq!(Exit::U.instructions(), 1 + 16 + 1 + 2);
+        assert_eq!(Exit::V.instructions(), 1 + 16 + 2 + 2);
+        assert_eq!(Exit::Sum.instructions(), 1 + 16 + 4 + 2);
+    }
+
+    #[test]
+    fn the_premise_words_are_the_roms() {
+        for variant in [RomVariant::Faithful, RomVariant::Fixed] {
+            let words = rom(variant);
+            for &(address, word) in &REJECT_PATH_WORDS {
+                assert_eq!(words[address as usize], Instruction(word), "{address}");
+            }
+        }
+    }
+
+    #[test]
+    fn a_user_main_or_changed_word_is_refused() {
+        let triangles = [[[0; 3]; 7]];
+        let config = [[0; 3]; 6];
+        let mut imem = Program::default_imem();
+        imem[EntryPoint::Main as usize] = Instruction(0x800C);
+        let program = Program::new(rom(RomVariant::Faithful), &imem);
+        assert_eq!(
+            Culler::new(&program, &triangles, &config).unwrap_err(),
+            Refusal::UserMain { address: 0x800C }
+        );
+        let mut words = rom(RomVariant::Faithful).to_vec();
+        words[170] = Instruction(0);
+        let program = Program::new(&words, &Program::default_imem());
+        assert_eq!(
+            Culler::new(&program, &triangles, &config).unwrap_err(),
+            Refusal::ChangedWord { address: 170 }
+        );
+    }
+}

@@ -1,0 +1,202 @@
+//! Culling is output-identical: every test scene renders the same frame (every output word
+//! and which words were written) and the same instruction count with and without it.
+
+mod common;
+
+use theia::core::RomVariant;
+use theia::isa::registers::{register_address, EntryPoint};
+use theia::isa::{Instruction, Opcode};
+use theia::machine::cull::Refusal;
+use theia::machine::{render, Render, RenderOptions};
+use theia::scene::obj::{default_scene, ObjOptions};
+use theia::scene::Scene;
+
+const CONFORMANCE_SCENES: [&str; 4] = [
+    "scenes_example1",
+    "scenes_example2",
+    "scenes_example3",
+    "shaders_example1",
+];
+
+fn render_with(scene: &Scene, options: &RenderOptions, culling: bool) -> Render {
+    render(
+        scene,
+        &RenderOptions {
+            culling,
+            ..options.clone()
+        },
+    )
+    .expect("renders")
+}
+
+/// Renders with and without culling and requires identical results; returns the culled
+/// render.
+fn assert_identical(scene: &Scene, options: &RenderOptions, label: &str) -> Render {
+    let off = render_with(scene, options, false);
+    let on = render_with(scene, options, true);
+    assert_eq!(off.culling_refused, Some(Refusal::Disabled), "{label}");
+    assert_eq!(on.culling_refused, None, "{label}");
+    assert_eq!(off.culled, 0, "{label}");
+    assert!(on.culled > 0, "{label}: nothing was culled");
+    assert!(on.frame == off.frame, "{label}: the frames differ");
+    assert_eq!(on.instructions, off.instructions, "{label}");
+    println!(
+        "{label}: identical; {} of {} MAIN runs culled",
+        on.culled,
+        on.triangles as u64 * (on.frame.width * on.frame.height) as u64
+    );
+    on
+}
+
+fn conformance_scene(name: &str) -> Option<Scene> {
+    let dir = common::conformance(name)?;
+    Some(theia::scene::mem::load_scene_dir(&dir).expect("conformance scene loads"))
+}
+
+#[test]
+fn every_conformance_scene_is_identical_with_both_roms() {
+    for name in CONFORMANCE_SCENES {
+        let Some(scene) = conformance_scene(name) else {
+            return;
+        };
+        for rom in [RomVariant::Faithful, RomVariant::Fixed] {
+            let options = RenderOptions {
+                rom,
+                ..Default::default()
+            };
+            assert_identical(&scene, &options, &format!("{name} ({})", rom.name()));
+        }
+    }
+}
+
+#[test]
+fn other_core_counts_are_identical() {
+    let Some(scene) = conformance_scene("scenes_example3") else {
+        return;
+    };
+    for cores in [1, 3] {
+        let options = RenderOptions {
+            cores: Some(cores),
+            ..Default::default()
+        };
+        assert_identical(&scene, &options, &format!("scenes_example3, {cores} cores"));
+    }
+}
+
+#[test]
+fn the_default_obj_scene_is_identical_with_both_roms() {
+    let scene = default_scene::load(&ObjOptions {
+        width: 96,
+        height: 96,
+        ..Default::default()
+    })
+    .expect("the built-in scene loads")
+    .scene;
+    for rom in [RomVariant::Faithful, RomVariant::Fixed] {
+        let options = RenderOptions {
+            rom,
+            ..Default::default()
+        };
+        assert_identical(&scene, &options, &format!("default OBJ ({})", rom.name()));
+    }
+}
+
+fn address(name: &str) -> u16 {
+    register_address(name).unwrap_or_else(|| panic!("{name} is a register"))
+}
+
+/// An instruction memory: the default entry table with `entry` at 0x800C, then `code`.
+fn imem_with(entry: EntryPoint, code: &[Instruction]) -> Vec<Instruction> {
+    let mut imem: Vec<Instruction> = EntryPoint::ALL
+        .iter()
+        .map(|e| Instruction(e.default_address() as u64))
+        .collect();
+    imem[entry as usize] = Instruction(0x800C);
+    imem.extend_from_slice(code);
+    imem
+}
+
+/// A pixel shader that outputs a mix of everything a skipped MAIN writes (BIU's
+/// intermediate values of the last triangle, R1..R3, t, u, v): culling must reproduce
+/// them, not merely the image.
+#[test]
+fn a_shader_reading_biu_registers_sees_the_same_values() {
+    let Some(scene) = conformance_scene("scenes_example3") else {
+        return;
+    };
+    let acc = address("R4");
+    let mut code = vec![Instruction::type1(
+        Opcode::Add,
+        acc,
+        address("CREG_t"),
+        address("CREG_u"),
+    )];
+    for name in [
+        "CREG_v",
+        "R2",
+        "R1",
+        "R3",
+        "CREG_P",
+        "CREG_Q",
+        "CREG_T",
+        "CREG_E1",
+        "CREG_E2",
+        "CREG_DELTA",
+        "CREG_H1",
+        "CREG_H2",
+        "CREG_H3",
+    ] {
+        code.push(Instruction::type1(Opcode::Add, acc, acc, address(name)));
+    }
+    code.push(Instruction::type1(
+        Opcode::Omwrite,
+        address("OREG_PIXEL_COLOR"),
+        address("CREG_CURRENT_OUTPUT_PIXEL"),
+        acc,
+    ));
+    code.push(Instruction::type2(Opcode::Return, 0, 1));
+    let options = RenderOptions {
+        imem: Some(imem_with(EntryPoint::PixelShader, &code)),
+        ..Default::default()
+    };
+    let on = assert_identical(&scene, &options, "BIU-reading shader");
+    // The shader's output really depends on per-pixel BIU state.
+    let mut distinct = on.frame.words.clone();
+    distinct.sort_unstable();
+    distinct.dedup();
+    assert!(distinct.len() > 1000, "{} distinct words", distinct.len());
+}
+
+/// MAIN replaced by user code (the same algorithm at 0x800C): culling is refused, and the
+/// frame is the ROM's.
+#[test]
+fn a_user_main_refuses_culling() {
+    let Some(scene) = conformance_scene("scenes_example3") else {
+        return;
+    };
+    let code = [
+        Instruction::type2(Opcode::Call, 157, 0),
+        Instruction::type1(Opcode::Jeqx, 0x8011, address("R99"), address("CREG_ZERO")),
+        Instruction::type2(Opcode::Call, 190, 0),
+        Instruction::type1(Opcode::Nop, 0, 0, 0),
+        Instruction::type2(Opcode::Return, 0, 1),
+        Instruction::type2(Opcode::Return, 0, 0),
+    ];
+    let imem = imem_with(EntryPoint::Main, &code);
+    let user = render_with(
+        &scene,
+        &RenderOptions {
+            imem: Some(imem),
+            ..Default::default()
+        },
+        true,
+    );
+    assert_eq!(
+        user.culling_refused,
+        Some(Refusal::UserMain { address: 0x800C })
+    );
+    assert_eq!(user.culled, 0);
+    let rom = render_with(&scene, &RenderOptions::default(), true);
+    assert!(user.frame == rom.frame);
+    assert_eq!(user.instructions, rom.instructions);
+}
