@@ -5,7 +5,9 @@
 //! - [`machine`]: the host, swap memory, texture and output memories, partitions on rayon.
 //! - [`scene`]: loaders for the original `.mem` scenes and for OBJ scenes.
 //! - [`image`]: PPM/PNG output and image comparison.
+//! - [`bench`]: frame benchmarks (one core vs all cores) as a printable table.
 
+pub mod bench;
 pub mod core;
 pub mod image;
 pub mod isa;

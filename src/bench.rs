@@ -1,0 +1,363 @@
+//! Frame benchmarks in one call (the library side of `theia bench`): each scene is rendered
+//! on one core and on all cores in the same run, so the speed-up is a ratio of two
+//! measurements taken under the same conditions. Nothing here prints.
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use crate::machine::{Machine, Render, RenderError, RenderOptions};
+use crate::scene::obj::{self, MemoryAssets, ObjOptions};
+use crate::scene::{Scene, SceneError};
+
+/// What to measure.
+#[derive(Clone, Debug)]
+pub struct BenchOptions {
+    /// The `scenes_example3` directory; `None` leaves its rows out.
+    pub conformance_scene: Option<PathBuf>,
+    /// Frames rendered per measurement; the fastest counts.
+    pub frames: u32,
+    /// Frames for the large sphere scene (slow: thousands of triangles per pixel).
+    pub sphere_frames: u32,
+    /// The UV sphere's segments and rings (`2 * segments * (rings - 1)` triangles).
+    pub sphere: (u32, u32),
+    /// Side of the square sphere image.
+    pub sphere_size: u32,
+    /// Threads for the "all cores" column; `None`: the machine's available parallelism.
+    pub threads: Option<usize>,
+}
+
+impl Default for BenchOptions {
+    fn default() -> Self {
+        BenchOptions {
+            conformance_scene: None,
+            frames: 5,
+            sphere_frames: 1,
+            sphere: (64, 41),
+            sphere_size: 256,
+            threads: None,
+        }
+    }
+}
+
+/// One measured scene.
+#[derive(Clone, Debug, PartialEq)]
+pub struct BenchRow {
+    pub name: String,
+    pub triangles: usize,
+    /// Frames rendered per column.
+    pub frames: u32,
+    /// Fastest frame on one core.
+    pub one_core: Duration,
+    /// Fastest frame on all cores.
+    pub all_cores: Duration,
+    /// Emulated instructions per frame (culled MAIN runs counted as executed).
+    pub instructions: u64,
+    /// Whether MAIN was culled for rejected triangles.
+    pub culling: bool,
+}
+
+impl BenchRow {
+    pub fn ms_one_core(&self) -> f64 {
+        self.one_core.as_secs_f64() * 1e3
+    }
+
+    pub fn ms_all_cores(&self) -> f64 {
+        self.all_cores.as_secs_f64() * 1e3
+    }
+
+    /// One-core time over all-cores time.
+    pub fn speedup(&self) -> f64 {
+        self.one_core.as_secs_f64() / self.all_cores.as_secs_f64().max(1e-12)
+    }
+
+    /// Emulated instructions per second on one core, in millions. With culling this is an
+    /// effective rate (skipped MAIN runs count as executed).
+    pub fn mips_per_core(&self) -> f64 {
+        self.instructions as f64 / self.one_core.as_secs_f64().max(1e-12) / 1e6
+    }
+}
+
+/// The result of [`run`]: one row per scene; `Display` prints an aligned table.
+#[derive(Clone, Debug, PartialEq)]
+pub struct BenchTable {
+    /// Threads of the "all cores" column.
+    pub threads: usize,
+    pub rows: Vec<BenchRow>,
+}
+
+impl fmt::Display for BenchTable {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let headers = [
+            "scene".to_string(),
+            "triangles".into(),
+            "frames".into(),
+            "ms/frame 1 core".into(),
+            format!("ms/frame {} cores", self.threads),
+            "speed-up".into(),
+            "M instr/s/core".into(),
+        ];
+        let cells: Vec<[String; 7]> = self
+            .rows
+            .iter()
+            .map(|row| {
+                [
+                    row.name.clone(),
+                    row.triangles.to_string(),
+                    row.frames.to_string(),
+                    format!("{:.1}", row.ms_one_core()),
+                    format!("{:.1}", row.ms_all_cores()),
+                    format!("{:.2}x", row.speedup()),
+                    format!(
+                        "{:.0}{}",
+                        row.mips_per_core(),
+                        if row.culling { "*" } else { "" }
+                    ),
+                ]
+            })
+            .collect();
+        let widths: Vec<usize> = (0..headers.len())
+            .map(|c| {
+                cells
+                    .iter()
+                    .map(|r| r[c].len())
+                    .chain([headers[c].len()])
+                    .max()
+                    .unwrap_or(0)
+            })
+            .collect();
+        let line = |f: &mut fmt::Formatter<'_>, cells: &[String]| -> fmt::Result {
+            for (c, cell) in cells.iter().enumerate() {
+                if c == 0 {
+                    write!(f, "{cell:<width$}", width = widths[c])?;
+                } else {
+                    write!(f, "  {cell:>width$}", width = widths[c])?;
+                }
+            }
+            writeln!(f)
+        };
+        line(f, &headers)?;
+        let rule: Vec<String> = widths.iter().map(|&w| "-".repeat(w)).collect();
+        line(f, &rule)?;
+        for row in &cells {
+            line(f, row)?;
+        }
+        if self.rows.iter().any(|r| r.culling) {
+            writeln!(
+                f,
+                "* culling on: skipped MAIN runs count as executed instructions"
+            )?;
+        }
+        Ok(())
+    }
+}
+
+/// Why a benchmark could not run.
+#[derive(Debug, thiserror::Error)]
+pub enum BenchError {
+    #[error(transparent)]
+    Scene(#[from] SceneError),
+    #[error(transparent)]
+    Render(#[from] RenderError),
+    #[error("cannot start {threads} worker threads: {message}")]
+    Threads { threads: usize, message: String },
+}
+
+/// Renders `scene` `frames` times on `pool`; the fastest frame and the last render.
+pub fn time_frames(
+    scene: &Scene,
+    options: &RenderOptions,
+    pool: &rayon::ThreadPool,
+    frames: u32,
+) -> Result<(Duration, Render), BenchError> {
+    let machine = Machine::new(scene, options)?;
+    let mut best = Duration::MAX;
+    let mut last = None;
+    for _ in 0..frames.max(1) {
+        let render = pool.install(|| machine.render(None))?;
+        best = best.min(render.elapsed);
+        last = Some(render);
+    }
+    Ok((best, last.expect("at least one frame")))
+}
+
+/// One row: the same scene and options on one core, then on all cores.
+pub fn measure(
+    name: &str,
+    scene: &Scene,
+    options: &RenderOptions,
+    frames: u32,
+    pools: &Pools,
+) -> Result<BenchRow, BenchError> {
+    let (one_core, render) = time_frames(scene, options, &pools.one, frames)?;
+    let (all_cores, _) = time_frames(scene, options, &pools.all, frames)?;
+    Ok(BenchRow {
+        name: name.to_string(),
+        triangles: scene.triangles.len(),
+        frames: frames.max(1),
+        one_core,
+        all_cores,
+        instructions: render.instructions,
+        culling: render.culled > 0,
+    })
+}
+
+/// A one-thread pool and an all-cores pool.
+pub struct Pools {
+    pub one: rayon::ThreadPool,
+    pub all: rayon::ThreadPool,
+    pub threads: usize,
+}
+
+impl Pools {
+    pub fn new(threads: Option<usize>) -> Result<Pools, BenchError> {
+        let threads = threads
+            .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
+            .max(1);
+        let pool = |threads: usize| {
+            rayon::ThreadPoolBuilder::new()
+                .num_threads(threads)
+                .build()
+                .map_err(|e| BenchError::Threads {
+                    threads,
+                    message: e.to_string(),
+                })
+        };
+        Ok(Pools {
+            one: pool(1)?,
+            all: pool(threads)?,
+            threads,
+        })
+    }
+}
+
+/// The UV sphere scene of the large-scene benchmark.
+pub fn sphere_scene(segments: u32, rings: u32, size: u32) -> Result<Scene, SceneError> {
+    let text = obj::uv_sphere_obj(segments, rings);
+    let options = ObjOptions {
+        width: size,
+        height: size,
+        ..Default::default()
+    };
+    Ok(obj::load_obj_text(
+        &text,
+        Path::new("uv_sphere.obj"),
+        &MemoryAssets(&[]),
+        &options,
+    )?
+    .scene)
+}
+
+/// Runs every benchmark: scenes_example3 interpreted (culling off: the interpreter's
+/// speed) and with culling, the built-in OBJ scene, and the large UV sphere.
+pub fn run(options: &BenchOptions) -> Result<BenchTable, BenchError> {
+    let pools = Pools::new(options.threads)?;
+    let mut rows = Vec::new();
+    let culling_off = RenderOptions {
+        culling: false,
+        ..Default::default()
+    };
+    let defaults = RenderOptions::default();
+    if let Some(dir) = &options.conformance_scene {
+        let scene = crate::scene::mem::load_scene_dir(dir)?;
+        rows.push(measure(
+            "scenes_example3, interpreted",
+            &scene,
+            &culling_off,
+            options.frames,
+            &pools,
+        )?);
+        rows.push(measure(
+            "scenes_example3",
+            &scene,
+            &defaults,
+            options.frames,
+            &pools,
+        )?);
+    }
+    let default_obj = obj::default_scene::load(&ObjOptions::default())?.scene;
+    rows.push(measure(
+        &format!(
+            "default OBJ scene {}x{}",
+            default_obj.width(),
+            default_obj.height()
+        ),
+        &default_obj,
+        &defaults,
+        options.frames,
+        &pools,
+    )?);
+    let (segments, rings) = options.sphere;
+    let sphere = sphere_scene(segments, rings, options.sphere_size)?;
+    rows.push(measure(
+        &format!("UV sphere {0}x{0}", options.sphere_size),
+        &sphere,
+        &defaults,
+        options.sphere_frames,
+        &pools,
+    )?);
+    Ok(BenchTable {
+        threads: pools.threads,
+        rows,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn row(name: &str, one: u64, all: u64, culling: bool) -> BenchRow {
+        BenchRow {
+            name: name.into(),
+            triangles: 118,
+            frames: 5,
+            one_core: Duration::from_millis(one),
+            all_cores: Duration::from_millis(all),
+            instructions: 64_000_000,
+            culling,
+        }
+    }
+
+    #[test]
+    fn the_table_is_aligned_and_derives_its_ratios() {
+        let table = BenchTable {
+            threads: 2,
+            rows: vec![
+                row("scenes_example3, interpreted", 200, 100, false),
+                row("x", 50, 40, true),
+            ],
+        };
+        assert_eq!(table.rows[0].speedup(), 2.0);
+        assert_eq!(table.rows[0].mips_per_core(), 320.0);
+        let text = table.to_string();
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(
+            lines[0],
+            "scene                         triangles  frames  ms/frame 1 core  ms/frame 2 cores  speed-up  M instr/s/core"
+        );
+        assert_eq!(
+            lines[2],
+            "scenes_example3, interpreted        118       5            200.0             100.0     2.00x             320"
+        );
+        assert_eq!(
+            lines[3],
+            "x                                   118       5             50.0              40.0     1.25x           1280*"
+        );
+        assert_eq!(
+            lines[4],
+            "* culling on: skipped MAIN runs count as executed instructions"
+        );
+        assert!(lines[1].starts_with("-----"));
+    }
+
+    #[test]
+    fn a_small_sphere_renders_on_both_pools() {
+        let scene = sphere_scene(8, 5, 16).unwrap();
+        assert_eq!(scene.triangles.len(), 2 * 8 * 4);
+        let pools = Pools::new(Some(2)).unwrap();
+        let row = measure("sphere", &scene, &RenderOptions::default(), 1, &pools).unwrap();
+        assert_eq!(row.triangles, 64);
+        assert!(row.instructions > 0 && row.culling);
+        assert!(row.one_core > Duration::ZERO && row.all_cores > Duration::ZERO);
+    }
+}
