@@ -2,7 +2,10 @@
 //! swap-memory copies, operand forwarding, CALL/RET and the ALU dispatch.
 
 use super::alu::{self, Vec3};
-use super::program::{storage_row, Kind, Program, REGISTER_ARRAY_ROWS, SHADOW_SWAP_ROW, SINK_ROW};
+use super::program::{
+    storage_row, Kind, Op, Program, DYNAMIC_FORWARDING, FORWARD_A_ROW, FORWARD_B_ROW, LATCH_ROW,
+    REGISTER_ARRAY_ROWS, SHADOW_SWAP_ROW,
+};
 use crate::isa::registers::{EntryPoint, IMEM_WORDS};
 use crate::isa::Instruction;
 use crate::scene::Triangle;
@@ -143,9 +146,10 @@ pub struct Core<'a> {
     regs: [Vec3; REGISTER_ARRAY_ROWS],
     /// 0 or 1: which copy of the swap memory the execution unit sees.
     parity: usize,
-    /// The previous instruction's DST field and ALU result (the forwarding path).
+    /// The previous instruction's DST field, and the row holding its ALU result (the
+    /// forwarding path): its destination row, or the latch row when it wrote nothing.
     last_dst: u16,
-    last_result: Vec3,
+    last_row: u8,
     /// CALL's single return register (no stack), as a program slot.
     return_slot: u32,
     /// Instructions left before the watchdog stops the current pixel.
@@ -166,7 +170,7 @@ impl<'a> Core<'a> {
             regs: [ZERO; REGISTER_ARRAY_ROWS],
             parity: 0,
             last_dst: 0,
-            last_result: ZERO,
+            last_row: LATCH_ROW,
             // The return register starts at address 0 (slot 0).
             return_slot: program.slot_of(0).unwrap_or(0),
             budget_left: u64::MAX,
@@ -264,7 +268,8 @@ impl<'a> Core<'a> {
         return_address: u16,
     ) {
         self.last_dst = return_dst;
-        self.last_result = [return_imm; 3];
+        self.regs[LATCH_ROW as usize] = [return_imm; 3];
+        self.last_row = LATCH_ROW;
         self.return_slot = self
             .program
             .slot_of(return_address)
@@ -278,7 +283,7 @@ impl<'a> Core<'a> {
 
     /// The previous instruction's ALU result (what address 0 reads at a routine's start).
     pub fn last_result(&self) -> Vec3 {
-        self.last_result
+        self.regs[self.last_row as usize]
     }
 
     /// Whether two cores are in the same architectural state: every register as the
@@ -290,7 +295,7 @@ impl<'a> Core<'a> {
         (0..128).all(|row| exe(self, row) == exe(other, row))
             && (0..32).all(|row| io(self, row) == io(other, row))
             && self.last_dst == other.last_dst
-            && self.last_result == other.last_result
+            && self.last_result() == other.last_result()
             && self.return_address() == other.return_address()
     }
 
@@ -302,255 +307,256 @@ impl<'a> Core<'a> {
         }
         // Triggering a routine resets the last-destination latch (not the result latch).
         self.last_dst = 0;
-        let value = self.execute(self.program.entry_slot(entry), observer)?;
+        if self.last_row != LATCH_ROW {
+            // Decoding assumes a routine starts with the result latch in the latch row
+            // (true after every RETURN; this covers a core resumed after a fault).
+            self.regs[LATCH_ROW as usize] = self.regs[self.last_row as usize];
+            self.last_row = LATCH_ROW;
+        }
+        let state = Registers {
+            pc: self.program.entry_slot(entry) as u16,
+            ld: 0,
+            last_row: LATCH_ROW,
+            ret: self.return_slot as u16,
+            budget_left: self.budget_left,
+        };
+        let budget_at_start = self.budget_left;
+        let value =
+            if self.budget_left >= self.program.ops(self.parity)[state.pc as usize].run as u64 {
+                self.execute::<O, false>(state, budget_at_start, observer)
+            } else {
+                self.execute::<O, true>(state, budget_at_start, observer)
+            }?;
         if O::ENABLED {
             observer.routine_end(entry, value);
         }
         Ok(value)
     }
 
-    /// The interpreter loop. Operand rows, jump targets and write rows are resolved at
-    /// decode time ([`Op`]); the loop keeps the forwarding latches, the return register
-    /// and the budget in locals and stores them back when the routine ends.
-    fn execute<O: Observer>(&mut self, start: u32, observer: &mut O) -> Result<bool, Fault> {
+    /// The interpreter loop. Operand rows (forwarding included, see
+    /// `program::resolve_forwarding`), jump targets and write rows are resolved at decode
+    /// time ([`Op`]). The loop keeps the control state in locals and stores it back when
+    /// the routine ends.
+    ///
+    /// The watchdog: unless `PRECISE`, the budget is charged a whole straight run at a time
+    /// (at the routine's start and after every jump, branch, CALL and RET), which the
+    /// caller has checked for the first run; when the budget does not cover the next run,
+    /// the rest of the routine runs `PRECISE`, counting instruction by instruction, so the
+    /// watchdog stops exactly where it would have.
+    fn execute<O: Observer, const PRECISE: bool>(
+        &mut self,
+        state: Registers,
+        budget_at_start: u64,
+        observer: &mut O,
+    ) -> Result<bool, Fault> {
         let program = self.program;
         let ops = program.ops(self.parity);
         let texture = self.texture;
-        let mut pc = start as usize;
-        let budget_at_start = self.budget_left;
-        let mut budget_left = budget_at_start;
-        let mut ld = self.last_dst;
-        let mut lr = self.last_result;
-        let mut ret = self.return_slot as usize;
+        let Registers {
+            mut pc,
+            mut ld,
+            mut last_row,
+            mut ret,
+            mut budget_left,
+        } = state;
+        if !PRECISE {
+            budget_left -= ops[pc as usize].run as u64;
+        }
         loop {
-            if budget_left == 0 {
-                self.last_dst = ld;
-                self.last_result = lr;
-                self.return_slot = ret as u32;
-                self.settle(budget_at_start, budget_left);
-                return Err(Fault::Watchdog {
-                    address: program.slot_info(pc as u32).address,
-                    budget: self.budget,
-                });
+            if PRECISE {
+                if budget_left == 0 {
+                    self.last_dst = ld;
+                    self.last_row = last_row;
+                    self.return_slot = ret as u32;
+                    self.settle(budget_at_start, budget_left);
+                    return Err(Fault::Watchdog {
+                        address: program.slot_info(pc as u32).address,
+                        budget: self.budget,
+                    });
+                }
+                budget_left -= 1;
             }
-            budget_left -= 1;
-            let op = &ops[pc];
+            let op = &ops[pc as usize];
             let this = pc;
-            pc += 1;
+            pc = pc.wrapping_add(1);
             let regs = &mut self.regs;
-            // Operand reads: the previous instruction's result when the address equals its
-            // DST field (all 16 bits), whether or not that result was written.
-            macro_rules! read_a {
-                () => {
-                    if op.a_addr == ld {
-                        lr
+            if op.flags & DYNAMIC_FORWARDING != 0 {
+                // Reached by paths that disagree about forwarding: compare addresses now.
+                let source = |address: u16, home: u8| {
+                    if address == ld {
+                        last_row
                     } else {
-                        regs[op.a_row as usize]
+                        home
                     }
                 };
+                regs[FORWARD_A_ROW as usize] = regs[source(op.a_addr, op.a_home) as usize];
+                regs[FORWARD_B_ROW as usize] = regs[source(op.b_addr, op.b_home) as usize];
             }
-            macro_rules! read_b {
+            // Operands are read where the arms use them (a load folded into the arithmetic);
+            // the observer gets them before the result is written.
+            macro_rules! a {
                 () => {
-                    if op.b_addr == ld {
-                        lr
-                    } else {
-                        regs[op.b_row as usize]
-                    }
+                    regs[op.a_row as usize]
                 };
             }
-            let imm_a = [op.imm, 0, 0];
+            macro_rules! b {
+                () => {
+                    regs[op.b_row as usize]
+                };
+            }
+            let seen = if O::ENABLED {
+                (a!(), b!())
+            } else {
+                (ZERO, ZERO)
+            };
+            // Continues at `$target` after an instruction with `$result` (written nowhere:
+            // control instructions have the latch row as destination). In run mode this
+            // charges the run that starts there, or finishes the instruction and hands the
+            // rest of the routine to the precise loop.
+            macro_rules! jump {
+                ($target:expr, $result:expr, $taken:expr) => {{
+                    pc = $target;
+                    if !PRECISE {
+                        let run = ops[pc as usize].run as u64;
+                        if budget_left < run {
+                            let result: Vec3 = $result;
+                            regs[op.d_row as usize] = result;
+                            if O::ENABLED {
+                                self.observe(observer, this, op, seen, (result, $taken), pc);
+                            }
+                            let state = Registers {
+                                pc,
+                                ld: op.dst,
+                                last_row: op.d_row,
+                                ret,
+                                budget_left,
+                            };
+                            return self.execute::<O, true>(state, budget_at_start, observer);
+                        }
+                        budget_left -= run;
+                    }
+                }};
+            }
             macro_rules! branch {
-                ($x:expr, $y:expr, $a:expr, $b:expr) => {{
+                ($x:expr, $y:expr) => {{
                     let (x, y) = ($x, $y);
                     let greater = (x as i32) > (y as i32);
                     let equal = alu::magnitude32(x) == alu::magnitude32(y);
                     let jump = (op.mask >> ((greater as u8) << 1 | equal as u8)) & 1 != 0;
-                    if jump {
-                        pc = op.imm as usize;
-                    }
-                    (ZERO, $a, $b, Some(jump))
+                    jump!(if jump { op.imm as u16 } else { pc }, ZERO, Some(jump));
+                    (ZERO, Some(jump))
                 }};
             }
-            // (result, A, B, taken): A, B and taken only feed the observer.
-            let (result, a, b, taken): (Vec3, Vec3, Vec3, Option<bool>) = match op.kind {
-                Kind::Nop => (ZERO, ZERO, ZERO, None),
-                Kind::Add => {
-                    let (a, b) = (read_a!(), read_b!());
-                    (lanes2(a, b, alu::add), a, b, None)
-                }
-                Kind::Sub => {
-                    let (a, b) = (read_a!(), read_b!());
-                    (lanes2(a, b, alu::sub), a, b, None)
-                }
-                Kind::Div => {
-                    let (a, b) = (read_a!(), read_b!());
-                    (divide(a, b), a, b, None)
-                }
-                Kind::Mul => {
-                    let (a, b) = (read_a!(), read_b!());
-                    (lanes2(a, b, alu::mul), a, b, None)
-                }
-                Kind::Imul => {
-                    let (a, b) = (read_a!(), read_b!());
-                    (lanes2(a, b, alu::imul), a, b, None)
-                }
-                Kind::Mag => {
-                    let a = read_a!();
-                    ([alu::vector_magnitude(a); 3], a, ZERO, None)
-                }
-                Kind::Copy => {
-                    let a = read_a!();
-                    (a, a, ZERO, None)
-                }
-                Kind::Zero => (ZERO, ZERO, ZERO, None),
-                Kind::Inc => {
-                    let a = read_a!();
-                    (a.map(alu::inc), a, ZERO, None)
-                }
-                Kind::Dec => {
-                    let a = read_a!();
-                    (a.map(alu::dec), a, ZERO, None)
-                }
+            // (result, taken); A and B feed only the observer for ops that read neither.
+            let (result, taken): (Vec3, Option<bool>) = match op.kind {
+                Kind::Nop => (ZERO, None),
+                Kind::Add => (lanes2(a!(), b!(), alu::add), None),
+                Kind::Sub => (lanes2(a!(), b!(), alu::sub), None),
+                Kind::Div => (divide(a!(), b!()), None),
+                Kind::Mul => (lanes2(a!(), b!(), alu::mul), None),
+                Kind::Imul => (lanes2(a!(), b!(), alu::imul), None),
+                Kind::Mag => ([alu::vector_magnitude(a!()); 3], None),
+                Kind::Copy => (a!(), None),
+                Kind::Zero => (ZERO, None),
+                Kind::Inc => (a!().map(alu::inc), None),
+                Kind::Dec => (a!().map(alu::dec), None),
                 Kind::IncX => {
-                    let a = read_a!();
-                    ([alu::inc(a[0]), a[1], a[2]], a, ZERO, None)
+                    let a = a!();
+                    ([alu::inc(a[0]), a[1], a[2]], None)
                 }
                 Kind::IncY => {
-                    let a = read_a!();
-                    ([a[0], alu::inc(a[1]), a[2]], a, ZERO, None)
+                    let a = a!();
+                    ([a[0], alu::inc(a[1]), a[2]], None)
                 }
                 Kind::IncZ => {
-                    let a = read_a!();
-                    ([a[0], a[1], alu::inc(a[2])], a, ZERO, None)
+                    let a = a!();
+                    ([a[0], a[1], alu::inc(a[2])], None)
                 }
-                Kind::Cross => {
-                    let (a, b) = (read_a!(), read_b!());
-                    (alu::cross(a, b), a, b, None)
-                }
-                Kind::Dot => {
-                    let (a, b) = (read_a!(), read_b!());
-                    ([alu::dot(a, b); 3], a, b, None)
-                }
+                Kind::Cross => (alu::cross(a!(), b!()), None),
+                Kind::Dot => ([alu::dot(a!(), b!()); 3], None),
                 Kind::Mulp => {
-                    let a = read_a!();
-                    ([a[0], a[1], alu::mul(a[0], a[1])], a, ZERO, None)
+                    let a = a!();
+                    ([a[0], a[1], alu::mul(a[0], a[1])], None)
                 }
-                Kind::Mod => {
-                    let (a, b) = (read_a!(), read_b!());
-                    (lanes2(a, b, alu::modulo), a, b, None)
-                }
-                Kind::Frac => {
-                    let a = read_a!();
-                    (a.map(alu::frac), a, ZERO, None)
-                }
-                Kind::Intp => {
-                    let a = read_a!();
-                    (a.map(alu::intp), a, ZERO, None)
-                }
-                Kind::Neg => {
-                    let a = read_a!();
-                    (a.map(alu::neg), a, ZERO, None)
-                }
-                Kind::Unscale => {
-                    let a = read_a!();
-                    (a.map(alu::unscale), a, ZERO, None)
-                }
-                Kind::Rescale => {
-                    let a = read_a!();
-                    (a.map(alu::rescale), a, ZERO, None)
-                }
+                Kind::Mod => (lanes2(a!(), b!(), alu::modulo), None),
+                Kind::Frac => (a!().map(alu::frac), None),
+                Kind::Intp => (a!().map(alu::intp), None),
+                Kind::Neg => (a!().map(alu::neg), None),
+                Kind::Unscale => (a!().map(alu::unscale), None),
+                Kind::Rescale => (a!().map(alu::rescale), None),
                 Kind::ExchangeX => {
-                    let (a, b) = (read_a!(), read_b!());
-                    ([b[0], a[1], a[2]], a, b, None)
+                    let (a, b) = (a!(), b!());
+                    ([b[0], a[1], a[2]], None)
                 }
                 Kind::ExchangeY => {
-                    let (a, b) = (read_a!(), read_b!());
-                    ([a[0], b[1], a[2]], a, b, None)
+                    let (a, b) = (a!(), b!());
+                    ([a[0], b[1], a[2]], None)
                 }
                 Kind::ExchangeZ => {
-                    let (a, b) = (read_a!(), read_b!());
-                    ([a[0], a[1], b[2]], a, b, None)
+                    let (a, b) = (a!(), b!());
+                    ([a[0], a[1], b[2]], None)
                 }
                 Kind::Omwrite => {
-                    let (a, b) = (read_a!(), read_b!());
+                    let (a, b) = (a!(), b!());
                     for lane in 0..3 {
                         self.output.write(a[lane], b[lane]);
                     }
-                    (ZERO, a, b, None)
+                    (ZERO, None)
                 }
                 Kind::Tmread => {
-                    let a = read_a!();
                     let texel = |address: u32| texture.get(address as usize).copied();
-                    (a.map(|address| texel(address).unwrap_or(0)), a, ZERO, None)
+                    (a!().map(|address| texel(address).unwrap_or(0)), None)
                 }
-                Kind::Lea => ([op.imm; 3], ZERO, ZERO, None),
+                Kind::Lea => ([op.imm; 3], None),
                 Kind::SetX => {
-                    let b = read_b!();
-                    ([op.imm, b[1], b[2]], imm_a, b, None)
+                    let b = b!();
+                    ([op.imm, b[1], b[2]], None)
                 }
                 Kind::SetY => {
-                    let b = read_b!();
-                    ([b[0], op.imm, b[2]], imm_a, b, None)
+                    let b = b!();
+                    ([b[0], op.imm, b[2]], None)
                 }
                 Kind::SetZ => {
-                    let b = read_b!();
-                    ([b[0], b[1], op.imm], imm_a, b, None)
+                    let b = b!();
+                    ([b[0], b[1], op.imm], None)
                 }
-                Kind::Swizzle => {
-                    let b = read_b!();
-                    (alu::swizzle(b, op.imm), imm_a, b, None)
-                }
+                Kind::Swizzle => (alu::swizzle(b!(), op.imm), None),
                 Kind::Jmp => {
-                    pc = op.imm as usize;
-                    (ZERO, ZERO, ZERO, None)
+                    jump!(op.imm as u16, ZERO, None);
+                    (ZERO, None)
                 }
                 Kind::Call => {
                     ret = pc;
-                    pc = op.imm as usize;
-                    (ZERO, ZERO, ZERO, None)
+                    jump!(op.imm as u16, ZERO, None);
+                    (ZERO, None)
                 }
                 Kind::Ret => {
-                    let b = read_b!();
-                    pc = ret;
-                    ([op.imm, b[1], b[2]], imm_a, b, None)
+                    let b = b!();
+                    let result = [op.imm, b[1], b[2]];
+                    jump!(ret, result, None);
+                    (result, None)
                 }
+                Kind::BranchX => branch!(a!()[0], b!()[0]),
+                Kind::BranchY => branch!(a!()[1], b!()[1]),
+                Kind::BranchZ => branch!(a!()[2], b!()[2]),
                 Kind::Return => {
                     let result = [op.imm; 3];
                     regs[op.d_row as usize] = result;
+                    // The next routine's first instruction may read it through address 0,
+                    // after the host has written rows: keep it in the latch row.
+                    regs[LATCH_ROW as usize] = result;
                     if O::ENABLED {
-                        let slot = program.slot_info(this as u32);
-                        observer.step(&Step {
-                            address: slot.address,
-                            word: slot.word,
-                            a: imm_a,
-                            b: ZERO,
-                            result,
-                            written: op.d_row != SINK_ROW,
-                            taken: None,
-                            next: program.slot_info(pc as u32).address,
-                        });
+                        self.observe(observer, this, op, seen, (result, None), pc);
                     }
                     self.last_dst = op.dst;
-                    self.last_result = result;
+                    self.last_row = LATCH_ROW;
                     self.return_slot = ret as u32;
                     self.settle(budget_at_start, budget_left);
                     return Ok(op.imm & 1 == 1);
                 }
-                Kind::BranchX => {
-                    let (a, b) = (read_a!(), read_b!());
-                    branch!(a[0], b[0], a, b)
-                }
-                Kind::BranchY => {
-                    let (a, b) = (read_a!(), read_b!());
-                    branch!(a[1], b[1], a, b)
-                }
-                Kind::BranchZ => {
-                    let (a, b) = (read_a!(), read_b!());
-                    branch!(a[2], b[2], a, b)
-                }
                 Kind::Hang => {
                     self.last_dst = ld;
-                    self.last_result = lr;
+                    self.last_row = last_row;
                     self.return_slot = ret as u32;
                     self.settle(budget_at_start, budget_left + 1);
                     let address = op.imm as u16;
@@ -562,22 +568,65 @@ impl<'a> Core<'a> {
             };
             regs[op.d_row as usize] = result;
             ld = op.dst;
-            lr = result;
+            last_row = op.d_row;
             if O::ENABLED {
-                let slot = program.slot_info(this as u32);
-                observer.step(&Step {
-                    address: slot.address,
-                    word: slot.word,
-                    a,
-                    b,
-                    result,
-                    written: op.d_row != SINK_ROW,
-                    taken,
-                    next: program.slot_info(pc as u32).address,
-                });
+                self.observe(observer, this, op, seen, (result, taken), pc);
+            } else {
+                let _ = (taken, seen);
             }
         }
     }
+
+    /// Reports one executed instruction to an enabled observer, with the operands as the
+    /// ALU saw them (`a`, `b`: the rows read; type II A is the immediate).
+    fn observe<O: Observer>(
+        &self,
+        observer: &mut O,
+        this: u16,
+        op: &Op,
+        (a, b): (Vec3, Vec3),
+        (result, taken): (Vec3, Option<bool>),
+        next: u16,
+    ) {
+        let program = self.program;
+        let slot = program.slot_info(this as u32);
+        let (reads_a, reads_b) = op.kind.reads();
+        let imm_a = matches!(
+            op.kind,
+            Kind::SetX | Kind::SetY | Kind::SetZ | Kind::Swizzle | Kind::Ret | Kind::Return
+        );
+        let a = if reads_a {
+            a
+        } else if imm_a {
+            [op.imm, 0, 0]
+        } else {
+            ZERO
+        };
+        let b = if reads_b { b } else { ZERO };
+        observer.step(&Step {
+            address: slot.address,
+            word: slot.word,
+            a,
+            b,
+            result,
+            written: op.d_row != LATCH_ROW,
+            taken,
+            next: program.slot_info(next as u32).address,
+        });
+    }
+}
+
+/// The control state the interpreter loop carries.
+#[derive(Clone, Copy)]
+struct Registers {
+    /// The slot about to execute.
+    pc: u16,
+    /// The previous instruction's DST field and the row holding its result.
+    ld: u16,
+    last_row: u8,
+    /// CALL's return register, as a slot.
+    ret: u16,
+    budget_left: u64,
 }
 
 impl Core<'_> {
@@ -607,3 +656,307 @@ fn divide(a: Vec3, b: Vec3) -> Vec3 {
 
 /// Instruction memory capacity for user code, for messages.
 pub const USER_INSTRUCTIONS: usize = IMEM_WORDS - 12;
+
+#[cfg(test)]
+mod tests {
+    //! The interpreter against a reference model written the plain way (decode every word
+    //! at every step, compare every operand address with the previous DST, count every
+    //! instruction), on random programs that exercise forwarding through every kind of
+    //! control flow, swap parity, aliases, CALL/RET, hangs and the watchdog.
+    use super::*;
+    use crate::core::program::Decoded;
+    use crate::core::rom::{rom, RomVariant};
+    use crate::isa::{Opcode, OPCODES};
+    use proptest::prelude::*;
+
+    /// The reference core: physical rows as in `Core` (160), decoded by address.
+    #[derive(Clone, Debug, PartialEq)]
+    struct Reference {
+        regs: Vec<Vec3>,
+        parity: usize,
+        last_dst: u16,
+        last_result: Vec3,
+        return_address: u16,
+        budget_left: u64,
+        instructions: u64,
+        output: Vec<(u32, u32)>,
+    }
+
+    impl Reference {
+        fn row(&self, address: u16) -> usize {
+            storage_row(address, self.parity)
+        }
+
+        fn read(&self, address: u16) -> Vec3 {
+            if address == self.last_dst {
+                self.last_result
+            } else {
+                self.regs[self.row(address)]
+            }
+        }
+
+        fn run(&mut self, program: &Program, texture: &[u32], start: u16) -> Result<bool, Fault> {
+            self.last_dst = 0;
+            let mut pc = start;
+            loop {
+                if self.budget_left == 0 {
+                    return Err(Fault::Watchdog {
+                        address: pc,
+                        budget: 0,
+                    });
+                }
+                let word = program.word(pc);
+                let d = Decoded::new(word);
+                let Some(op) = d.op else {
+                    return Err(Fault::Hang { address: pc, word });
+                };
+                self.budget_left -= 1;
+                self.instructions += 1;
+                let mut next = pc.wrapping_add(1);
+                let imm_a = [d.imm, 0, 0];
+                let (a, b) = (self.read(d.a_addr), self.read(d.b_addr));
+                use Opcode::*;
+                let result: Vec3 = match op {
+                    Nop | DebugPrint => ZERO,
+                    Add => lanes2(a, b, alu::add),
+                    Sub => lanes2(a, b, alu::sub),
+                    Div => lanes2(a, b, alu::div),
+                    Mul => lanes2(a, b, alu::mul),
+                    Imul => lanes2(a, b, alu::imul),
+                    Mag => [alu::vector_magnitude(a); 3],
+                    Copy => a,
+                    Zero => ZERO,
+                    Inc => a.map(alu::inc),
+                    Dec => a.map(alu::dec),
+                    Incx => [alu::inc(a[0]), a[1], a[2]],
+                    Incy => [a[0], alu::inc(a[1]), a[2]],
+                    Incz => [a[0], a[1], alu::inc(a[2])],
+                    Cross => alu::cross(a, b),
+                    Dot => [alu::dot(a, b); 3],
+                    Mulp => [a[0], a[1], alu::mul(a[0], a[1])],
+                    Mod => lanes2(a, b, alu::modulo),
+                    Frac => a.map(alu::frac),
+                    Intp => a.map(alu::intp),
+                    Neg => a.map(alu::neg),
+                    Unscale => a.map(alu::unscale),
+                    Rescale => a.map(alu::rescale),
+                    Xchangex => [b[0], a[1], a[2]],
+                    Xchangey => [a[0], b[1], a[2]],
+                    Xchangez => [a[0], a[1], b[2]],
+                    Omwrite => {
+                        for lane in 0..3 {
+                            self.output.push((a[lane], b[lane]));
+                        }
+                        ZERO
+                    }
+                    Tmread => a.map(|x| texture.get(x as usize).copied().unwrap_or(0)),
+                    Lea => [pc as u32; 3],
+                    Setx => [imm_a[0], b[1], b[2]],
+                    Sety => [b[0], imm_a[0], b[2]],
+                    Setz => [b[0], b[1], imm_a[0]],
+                    Swizzle3d => alu::swizzle(b, d.imm),
+                    Jmp => {
+                        next = d.dst;
+                        ZERO
+                    }
+                    Call => {
+                        self.return_address = pc.wrapping_add(1);
+                        next = d.dst;
+                        ZERO
+                    }
+                    Ret => {
+                        next = self.return_address;
+                        [d.imm, b[1], b[2]]
+                    }
+                    Return => [d.imm; 3],
+                    _ => {
+                        let code = op as u16;
+                        let lane = (code as usize >> 3) - 1;
+                        if alu::compare(a[lane], b[lane], code & 7) {
+                            next = d.dst;
+                        }
+                        ZERO
+                    }
+                };
+                let writes =
+                    !matches!(op, Nop | DebugPrint | Jmp | Call | Ret) && !op.is_conditional_jump();
+                if writes && d.dst & 0x60 != 0 {
+                    let row = self.row(d.dst);
+                    self.regs[row] = result;
+                }
+                self.last_dst = d.dst;
+                self.last_result = result;
+                if op == Return {
+                    return Ok(d.imm & 1 == 1);
+                }
+                pc = next;
+            }
+        }
+    }
+
+    /// Operand addresses: a few registers, their aliases (high bits, other bank copies),
+    /// bank 0, the swap bank, address 0.
+    fn address() -> impl Strategy<Value = u16> {
+        prop_oneof![
+            prop::sample::select(vec![
+                0u16, 1, 0x0C, 0x2C, 0x2D, 0x47, 0x48, 0x49, 0x76, 0x80, 0x8047, 0x4047, 0xAC,
+                0x6C, 0x7F
+            ]),
+            any::<u16>(),
+        ]
+    }
+
+    /// A random instruction of a program at 0x800C..0x800C+len: jumps and CALLs land in or
+    /// just past it (or on the ROM's RETURN at 36), immediates are small or anything.
+    fn instruction(len: u16) -> impl Strategy<Value = Instruction> {
+        let target = prop_oneof![
+            4 => 0x800Cu16..0x800C + len + 2,
+            1 => Just(36u16),
+            1 => any::<u16>(),
+        ];
+        let opcode = prop::sample::select(OPCODES.iter().map(|o| o.opcode).collect::<Vec<_>>());
+        (
+            opcode,
+            address(),
+            address(),
+            address(),
+            target,
+            any::<u32>(),
+            0u32..4,
+        )
+            .prop_map(|(op, dst, a, b, target, imm, small)| {
+                let jumps = op.is_conditional_jump() || matches!(op, Opcode::Jmp | Opcode::Call);
+                let dst = if jumps { target } else { dst };
+                if op.is_type2() {
+                    let imm = if op == Opcode::Return || small < 3 {
+                        small
+                    } else {
+                        imm
+                    };
+                    Instruction::type2(op, dst, imm)
+                } else {
+                    Instruction::type1(op, dst, a, b)
+                }
+            })
+    }
+
+    fn program_strategy() -> impl Strategy<Value = Vec<Instruction>> {
+        (1u16..24).prop_flat_map(|len| {
+            prop::collection::vec(instruction(len), len as usize).prop_map(|mut code| {
+                // End with a RETURN most of the time so that runs finish.
+                code.push(Instruction::type2(Opcode::Return, 0, 1));
+                code
+            })
+        })
+    }
+
+    #[derive(Default)]
+    struct Recorder {
+        steps: Vec<Step>,
+    }
+
+    impl Observer for Recorder {
+        const ENABLED: bool = true;
+        fn step(&mut self, step: &Step) {
+            self.steps.push(*step);
+        }
+    }
+
+    fn registers(core: &Core<'_>) -> Vec<Vec3> {
+        (0..128).map(|a| core.register(a)).collect()
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(3000))]
+
+        #[test]
+        fn the_interpreter_matches_the_reference(
+            code in program_strategy(),
+            seeds in prop::collection::vec([any::<u32>(); 3], 8),
+            budget in prop_oneof![Just(64u64), 0u64..40],
+            triangle in [[any::<u32>(); 3]; 7],
+        ) {
+            let mut imem = Program::default_imem();
+            imem[EntryPoint::PixelShader as usize] = Instruction(0x800C);
+            imem.extend_from_slice(&code);
+            let program = Program::new(rom(RomVariant::Faithful), &imem);
+            let texture: Vec<u32> = (0..64).map(|i| i * 7).collect();
+            let mut core = Core::new(&program, &texture, 4096);
+            let mut traced = Core::new(&program, &texture, 4096);
+            for c in [&mut core, &mut traced] {
+                for (i, &seed) in seeds.iter().enumerate() {
+                    c.host_write(i as u16, seed);
+                    c.write_register(0x47 + i as u16, seed);
+                    c.write_register(0x2C + i as u16, seed);
+                }
+                c.set_budget(budget);
+            }
+            let mut reference = Reference {
+                regs: core.regs[..160].to_vec(),
+                parity: 0,
+                last_dst: 0,
+                last_result: ZERO,
+                return_address: 0,
+                budget_left: budget,
+                instructions: 0,
+                output: Vec::new(),
+            };
+            // Two routines with a swap flip between them: the second one sees the first
+            // one's result latch, return register and a different swap copy.
+            for _round in 0..2 {
+                let traced_before = traced.instructions;
+                let expected = reference.run(&program, &texture, 0x800C);
+                let got = core.run(EntryPoint::PixelShader, &mut NoObserver);
+                let mut recorder = Recorder::default();
+                let traced_result = traced.run(EntryPoint::PixelShader, &mut recorder);
+                let normalise = |r: Result<bool, Fault>| match r {
+                    Err(Fault::Watchdog { address, .. }) => Err(Fault::Watchdog { address, budget: 0 }),
+                    other => other,
+                };
+                prop_assert_eq!(normalise(got), expected);
+                prop_assert_eq!(normalise(traced_result), expected);
+                prop_assert_eq!(core.instructions, reference.instructions);
+                prop_assert_eq!(recorder.steps.len() as u64, traced.instructions - traced_before);
+                prop_assert_eq!(core.budget_left(), reference.budget_left);
+                let reference_view: Vec<Vec3> = (0..128).map(|a| reference.regs[reference.row(a)]).collect();
+                prop_assert_eq!(registers(&core), reference_view);
+                prop_assert!(core.same_state(&traced));
+                prop_assert_eq!(core.last_result(), reference.last_result);
+                prop_assert_eq!(core.return_address(), reference.return_address);
+                let written: Vec<(usize, u32)> = (0..4096).filter_map(|i| core.output.read(i).map(|w| (i, w))).collect();
+                let mut expected_output = std::collections::BTreeMap::new();
+                for &(address, value) in &reference.output {
+                    if (address as usize) < 4096 {
+                        expected_output.insert(address as usize, value);
+                    }
+                }
+                prop_assert_eq!(written, expected_output.into_iter().collect::<Vec<_>>());
+                if expected.is_err() {
+                    break;
+                }
+                // The host streams a triangle between routines: swap flip.
+                core.load_triangle(&triangle);
+                traced.load_triangle(&triangle);
+                reference.host_triangle(&triangle);
+                core.refill_budget();
+                traced.refill_budget();
+                reference.budget_left = budget;
+            }
+        }
+    }
+
+    impl Reference {
+        fn host_triangle(&mut self, triangle: &Triangle) {
+            let io = if self.parity == 0 {
+                SHADOW_SWAP_ROW
+            } else {
+                32
+            } + 12;
+            for (i, v) in triangle.iter().enumerate() {
+                self.regs[io + i] = *v;
+                self.regs[12 + i] = *v;
+            }
+            self.parity ^= 1;
+        }
+    }
+}

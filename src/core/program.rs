@@ -9,8 +9,8 @@
 //!
 //! Each slot is decoded twice into an [`Op`], once per swap-memory parity: the register
 //! rows an instruction reads and writes are then fixed numbers (bank-1 addresses already
-//! pointing at the copy the execution unit sees), and writes the hardware drops (bank 0,
-//! or opcodes that never write) go to a sink row nothing reads.
+//! pointing at the copy the execution unit sees), and results the hardware writes nowhere
+//! (bank 0, or opcodes that never write) go to a latch row only forwarding reads.
 
 use std::collections::HashMap;
 
@@ -47,8 +47,10 @@ impl Decoded {
 /// Rows 0..127 are the address space as the execution unit sees it with swap parity 0;
 /// rows 128..159 hold the second swap-memory copy.
 pub(crate) const SHADOW_SWAP_ROW: usize = 128;
-/// Where writes the hardware drops go: a row no decoded read ever names.
-pub(crate) const SINK_ROW: u8 = 160;
+/// Where the results of instructions that write no register go (writes the hardware drops,
+/// and opcodes that never write): a row no decoded read names. It holds the forwarding
+/// latch's value whenever the last instruction wrote no register.
+pub(crate) const LATCH_ROW: u8 = 160;
 /// The register array has 256 rows so that any `u8` row indexes it without a bounds check.
 pub(crate) const REGISTER_ARRAY_ROWS: usize = 256;
 
@@ -119,22 +121,142 @@ pub(crate) enum Kind {
     Hang,
 }
 
-/// One decoded instruction for one swap parity: 16 bytes.
+/// One decoded instruction for one swap parity: 20 bytes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Op {
     pub kind: Kind,
     pub mask: u8,
-    _pad: u8,
+    /// [`DYNAMIC_FORWARDING`] when an operand's source depends on the path taken.
+    pub flags: u8,
+    /// The rows operands A and B are read from, forwarding already resolved (see
+    /// [`resolve_forwarding`]); [`FORWARD_A_ROW`]/[`FORWARD_B_ROW`] for a dynamic operand.
     pub a_row: u8,
     pub b_row: u8,
-    /// The row the result goes to; [`SINK_ROW`] when the hardware writes nothing.
+    /// The row the result goes to; [`LATCH_ROW`] when the hardware writes no register.
     pub d_row: u8,
+    /// The operands' own rows (what a dynamic operand reads when not forwarded).
+    pub a_home: u8,
+    pub b_home: u8,
     /// Full 16-bit operand addresses, compared with the previous DST for forwarding.
     pub a_addr: u16,
     pub b_addr: u16,
     /// The DST field (the next instruction's forwarding address).
     pub dst: u16,
+    /// Instructions from here to the end of this straight run (the next jump, CALL, RET,
+    /// RETURN or hang, inclusive): the watchdog budget is checked once per run.
+    pub run: u16,
     pub imm: u32,
+}
+
+/// [`Op::flags`]: operand rows must be resolved at run time (see [`resolve_forwarding`]).
+pub(crate) const DYNAMIC_FORWARDING: u8 = 1;
+/// Rows a dynamic operand's value is copied to before the instruction runs.
+pub(crate) const FORWARD_A_ROW: u8 = 161;
+pub(crate) const FORWARD_B_ROW: u8 = 162;
+/// Slots of the op table: every 16-bit slot number indexes it without a bounds check.
+pub(crate) const OP_TABLE_LEN: usize = 1 << 16;
+
+impl Kind {
+    /// Whether the instruction reads operand A (a register; type I) and operand B.
+    pub(crate) fn reads(self) -> (bool, bool) {
+        use Kind::*;
+        match self {
+            Nop | Zero | Lea | Jmp | Call | Return | Hang => (false, false),
+            Mag | Copy | Inc | Dec | IncX | IncY | IncZ | Mulp | Frac | Intp | Neg | Unscale
+            | Rescale | Tmread => (true, false),
+            SetX | SetY | SetZ | Swizzle | Ret => (false, true),
+            Add | Sub | Div | Mul | Imul | Cross | Dot | Mod | ExchangeX | ExchangeY
+            | ExchangeZ | Omwrite | BranchX | BranchY | BranchZ => (true, true),
+        }
+    }
+
+    /// Whether control never continues at the next slot (or may not: branches).
+    fn ends_run(self) -> bool {
+        use Kind::*;
+        matches!(
+            self,
+            Jmp | Call | Ret | Return | Hang | BranchX | BranchY | BranchZ
+        )
+    }
+
+    fn falls_through(self) -> bool {
+        use Kind::*;
+        !matches!(self, Jmp | Call | Ret | Return | Hang)
+    }
+}
+
+/// Resolves operand forwarding at decode time, for one parity's op table.
+///
+/// The hardware forwards the previous instruction's result to an operand whose address
+/// equals the previous DST field (spec machine §1.2). That result sits in the previous
+/// instruction's `d_row` (its destination row, or the latch row when it wrote nothing). An
+/// instruction can be entered only from: the slot before it (if that one falls through),
+/// a jump, branch or CALL naming it, a RET (if it is a CALL's return point, or address 0,
+/// the return register's initial value), or a routine start (DST latch reset to 0; the
+/// latch row then holds the previous routine's RETURN result). When every way in gives
+/// the operand the same row, that row is fixed here; otherwise the op is marked dynamic
+/// and compares addresses at run time.
+fn resolve_forwarding(ops: &mut [Op], slots: &[Slot], entries: &[u32], return_points: &[u32]) {
+    const ENTRY: (u16, u8) = (0, LATCH_ROW);
+    let mut preds: Vec<Vec<(u16, u8)>> = vec![Vec::new(); ops.len()];
+    let rets: Vec<(u16, u8)> = ops
+        .iter()
+        .filter(|op| op.kind == Kind::Ret)
+        .map(|op| (op.dst, op.d_row))
+        .collect();
+    for (i, op) in ops.iter().enumerate() {
+        if op.kind.falls_through() && i + 1 < ops.len() {
+            preds[i + 1].push((op.dst, op.d_row));
+        }
+        if matches!(
+            op.kind,
+            Kind::Jmp | Kind::Call | Kind::BranchX | Kind::BranchY | Kind::BranchZ
+        ) {
+            preds[slots[i].target as usize].push((op.dst, op.d_row));
+        }
+    }
+    for &entry in entries {
+        preds[entry as usize].push(ENTRY);
+    }
+    for &point in return_points {
+        preds[point as usize].extend_from_slice(&rets);
+    }
+    for (op, preds) in ops.iter_mut().zip(&preds) {
+        let source = |address: u16, home: u8| -> Option<u8> {
+            let mut rows = preds
+                .iter()
+                .map(|&(dst, row)| if dst == address { row } else { home });
+            let first = rows.next().unwrap_or(home);
+            rows.all(|row| row == first).then_some(first)
+        };
+        let (reads_a, reads_b) = op.kind.reads();
+        if reads_a {
+            match source(op.a_addr, op.a_home) {
+                Some(row) => op.a_row = row,
+                None => {
+                    op.a_row = FORWARD_A_ROW;
+                    op.flags |= DYNAMIC_FORWARDING;
+                }
+            }
+        }
+        if reads_b {
+            match source(op.b_addr, op.b_home) {
+                Some(row) => op.b_row = row,
+                None => {
+                    op.b_row = FORWARD_B_ROW;
+                    op.flags |= DYNAMIC_FORWARDING;
+                }
+            }
+        }
+    }
+    // Straight runs, from the back.
+    for i in (0..ops.len()).rev() {
+        ops[i].run = if ops[i].kind.ends_run() || i + 1 == ops.len() {
+            1
+        } else {
+            ops[i + 1].run.saturating_add(1)
+        };
+    }
 }
 
 /// Truth table of a jump relation over `(greater, magnitude-equal)`, bit `2g + e`, read off
@@ -178,7 +300,7 @@ pub struct Program {
     loaded_imem_words: usize,
     slots: Vec<Slot>,
     /// `ops[parity][slot]`.
-    ops: [Vec<Op>; 2],
+    ops: Vec<Box<[Op; OP_TABLE_LEN]>>,
     slot_of: HashMap<u16, u32>,
 }
 
@@ -215,7 +337,7 @@ impl Program {
             entry_slot: [0; ENTRY_TABLE_LEN],
             loaded_imem_words: loaded,
             slots: Vec::new(),
-            ops: [Vec::new(), Vec::new()],
+            ops: Vec::new(),
             slot_of: HashMap::new(),
         };
         // Sequential runs first, each followed by the address after it, so that "next
@@ -247,13 +369,37 @@ impl Program {
             }
             i += 1;
         }
-        program.ops = [0, 1].map(|parity| {
-            program
-                .slots
-                .iter()
-                .map(|slot| Program::op(slot, parity))
-                .collect()
-        });
+        let mut return_points: Vec<u32> = program
+            .slots
+            .iter()
+            .filter(|slot| slot.decoded.op == Some(Opcode::Call))
+            .map(|slot| slot.address.wrapping_add(1))
+            .chain([0])
+            .map(|address| program.slot_of[&address])
+            .collect();
+        return_points.sort_unstable();
+        return_points.dedup();
+        program.ops = (0..2)
+            .map(|parity| {
+                let mut ops: Vec<Op> = program
+                    .slots
+                    .iter()
+                    .map(|slot| Program::op(slot, parity))
+                    .collect();
+                resolve_forwarding(
+                    &mut ops,
+                    &program.slots,
+                    &program.entry_slot,
+                    &return_points,
+                );
+                // Pad to 2^16 slots so that a u16 slot number needs no bounds check.
+                let hang = Program::op(&program.slots[program.slots.len() - 1], parity);
+                ops.resize(OP_TABLE_LEN, hang);
+                ops.into_boxed_slice()
+                    .try_into()
+                    .expect("the op table has 2^16 slots")
+            })
+            .collect();
         program
     }
 
@@ -284,13 +430,16 @@ impl Program {
         let mut op = Op {
             kind: Kind::Hang,
             mask: 0,
-            _pad: 0,
+            flags: 0,
             a_row: row(d.a_addr),
             b_row: row(d.b_addr),
-            d_row: SINK_ROW,
+            d_row: LATCH_ROW,
+            a_home: row(d.a_addr),
+            b_home: row(d.b_addr),
             a_addr: d.a_addr,
             b_addr: d.b_addr,
             dst: d.dst,
+            run: 1,
             imm: d.imm,
         };
         let Some(opcode) = d.op else {
@@ -433,7 +582,7 @@ impl Program {
     }
 
     #[inline(always)]
-    pub(crate) fn ops(&self, parity: usize) -> &[Op] {
+    pub(crate) fn ops(&self, parity: usize) -> &[Op; OP_TABLE_LEN] {
         &self.ops[parity]
     }
 
@@ -500,9 +649,9 @@ mod tests {
             (odd.a_row, odd.b_row, odd.d_row),
             (0x2E + 96, 0x2C + 96, 0x64)
         );
-        assert_eq!(program.ops(0)[at + 1].d_row, SINK_ROW);
+        assert_eq!(program.ops(0)[at + 1].d_row, LATCH_ROW);
         let branch = program.ops(0)[at + 2];
-        assert_eq!((branch.kind, branch.d_row), (Kind::BranchX, SINK_ROW));
+        assert_eq!((branch.kind, branch.d_row), (Kind::BranchX, LATCH_ROW));
         assert_eq!(program.slot_info(branch.imm).address, 0x8000);
     }
 }
