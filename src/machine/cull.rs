@@ -237,25 +237,14 @@ impl Culler {
         Ok(Culler { triangles })
     }
 
-    /// BIU's verdict for triangle `index` under `ray`: `Some(exit)` when it rejects, taking
-    /// the DIV/compare steps in BIU's order (P, Δ, H2, u; then H3, v; then u + v).
+    /// BIU's verdict for triangle `index` under `ray`: `Some(exit)` when it rejects.
     #[inline]
     pub fn rejects(&self, index: usize, ray: Vec3) -> Option<Exit> {
         let k = &self.triangles[index];
         let p = alu::cross(ray, k.e2);
         let delta = alu::dot(p, k.e1);
-        let u = alu::div(alu::dot(p, k.t), delta);
-        if !alu::compare(u, 0, JGE) {
-            return Some(Exit::U);
-        }
-        let v = alu::div(alu::dot(k.q, ray), delta);
-        if !alu::compare(v, 0, JGE) {
-            return Some(Exit::V);
-        }
-        if !alu::compare(alu::add(u, v), alu::ONE, JLE) {
-            return Some(Exit::Sum);
-        }
-        None
+        let h2 = alu::dot(p, k.t);
+        verdict(h2, || alu::dot(k.q, ray), delta)
     }
 
     /// Everything BIU 157..=171 computes for triangle `index` under `ray`.
@@ -280,6 +269,72 @@ impl Culler {
             v: alu::div(h3, delta),
         }
     }
+}
+
+/// BIU 169..=178 on H2, H3 and Δ, as BIU runs it: u = H2/Δ, v = H3/Δ, `JGEX u, 0`,
+/// `JGEX v, 0`, R2 = u + v, `JLEX R2, 1.0`. `Some(exit)` when BIU rejects.
+pub fn exact_verdict(h2: u32, h3: u32, delta: u32) -> Option<Exit> {
+    let u = alu::div(h2, delta);
+    if !alu::compare(u, 0, JGE) {
+        return Some(Exit::U);
+    }
+    let v = alu::div(h3, delta);
+    if !alu::compare(v, 0, JGE) {
+        return Some(Exit::V);
+    }
+    if !alu::compare(alu::add(u, v), alu::ONE, JLE) {
+        return Some(Exit::Sum);
+    }
+    None
+}
+
+/// [`exact_verdict`] without dividing in all but rare cases (H3 computed only when BIU
+/// gets that far).
+///
+/// With d = |Δ| > 0, DIV gives sign · (⌊|H|·2^17 / d⌋ mod 2^31). While |H| < 2^14·d the
+/// quotient is below 2^31 (no wrap), so: u < 0 exactly when the signs of H2 and Δ differ
+/// and |H2|·2^17 ≥ d (the quotient is not 0); likewise v. When both are ≥ 0 they are
+/// ⌊a/d⌋ and ⌊b/d⌋ (a, b = |H|·2^17, or 0 where the quotient is 0), whose sum s lies in
+/// ((a+b)/d − 2, (a+b)/d]: a + b < (2^17+1)·d gives s ≤ 1.0 (accepted), and
+/// (2^17+2)·d ≤ a + b < 2^31·d gives 1.0 < s < 2^31, where ADD does not wrap (rejected
+/// at 178). Everything else — Δ = 0, a possible wrap, a sum near 1.0 — takes the exact
+/// path. A property test compares the two on values clustered at every boundary.
+#[inline]
+pub fn verdict(h2: u32, h3: impl FnOnce() -> u32, delta: u32) -> Option<Exit> {
+    let d = alu::magnitude32(delta) as u64;
+    if d == 0 {
+        return exact_verdict(h2, h3(), delta);
+    }
+    let wrap_limit = d << 14;
+    let u_magnitude = alu::magnitude32(h2) as u64;
+    if u_magnitude >= wrap_limit {
+        return exact_verdict(h2, h3(), delta);
+    }
+    let u_negative = (h2 ^ delta) >> 31 == 1;
+    let a = u_magnitude << 17;
+    if u_negative && a >= d {
+        return Some(Exit::U);
+    }
+    let h3 = h3();
+    let v_magnitude = alu::magnitude32(h3) as u64;
+    if v_magnitude >= wrap_limit {
+        return exact_verdict(h2, h3, delta);
+    }
+    let v_negative = (h3 ^ delta) >> 31 == 1;
+    let b = v_magnitude << 17;
+    if v_negative && b >= d {
+        return Some(Exit::V);
+    }
+    // Both quotients are >= 0 here; a negative sign means a zero quotient.
+    let sum = if u_negative { 0 } else { a } + if v_negative { 0 } else { b };
+    let one = alu::ONE as u64;
+    if sum < (one + 1) * d {
+        return None;
+    }
+    if sum >= (one + 2) * d && sum < (1 << 31) * d {
+        return Some(Exit::Sum);
+    }
+    exact_verdict(h2, h3, delta)
 }
 
 /// MAIN 38 `JEQX 43, R99, CREG_ZERO` with BIU's `RET R99, 0` forwarded: whether MAIN then
@@ -464,6 +519,65 @@ mod tests {
             prop_assert_eq!(culled.budget_left(), interpreted.budget_left());
             if culler.rejects(0, ray).is_none() && zero == 0 && budget >= 1_000 {
                 prop_assert_eq!(expected, Ok(true));
+            }
+        }
+    }
+
+    /// A value near `fraction` · |Δ| (Q15.17 fraction), with either sign and some noise:
+    /// lands on every boundary of [`verdict`].
+    fn near(delta: u32, fraction: i64, noise: i64) -> u32 {
+        let d = alu::magnitude32(delta) as i64;
+        (((d * fraction) >> 17) + noise) as i32 as u32
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(20000))]
+
+        #[test]
+        fn the_quick_verdict_is_the_exact_one(
+            delta in prop_oneof![
+                Just(0u32),
+                Just(0x8000_0000),
+                1u32..64,
+                any::<u32>(),
+                (1u32 << 10..1 << 20).prop_map(|v| v.wrapping_neg()),
+            ],
+            fu in -0x4_0000i64..0x4_0000,
+            fv in -0x4_0000i64..0x4_0000,
+            // u + v within a few units of 1.0, where rounding decides.
+            sum_near_one in any::<bool>(),
+            jitter in -4i64..5,
+            noise in (-3i64..4, -3i64..4),
+            raw in prop_oneof![3 => Just(None), 1 => any::<(u32, u32)>().prop_map(Some)],
+        ) {
+            let fv = if sum_near_one { 0x2_0000 - fu + jitter } else { fv };
+            let (h2, h3) = raw.unwrap_or((near(delta, fu, noise.0), near(delta, fv, noise.1)));
+            prop_assert_eq!(verdict(h2, || h3, delta), exact_verdict(h2, h3, delta));
+        }
+    }
+
+    #[test]
+    fn verdict_edges() {
+        let one = alu::ONE;
+        // Δ = 1.0: u, v are H2, H3.
+        for (h2, h3) in [
+            (0, 0),
+            (one, 0),
+            (one, 1),
+            (one / 2, one / 2),
+            (one / 2, one / 2 + 1),
+            (1u32.wrapping_neg(), 0),
+            (0, 1u32.wrapping_neg()),
+            (0x7FFF_FFFF, 0),
+            (0x8000_0000, 0),
+            (0x4000_0000, 0x4000_0000),
+        ] {
+            for delta in [one, one.wrapping_neg(), 1, 0, 0x8000_0000] {
+                assert_eq!(
+                    verdict(h2, || h3, delta),
+                    exact_verdict(h2, h3, delta),
+                    "{h2:#x} {h3:#x} {delta:#x}"
+                );
             }
         }
     }

@@ -233,15 +233,21 @@ impl<'a> Machine<'a> {
         let mut hit = false;
         match &self.culler {
             Ok(culler) if !O::ENABLED => {
+                let triangles = &self.scene.triangles;
                 let mut pending = Pending::default();
-                for (index, triangle) in self.scene.triangles.iter().enumerate() {
-                    core.load_triangle(triangle);
+                // Triangles before `loaded` are in the core; skipped MAINs do not read the
+                // swap memory, so the host's loads are caught up only before code runs.
+                let mut loaded = 0;
+                for index in 0..triangles.len() {
                     if culler.try_skip(core, index, &mut pending) {
                         continue;
                     }
+                    core.load_triangles(&triangles[loaded..=index]);
+                    loaded = index + 1;
                     culler.flush(core, &mut pending);
                     hit |= run(core, EntryPoint::Main, observer)?;
                 }
+                core.load_triangles(&triangles[loaded..]);
                 culler.flush(core, &mut pending);
             }
             _ => {
