@@ -449,8 +449,11 @@ impl<'a> Core<'a> {
                 (slot[0], slot[1], slot[2]) = (result[0], result[1], result[2]);
             }
             self.last_dst = ins.dst;
-            (self.last_result[0], self.last_result[1], self.last_result[2]) =
-                (result[0], result[1], result[2]);
+            (
+                self.last_result[0],
+                self.last_result[1],
+                self.last_result[2],
+            ) = (result[0], result[1], result[2]);
             if O::ENABLED {
                 observer.step(&Step {
                     address: pc,
