@@ -5,9 +5,11 @@
 //! - [`machine`]: the host, swap memory, texture and output memories, partitions on rayon.
 //! - [`scene`]: loaders for the original `.mem` scenes and for OBJ scenes.
 //! - [`image`]: PPM/PNG output and image comparison.
+//! - [`trace`]: one pixel instruction by instruction, with cycle estimates.
 
 pub mod core;
 pub mod image;
 pub mod isa;
 pub mod machine;
 pub mod scene;
+pub mod trace;

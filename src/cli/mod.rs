@@ -5,6 +5,7 @@ mod compare;
 mod render;
 mod scene_args;
 mod shader;
+mod trace;
 mod watch;
 
 use std::process::ExitCode;
@@ -32,6 +33,8 @@ enum Command {
     Render(render::RenderArgs),
     /// Compare two images pixel by pixel; exits 1 when they differ
     Compare(compare::CompareArgs),
+    /// Run one pixel and print every instruction it executes (operands, results, branches)
+    Trace(trace::TraceArgs),
 }
 
 /// What a command reports when it ends normally.
@@ -46,6 +49,7 @@ pub fn main() -> ExitCode {
     let result = match cli.command {
         Command::Render(args) => render::run(args),
         Command::Compare(args) => compare::run(args),
+        Command::Trace(args) => trace::run(args),
     };
     match result {
         Ok(Outcome::Success) => ExitCode::SUCCESS,
