@@ -167,6 +167,15 @@ impl Opcode {
         (self as u8) & 0x40 != 0
     }
 
+    /// Whether the result goes to the DST register (subject to the bank write rule). Jumps,
+    /// CALL and RET are branches, which never write; NOP and DEBUG_PRINT write nothing.
+    pub fn writes_destination(self) -> bool {
+        !matches!(
+            self.info().shape,
+            Shape::Nop | Shape::Branch | Shape::Target
+        ) && self != Opcode::Ret
+    }
+
     /// Conditional jumps (the J?? family) select a component with bits 4..3 and a relation
     /// with bits 2..0.
     pub fn is_conditional_jump(self) -> bool {
