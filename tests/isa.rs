@@ -1,12 +1,15 @@
 //! The ISA toolchain: the assembler against the original's output for the three example
 //! shaders (spec isa_and_formats §7), its diagnostics, and disassembler round trips.
 
+mod common;
+
 use std::path::Path;
 
 use proptest::prelude::*;
-use theia::isa::asm::{assemble, Assembly, Severity};
+use theia::core::rom::{rom, RomVariant, ROM_LEN, ROM_SOURCE};
+use theia::isa::asm::{assemble, assemble_rom, Assembly, Severity};
 use theia::isa::registers::EntryPoint;
-use theia::isa::{disassemble, listing, Instruction, OPCODES};
+use theia::isa::{disassemble, listing, rom_listing, Instruction, OPCODES};
 
 const EXAMPLES: [(&str, &str, &str); 3] = [
     (
@@ -434,4 +437,100 @@ proptest! {
             .map_err(|e| TestCaseError::fail(format!("{e}\n{text}")))?;
         prop_assert_eq!(assembly.imem, imem, "{}", text);
     }
+}
+
+#[test]
+fn faithful_rom_equals_the_spec_rom_words() {
+    let Some(path) = common::shared("spec/rom_words.txt") else {
+        return;
+    };
+    let text = std::fs::read_to_string(path).unwrap();
+    let expected: Vec<(usize, u64)> = text
+        .lines()
+        .map(|line| {
+            let mut fields = line.split_whitespace();
+            let address = fields.next().unwrap().parse().unwrap();
+            let word = u64::from_str_radix(fields.next().unwrap(), 16).unwrap();
+            (address, word)
+        })
+        .collect();
+    let faithful = rom(RomVariant::Faithful);
+    assert_eq!(faithful.len(), ROM_LEN);
+    for &(address, word) in &expected {
+        // The file also lists the first undefined address (280).
+        let ours = faithful
+            .get(address)
+            .map_or(theia::isa::UNDEFINED_ROM_WORD, |w| *w);
+        assert_eq!(
+            ours,
+            Instruction(word),
+            "ROM word {address}: ours {:016X}, spec {word:016X} ({})",
+            ours.0,
+            disassemble(ours)
+        );
+    }
+    assert_eq!(expected.len(), ROM_LEN + 1);
+}
+
+#[test]
+fn rom_source_warns_exactly_about_its_dropped_bank0_writes() {
+    let assembly = assemble_rom(ROM_SOURCE, Path::new("shaders/rom.shdr")).unwrap();
+    let warned: Vec<usize> = assembly
+        .warnings
+        .iter()
+        .map(|w| assembly.lines.iter().position(|&l| l == w.line).unwrap())
+        .collect();
+    // ZERO OREG_PIXEL_COLOR (INITIAL, BIU) and COPY OREG_ADDR_O (INITIAL, NPG).
+    assert_eq!(warned, [2, 21, 59, 157]);
+    assert_eq!(assembly.labels["ENTRYPOINT_ADRR_BIU"], 157);
+    assert_eq!(assembly.labels["LABEL_IS_NO_HIT"], 43);
+}
+
+#[test]
+fn rom_round_trips_through_the_rom_listing() {
+    for variant in [RomVariant::Faithful, RomVariant::Fixed] {
+        let text = rom_listing(rom(variant));
+        let again = assemble_rom(&text, Path::new("rom_listing.shdr"))
+            .unwrap_or_else(|e| panic!("{e}\n{text}"));
+        assert_eq!(again.words, rom(variant), "{}", variant.name());
+    }
+}
+
+#[test]
+fn rom_mode_immediates_and_entry_addresses() {
+    let words = assemble_rom(
+        "ENTRYPOINT_ADRR_INITIAL:\n\tRET R99 TRUE\n\tRET R99 FALSE\n\tSETX R3 ONE\n\
+         \tCALL ENTRYPOINT_ADRR_BIU VOID VOID\n",
+        Path::new("r.shdr"),
+    )
+    .unwrap()
+    .words;
+    assert_eq!(
+        words,
+        [
+            Instruction(0x005A_0076_0000_0001),
+            Instruction(0x005A_0076_0000_0000),
+            Instruction(0x0041_0049_0002_0000),
+            Instruction(0x0059_009D_0000_0000),
+        ]
+    );
+    let e = assemble_rom(
+        "\tNOP\nENTRYPOINT_ADRR_MAIN:\n\tNOP\n.entry ENTRYPOINT_ADRR_BIU 3\n",
+        Path::new("r.shdr"),
+    )
+    .unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "r.shdr:2:1: error: ROM routine MAIN must start at its default address 37 (the entry \
+         table and ROM MAIN's CALLs use it), but this label is at 1\n\
+         r.shdr:4:1: error: `.entry` sets the user entry table, which ROM code does not have"
+    );
+    // User programs do not know the ROM's TRUE/FALSE/ONE.
+    assert_eq!(
+        errors("\tRET R99 TRUE\n"),
+        [
+            "t.shdr:1:10: error: expected an immediate (32'h…, 0x…, a decimal integer or a \
+          fraction like 0.5), found `TRUE`"
+        ]
+    );
 }
