@@ -217,6 +217,28 @@ mod tests {
     }
 
     #[test]
+    fn which_opcodes_write_their_destination() {
+        for op in [
+            Opcode::Add,
+            Opcode::Omwrite,
+            Opcode::Setx,
+            Opcode::Return,
+            Opcode::Lea,
+        ] {
+            assert!(op.writes_destination(), "{op:?}");
+        }
+        for op in [
+            Opcode::Nop,
+            Opcode::Jgx,
+            Opcode::Jmp,
+            Opcode::Call,
+            Opcode::Ret,
+        ] {
+            assert!(!op.writes_destination(), "{op:?}");
+        }
+    }
+
+    #[test]
     fn type2_is_bit_6() {
         assert!(Opcode::Setx.is_type2());
         assert!(Opcode::Ret.is_type2());
