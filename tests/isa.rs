@@ -534,3 +534,18 @@ fn rom_mode_immediates_and_entry_addresses() {
         ]
     );
 }
+
+/// The scene examples ship the original's output for Example1.shdr (CRLF).
+#[test]
+fn example1_equals_the_scenes_instructions_mem() {
+    let Some(dir) = common::conformance("scenes_example3") else {
+        return;
+    };
+    let shipped = theia::scene::mem::read_instructions(&dir.join("Instructions.mem")).unwrap();
+    assert_eq!(asm(EXAMPLES[0].1).imem, shipped);
+    let text = std::fs::read_to_string(dir.join("Instructions.mem")).unwrap();
+    assert_eq!(
+        asm(EXAMPLES[0].1).instructions_mem(),
+        text.replace("\r\n", "\n")
+    );
+}
