@@ -7,6 +7,7 @@ pub mod encoding;
 pub mod opcodes;
 pub mod registers;
 
+pub use asm::{assemble, assemble_rom, AsmErrors, Assembly, Diagnostic, RomAssembly, Severity};
 pub use disasm::{disassemble, listing, rom_listing};
 pub use encoding::{Instruction, UNDEFINED_ROM_WORD};
 pub use opcodes::{Hardware, Opcode, OpcodeInfo, Shape, OPCODES};
