@@ -1,0 +1,132 @@
+//! The `theia` command as a user runs it: outputs, exit codes, stdout/stderr.
+
+mod common;
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+fn theia(dir: &Path, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_theia"))
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .expect("theia runs")
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+#[test]
+fn render_without_a_scene_writes_the_built_in_scene_to_out_default_png() {
+    let dir = tempfile::tempdir().unwrap();
+    let output = theia(dir.path(), &["render"]);
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    let stdout = text(&output.stdout);
+    assert!(
+        stdout.starts_with("out/default.png: 256x256 pixels, "),
+        "{stdout}"
+    );
+    assert!(stdout.contains(" cores, "), "{stdout}");
+    // No progress bar when stderr is not a terminal.
+    assert!(!text(&output.stderr).contains("pixels (ETA"));
+    let image = theia::image::read_image(&dir.path().join("out/default.png")).unwrap();
+    assert_eq!((image.width, image.height), (256, 256));
+}
+
+#[test]
+fn quiet_prints_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let output = theia(dir.path(), &["render", "--quiet", "-o", "a.png"]);
+    assert!(output.status.success());
+    assert!(output.stdout.is_empty() && output.stderr.is_empty());
+    assert!(dir.path().join("a.png").is_file());
+}
+
+#[test]
+fn errors_exit_2_name_the_file_and_leave_no_output() {
+    let dir = tempfile::tempdir().unwrap();
+    let output = theia(dir.path(), &["render", "missing.obj", "-o", "x.png"]);
+    assert_eq!(output.status.code(), Some(2));
+    assert_eq!(
+        text(&output.stderr),
+        "error: missing.obj: No such file or directory (os error 2)\n"
+    );
+    assert!(!dir.path().join("x.png").exists());
+
+    std::fs::write(dir.path().join("scene.txt"), "v 0 0 0\n").unwrap();
+    let output = theia(dir.path(), &["render", "scene.txt"]);
+    assert_eq!(output.status.code(), Some(2));
+    assert_eq!(
+        text(&output.stderr),
+        "error: scene.txt: expected an .obj file or a directory holding Params.mem, Vertex.mem and Textures.mem\n"
+    );
+
+    let output = theia(dir.path(), &["render", "--cores", "0", "-o", "x.png"]);
+    assert_eq!(output.status.code(), Some(2));
+    assert!(!dir.path().join("x.png").exists());
+}
+
+#[test]
+fn obj_flags_are_refused_for_original_scenes() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir(dir.path().join("scene")).unwrap();
+    let output = theia(
+        dir.path(),
+        &["render", "scene", "--width", "64", "--fov", "30"],
+    );
+    assert_eq!(output.status.code(), Some(2));
+    assert_eq!(
+        text(&output.stderr),
+        "error: scene: --width, --fov only apply to OBJ scenes; an original scene takes its camera and resolution from Params.mem\n"
+    );
+}
+
+#[test]
+fn compare_follows_cmp_exit_codes() {
+    let dir = tempfile::tempdir().unwrap();
+    let write = |name: &str, pixels: &str| {
+        std::fs::write(dir.path().join(name), format!("P3\n2 1\n255\n{pixels}\n")).unwrap()
+    };
+    write("a.ppm", "0 0 0 10 20 30");
+    write("b.ppm", "0 0 0 10 20 30");
+    write("c.ppm", "0 0 0 10 27 30");
+    let same = theia(dir.path(), &["compare", "a.ppm", "b.ppm"]);
+    assert_eq!(same.status.code(), Some(0));
+    assert_eq!(text(&same.stdout), "identical (2x1)\n");
+
+    let differ = theia(dir.path(), &["compare", "a.ppm", "c.ppm", "-o", "d.png"]);
+    assert_eq!(differ.status.code(), Some(1));
+    assert_eq!(
+        text(&differ.stdout),
+        "1 of 2 pixels differ, largest channel difference 7\n"
+    );
+    let diff = theia::image::read_image(&dir.path().join("d.png")).unwrap();
+    assert_eq!(diff.data, vec![0, 0, 0, 64, 64, 64]);
+
+    let missing = theia(dir.path(), &["compare", "a.ppm", "nope.png"]);
+    assert_eq!(missing.status.code(), Some(2));
+    assert!(text(&missing.stderr).starts_with("error: nope.png: "));
+}
+
+/// The acceptance check: render scenes_example3 to PPM, then compare it with the
+/// reference; 0 differing pixels, and the text is the test bench's but for line ends.
+#[test]
+fn example3_renders_to_its_reference_from_the_command_line() {
+    let Some(scene) = common::conformance("scenes_example3") else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let scene = scene.to_str().unwrap();
+    let output = theia(dir.path(), &["render", scene, "-o", "out/ex3.ppm"]);
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    let reference = Path::new(scene).join("Reference.ppm");
+    let compared = theia(
+        dir.path(),
+        &["compare", "out/ex3.ppm", reference.to_str().unwrap()],
+    );
+    assert_eq!(text(&compared.stdout), "identical (160x160)\n");
+    let ours = std::fs::read_to_string(dir.path().join("out/ex3.ppm")).unwrap();
+    let theirs = std::fs::read_to_string(&reference).unwrap();
+    assert_eq!(ours, theirs.replace("\r\n", "\n"));
+}
