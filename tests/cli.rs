@@ -130,3 +130,58 @@ fn example3_renders_to_its_reference_from_the_command_line() {
     let theirs = std::fs::read_to_string(&reference).unwrap();
     assert_eq!(ours, theirs.replace("\r\n", "\n"));
 }
+
+const BAD_SHADER: &str = "ENTRYPOINT_ADRR_PIXELSHADER:\n  INTP R1 R1\n  FOO R1\n  SETX CREG_CAMERA_POSITION 3\n  RETURN RT_TRUE\n";
+
+#[test]
+fn shader_errors_are_reported_at_file_line_column_and_nothing_is_written() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("bad.shdr"), BAD_SHADER).unwrap();
+    let output = theia(
+        dir.path(),
+        &["render", "--shader", "bad.shdr", "-o", "bad.png"],
+    );
+    assert_eq!(output.status.code(), Some(2));
+    assert_eq!(
+        text(&output.stderr),
+        "bad.shdr:2:3: warning: INTP is not implemented by the original hardware, where the core hangs (the emulator runs the manual's semantics)\n\
+         bad.shdr:4:8: warning: SETX writes CREG_CAMERA_POSITION (address 1) in the read-only bank 0 (addresses whose bits 6..5 are 00): the hardware drops the write\n\
+         bad.shdr:3:3: error: unknown opcode `FOO`\n"
+    );
+    assert!(!dir.path().join("bad.png").exists());
+}
+
+#[test]
+fn asm_writes_the_original_format_and_disasm_reads_it_back() {
+    let dir = tempfile::tempdir().unwrap();
+    let source = "ENTRYPOINT_ADRR_PIXELSHADER:\n\tOMWRITE  OREG_PIXEL_COLOR CREG_CURRENT_OUTPUT_PIXEL CREG_TEXTURE_COLOR\n\tRETURN  RT_TRUE\n";
+    std::fs::write(dir.path().join("pass.shdr"), source).unwrap();
+    let output = theia(dir.path(), &["asm", "pass.shdr", "-o", "Instructions.mem"]);
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    let mem = std::fs::read_to_string(dir.path().join("Instructions.mem")).unwrap();
+    assert!(
+        mem.starts_with("28 //Number of ioctects in file\n"),
+        "{mem}"
+    );
+    assert!(mem.contains("00000000 0000800C\t//ENTRYPOINT_ADRR_PIXELSHADER\n"));
+    assert!(mem.ends_with("00400000 00000001\t\t//  IP 00800D (13): RETURN RT_TRUE  \n"));
+
+    let listing = theia(dir.path(), &["disasm", "Instructions.mem"]);
+    assert!(listing.status.success());
+    std::fs::write(dir.path().join("again.shdr"), &listing.stdout).unwrap();
+    let again = theia(dir.path(), &["asm", "again.shdr"]);
+    assert_eq!(text(&again.stdout), mem);
+}
+
+#[test]
+fn asm_rom_reproduces_the_rom_listing() {
+    let dir = tempfile::tempdir().unwrap();
+    let rom = theia(dir.path(), &["disasm", "--rom", "faithful"]);
+    std::fs::write(dir.path().join("rom.shdr"), &rom.stdout).unwrap();
+    let words = theia(dir.path(), &["asm", "--rom", "rom.shdr"]);
+    assert!(words.status.success(), "{}", text(&words.stderr));
+    let words = text(&words.stdout);
+    assert_eq!(words.lines().count(), 280);
+    assert!(words.starts_with("0 000F005F00000000\n1 0041005F01F40000\n"));
+    assert!(words.ends_with("278 002F00800078006E\n279 0040000000000001\n"));
+}
