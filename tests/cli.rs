@@ -185,3 +185,82 @@ fn asm_rom_reproduces_the_rom_listing() {
     assert!(words.starts_with("0 000F005F00000000\n1 0041005F01F40000\n"));
     assert!(words.ends_with("278 002F00800078006E\n279 0040000000000001\n"));
 }
+
+/// `--watch`: a new image appears when the shader is rewritten; a broken shader prints
+/// its error and leaves the last good image in place.
+#[test]
+fn watch_re_renders_when_the_shader_changes() {
+    use std::io::{BufRead, BufReader};
+    use std::process::Stdio;
+    use std::sync::{Arc, Mutex};
+    use std::time::{Duration, Instant};
+
+    let dir = tempfile::tempdir().unwrap();
+    let shader = dir.path().join("s.shdr");
+    let pass_through = "ENTRYPOINT_ADRR_PIXELSHADER:\n OMWRITE OREG_PIXEL_COLOR CREG_CURRENT_OUTPUT_PIXEL CREG_TEXTURE_COLOR\n RETURN RT_TRUE\n";
+    let black = "ENTRYPOINT_ADRR_PIXELSHADER:\n ZERO R1 VOID VOID\n OMWRITE OREG_PIXEL_COLOR CREG_CURRENT_OUTPUT_PIXEL R1\n RETURN RT_TRUE\n";
+    std::fs::write(&shader, pass_through).unwrap();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_theia"))
+        .args(["render", "--shader", "s.shdr", "--watch", "-o", "w.png"])
+        .current_dir(dir.path())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stderr = Arc::new(Mutex::new(String::new()));
+    let sink = Arc::clone(&stderr);
+    let reader = BufReader::new(child.stderr.take().unwrap());
+    std::thread::spawn(move || {
+        for line in reader.lines().map_while(Result::ok) {
+            let mut text = sink.lock().unwrap();
+            text.push_str(&line);
+            text.push('\n');
+        }
+    });
+    let wait_for = |what: &str, done: &dyn Fn() -> bool| {
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while !done() {
+            assert!(
+                Instant::now() < deadline,
+                "timed out waiting for {what}; stderr:\n{}",
+                stderr.lock().unwrap()
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    };
+    let watching = |n: usize| {
+        stderr
+            .lock()
+            .unwrap()
+            .matches("watching for changes")
+            .count()
+            >= n
+    };
+    let image = dir.path().join("w.png");
+
+    wait_for("the first image", &|| watching(1));
+    let first = std::fs::read(&image).unwrap();
+
+    std::fs::write(&shader, "ENTRYPOINT_ADRR_PIXELSHADER:\n FOO R1\n").unwrap();
+    wait_for("the error", &|| watching(2));
+    assert!(stderr
+        .lock()
+        .unwrap()
+        .contains("s.shdr:2:2: error: unknown opcode `FOO`"));
+    assert_eq!(
+        std::fs::read(&image).unwrap(),
+        first,
+        "last good image kept"
+    );
+
+    std::fs::write(&shader, black).unwrap();
+    wait_for("the second image", &|| watching(3));
+    let second = theia::image::read_image(&image).unwrap();
+    child.kill().unwrap();
+    child.wait().unwrap();
+    assert_ne!(std::fs::read(&image).unwrap(), first);
+    assert!(
+        second.data.iter().all(|&c| c == 0),
+        "the black shader's image"
+    );
+}
