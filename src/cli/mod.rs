@@ -1,6 +1,7 @@
 //! Command-line interface: parses arguments with clap and dispatches to one module per
 //! command. Results go to stdout; progress, notes and errors go to stderr.
 
+mod asm;
 mod compare;
 mod render;
 mod scene_args;
@@ -11,6 +12,7 @@ mod watch;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
+use theia::isa::asm::AsmErrors;
 
 /// Exit status of a command that failed (bad input, I/O, a core fault).
 const EXIT_ERROR: u8 = 2;
@@ -33,6 +35,10 @@ enum Command {
     Render(render::RenderArgs),
     /// Compare two images pixel by pixel; exits 1 when they differ
     Compare(compare::CompareArgs),
+    /// Assemble a .shdr program into Instructions.mem
+    Asm(asm::AsmArgs),
+    /// Disassemble an Instructions.mem file (or a built-in ROM) into .shdr source
+    Disasm(asm::DisasmArgs),
     /// Run one pixel and print every instruction it executes (operands, results, branches)
     Trace(trace::TraceArgs),
 }
@@ -49,15 +55,31 @@ pub fn main() -> ExitCode {
     let result = match cli.command {
         Command::Render(args) => render::run(args),
         Command::Compare(args) => compare::run(args),
+        Command::Asm(args) => asm::run_asm(args),
+        Command::Disasm(args) => asm::run_disasm(args),
         Command::Trace(args) => trace::run(args),
     };
     match result {
         Ok(Outcome::Success) => ExitCode::SUCCESS,
         Ok(Outcome::Different) => ExitCode::from(1),
         Err(error) => {
-            eprintln!("error: {}", error_message(&error));
+            report(&error);
             ExitCode::from(EXIT_ERROR)
         }
+    }
+}
+
+/// Prints an error on stderr. Assembler diagnostics already read
+/// `file:line:col: error: …` and are printed as they are, one a line.
+pub fn report(error: &anyhow::Error) {
+    match error.downcast_ref::<AsmErrors>() {
+        Some(diagnostics) => {
+            for warning in &diagnostics.warnings {
+                eprintln!("{warning}");
+            }
+            eprintln!("{diagnostics}");
+        }
+        None => eprintln!("error: {}", error_message(error)),
     }
 }
 

@@ -2,11 +2,19 @@
 
 use std::path::Path;
 
+use anyhow::Context;
+use theia::isa::asm::assemble;
 use theia::isa::Instruction;
 
 /// Assembles `path` into the instruction memory image (entry table + user code) the host
 /// loads, printing the assembler's warnings on stderr unless `quiet`.
 pub fn load(path: &Path, quiet: bool) -> anyhow::Result<Vec<Instruction>> {
-    let _ = (path, quiet);
-    anyhow::bail!("{}: the assembler is not available yet", path.display())
+    let source = std::fs::read_to_string(path).with_context(|| path.display().to_string())?;
+    let assembly = assemble(&source, path)?;
+    if !quiet {
+        for warning in &assembly.warnings {
+            eprintln!("{warning}");
+        }
+    }
+    Ok(assembly.imem)
 }

@@ -10,7 +10,7 @@ use anyhow::{bail, Context};
 use notify::{EventKind, RecursiveMode, Watcher};
 
 use super::render::{render_once, RenderArgs};
-use super::{error_message, Outcome};
+use super::{report, Outcome};
 
 /// Editors save in bursts (truncate, write, rename): wait for this much quiet first.
 const SETTLE: Duration = Duration::from_millis(150);
@@ -49,7 +49,7 @@ pub fn run(args: &RenderArgs) -> anyhow::Result<Outcome> {
         match render_once(args) {
             Ok(()) => {}
             Err(error) => {
-                eprintln!("error: {}", error_message(&error));
+                report(&error);
                 eprintln!("(the last good image stays in place; fix the file and save to retry)");
             }
         }
