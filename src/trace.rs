@@ -36,6 +36,9 @@
 //!     integers (output addresses, texel addresses) read as tiny decimals: trust the hex.
 //!   - `INSTRUCTION`: the disassembly ([`crate::isa::disassemble`]), jump targets in hex.
 //!
+//!   So `A:` starts at column 16, `B:` at 91, `R:` at 166 and the instruction at 241
+//!   (1-based) on every instruction line.
+//!
 //! # Cycle estimate
 //!
 //! [`issue_cycles`]: every instruction costs its ALU latency (spec alu_semantics §7, the

@@ -82,7 +82,13 @@ pub fn run(args: TraceArgs) -> anyhow::Result<Outcome> {
         Err(e) => return Err(e.into()),
     };
     if args.stats {
-        let written = writeln!(out, "\n{}", trace.stats.table()).and_then(|()| out.flush());
+        let written = writeln!(
+            out,
+            "\n# estimated cycles: ALU latency + 1 per instruction (alu_semantics §7); \
+             the control unit and the host's triangle streaming are not counted\n{}",
+            trace.stats.table()
+        )
+        .and_then(|()| out.flush());
         match written {
             Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => return Ok(Outcome::Success),
             other => other?,

@@ -1,0 +1,342 @@
+//! `theia trace`: one pixel of scenes_example3 traced and checked against values computed
+//! independently from the spec's formulas (machine_and_microcode §2.2), plus the exact text
+//! format and the cycle estimate.
+
+mod common;
+
+use theia::core::alu::{self, Vec3};
+use theia::isa::registers::register_address;
+use theia::isa::EntryPoint;
+use theia::machine::{render, Machine, RenderOptions};
+use theia::scene::mem::load_scene_dir;
+use theia::scene::{config_row, Scene};
+use theia::trace::{trace_pixel, PixelTrace, TraceError, TraceOptions};
+
+fn example3() -> Option<Scene> {
+    let dir = common::conformance("scenes_example3")?;
+    Some(load_scene_dir(&dir).expect("scenes_example3 loads"))
+}
+
+/// Traces (x, y) with the scene's own partitions; returns the trace and its text.
+fn trace(scene: &Scene, x: u32, y: u32, options: &TraceOptions) -> (PixelTrace, String) {
+    let machine = Machine::new(scene, &RenderOptions::default()).unwrap();
+    let mut text = Vec::new();
+    let trace = trace_pixel(&machine, x, y, options, &mut text).expect("traces");
+    (trace, String::from_utf8(text).unwrap())
+}
+
+fn reg(name: &str) -> u16 {
+    register_address(name).unwrap_or_else(|| panic!("{name} is a register"))
+}
+
+fn lanes2(a: Vec3, b: Vec3, f: fn(u32, u32) -> u32) -> Vec3 {
+    [f(a[0], b[0]), f(a[1], b[1]), f(a[2], b[2])]
+}
+
+fn as_f64(word: u32) -> f64 {
+    f64::from(word as i32) / 131072.0
+}
+
+/// The primary ray of pixel (x, y): RGU's formulas, `D0 = POS·SCALE + WMIN − CAM`,
+/// `RAY = D0 / |D0|` with `SCALE = (WMAX − WMIN) / RESOLUTION` (CPPU).
+fn primary_ray(scene: &Scene, x: u32, y: u32) -> Vec3 {
+    let c = &scene.config;
+    let scale = lanes2(
+        lanes2(
+            c[config_row::PROJECTION_WINDOW_MAX],
+            c[config_row::PROJECTION_WINDOW_MIN],
+            alu::sub,
+        ),
+        c[config_row::RESOLUTION],
+        alu::div,
+    );
+    let position = [x << 17, y << 17, 0];
+    let point = lanes2(
+        lanes2(position, scale, alu::mul),
+        c[config_row::PROJECTION_WINDOW_MIN],
+        alu::add,
+    );
+    let d0 = lanes2(point, c[config_row::CAMERA_POSITION], alu::sub);
+    lanes2(d0, [alu::vector_magnitude(d0); 3], alu::div)
+}
+
+/// The closest hit BIU keeps for `ray`: per triangle `E1 = V1−V0, E2 = V2−V0, T = CAM−V0,
+/// P = RAY×E2, Q = T×E1, H1 = Q·E2, H2 = P·T, H3 = Q·RAY, Δ = P·E1, t = H1/Δ, u = H2/Δ,
+/// v = H3/Δ`; inside when u ≥ 0, v ≥ 0, u + v ≤ 1.0; closer when t < LAST_t (which RGU
+/// starts at 0x1F40000). Returns (t, u, v, triangle index) of the closest inside hit.
+fn closest_hit(scene: &Scene, ray: Vec3) -> Option<(u32, u32, u32, usize)> {
+    let camera = scene.config[config_row::CAMERA_POSITION];
+    let mut last_t = 0x1F4_0000u32;
+    let mut best = None;
+    for (index, triangle) in scene.triangles.iter().enumerate() {
+        let (v0, v1, v2) = (triangle[0], triangle[2], triangle[4]);
+        let e1 = lanes2(v1, v0, alu::sub);
+        let e2 = lanes2(v2, v0, alu::sub);
+        let t_vec = lanes2(camera, v0, alu::sub);
+        let p = alu::cross(ray, e2);
+        let q = alu::cross(t_vec, e1);
+        let h1 = alu::dot(q, e2);
+        let h2 = alu::dot(p, t_vec);
+        let h3 = alu::dot(q, ray);
+        let delta = alu::dot(p, e1);
+        let (t, u, v) = (
+            alu::div(h1, delta),
+            alu::div(h2, delta),
+            alu::div(h3, delta),
+        );
+        // JGEX x, y jumps when x > y or |x| == |y|; JLEX when x <= y or |x| == |y|.
+        let magnitude = |x: u32| (x as i32).unsigned_abs();
+        let at_least = |x: u32, y: u32| x as i32 > y as i32 || magnitude(x) == magnitude(y);
+        let sum = alu::add(u, v);
+        let inside = at_least(u, 0)
+            && at_least(v, 0)
+            && ((sum as i32) <= 1 << 17 || sum == (-(1i32 << 17)) as u32);
+        if inside && !at_least(t, last_t) {
+            last_t = t;
+            best = Some((t, u, v, index));
+        }
+    }
+    best
+}
+
+/// The R: lanes of a trace line, parsed back from hex.
+fn result_of(line: &str) -> Vec3 {
+    let r = &line[line.find("R: ").expect("an R column") + 3..];
+    let words: Vec<u32> = r
+        .split_whitespace()
+        .step_by(2)
+        .take(3)
+        .map(|w| u32::from_str_radix(w, 16).unwrap())
+        .collect();
+    [words[0], words[1], words[2]]
+}
+
+/// The last line of the trace executing `instruction` (its disassembly).
+fn last_line<'a>(text: &'a str, instruction: &str) -> &'a str {
+    text.lines()
+        .rfind(|l| l.ends_with(&format!("  {instruction}")))
+        .unwrap_or_else(|| panic!("no `{instruction}` in the trace"))
+}
+
+#[test]
+fn closest_hit_distance_matches_the_spec_formulas() {
+    let Some(scene) = example3() else {
+        return;
+    };
+    let (x, y) = (80, 80);
+    let (traced, text) = trace(&scene, x, y, &TraceOptions::default());
+
+    let ray = primary_ray(&scene, x, y);
+    let rgu_ray = result_of(last_line(
+        &text,
+        "DIV CREG_RAY_DIRECTION CREG_UNORMALIZED_DIRECTION R2",
+    ));
+    assert_eq!(rgu_ray, ray, "RGU's ray");
+
+    let (t, u, v, triangle) = closest_hit(&scene, ray).expect("the ray hits the head");
+    let last_t = traced.register(reg("CREG_LAST_t"));
+    assert_eq!(last_t, [t; 3], "CREG_LAST_t after the pixel");
+    assert_eq!(traced.register(reg("CREG_LAST_u")), [u; 3]);
+    assert_eq!(traced.register(reg("CREG_LAST_v")), [v; 3]);
+    // The trace's last update of LAST_t is the closest hit's, in the triangle found here.
+    assert_eq!(
+        result_of(last_line(&text, "COPY CREG_LAST_t CREG_t VOID")),
+        [t; 3]
+    );
+    let copies: Vec<usize> = text
+        .lines()
+        .filter(|l| l.starts_with(">> MAIN") || l.ends_with("COPY CREG_LAST_t CREG_t VOID"))
+        .collect::<Vec<_>>()
+        .windows(2)
+        .filter(|w| w[1].ends_with("COPY CREG_LAST_t CREG_t VOID"))
+        .map(|w| {
+            let k = w[0].split("triangle ").nth(1).unwrap();
+            k.split(' ').next().unwrap().parse::<usize>().unwrap()
+        })
+        .collect();
+    assert_eq!(copies.last(), Some(&(triangle + 1)));
+
+    // The same intersection in floating point, from the decoded words: the fixed-point
+    // distance is within rounding of the real one.
+    let f = |v: Vec3| v.map(as_f64);
+    let tri = scene.triangles[triangle];
+    let (v0, v1, v2) = (f(tri[0]), f(tri[2]), f(tri[4]));
+    let cam = f(scene.config[config_row::CAMERA_POSITION]);
+    let dir = f(ray);
+    let sub = |a: [f64; 3], b: [f64; 3]| [a[0] - b[0], a[1] - b[1], a[2] - b[2]];
+    let cross = |a: [f64; 3], b: [f64; 3]| {
+        [
+            a[1] * b[2] - a[2] * b[1],
+            a[2] * b[0] - a[0] * b[2],
+            a[0] * b[1] - a[1] * b[0],
+        ]
+    };
+    let dot = |a: [f64; 3], b: [f64; 3]| a[0] * b[0] + a[1] * b[1] + a[2] * b[2];
+    let (e1, e2, tv) = (sub(v1, v0), sub(v2, v0), sub(cam, v0));
+    let (p, q) = (cross(dir, e2), cross(tv, e1));
+    let real_t = dot(q, e2) / dot(p, e1);
+    assert!(
+        (as_f64(t) - real_t).abs() < 1e-3,
+        "fixed {} vs real {real_t}",
+        as_f64(t)
+    );
+}
+
+#[test]
+fn traced_pixels_match_the_full_render() {
+    let Some(scene) = example3() else {
+        return;
+    };
+    let frame = render(&scene, &RenderOptions::default()).unwrap().frame;
+    // A hit, a miss in the middle of a partition (red: NPG left TEXTURE_COLOR = 3.0 from the
+    // previous pixel), and a miss at a partition start (black: INITIAL zeroed it).
+    for (x, y, rgb) in [
+        (80, 80, None),
+        (1, 80, Some([255, 0, 0])),
+        (0, 80, Some([0, 0, 0])),
+    ] {
+        let (traced, _) = trace(&scene, x, y, &TraceOptions::default());
+        let at = (y as usize * 160 + x as usize) * 3;
+        let words: Vec<Option<u32>> = (0..3).map(|c| Some(frame.words[at + c])).collect();
+        assert_eq!(traced.output.to_vec(), words, "pixel ({x}, {y})");
+        let bytes = traced
+            .output
+            .map(|w| theia::machine::Frame::channel_byte(w.unwrap()));
+        if let Some(rgb) = rgb {
+            assert_eq!(bytes, rgb, "pixel ({x}, {y})");
+        }
+        assert_eq!(traced.location.core, 4);
+        assert_eq!(traced.location.index, (x + (y - 80) * 160) as usize);
+        assert_eq!(traced.more_pixels, Some(true));
+        assert!(traced.fault.is_none());
+    }
+}
+
+#[test]
+fn a_miss_leaves_last_t_at_rgu_s_start_value() {
+    let Some(scene) = example3() else {
+        return;
+    };
+    let (traced, text) = trace(&scene, 1, 80, &TraceOptions::default());
+    assert_eq!(closest_hit(&scene, primary_ray(&scene, 1, 80)), None);
+    // 0x1F40000 is 250.0 in Q15.17 (the ROM comment calls it 500.0).
+    assert_eq!(traced.register(reg("CREG_LAST_t"))[0], 0x1F4_0000);
+    assert!(!text.contains(">> PSU2"), "no hit, no texture fetch");
+}
+
+#[test]
+fn trace_lines_have_the_documented_format() {
+    let Some(scene) = example3() else {
+        return;
+    };
+    let (_, text) = trace(&scene, 80, 80, &TraceOptions::default());
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines[0], "# theia trace, format 1");
+    assert_eq!(
+        lines[2],
+        "# pixel (80, 80): core 4, pixel 81 of 3200 in its partition (80 earlier pixels run untraced)"
+    );
+    let rgu = lines.iter().position(|l| *l == ">> RGU at 002F").unwrap();
+    assert!(
+        lines[rgu - 1].starts_with("# "),
+        "RGU is the pixel's first routine"
+    );
+    // DEC CREG_LAST_COL CREG_PIXEL_2D_FINAL_POSITION: core 4 ends at (160, 100).
+    assert_eq!(
+        lines[rgu + 6],
+        "0034 W   0035  A: 01400000    160.000000  00C80000    100.000000  00000000      0.000000  \
+         B: -                                                                       \
+         R: 013E0000    159.000000  00C60000     99.000000  FFFE0000     -1.000000  \
+         DEC CREG_LAST_COL CREG_PIXEL_2D_FINAL_POSITION VOID"
+    );
+    assert_eq!(
+        lines[rgu + 8],
+        "0036 .   0037  A: 00000000      0.000000  00000000      0.000000  00000000      0.000000  \
+         B: -                                                                       \
+         R: 00000000      0.000000  00000000      0.000000  00000000      0.000000  \
+         RETURN RT_FALSE"
+    );
+    assert_eq!(lines[rgu + 9], "<< RGU returns FALSE");
+    assert_eq!(lines[rgu + 10], ">> MAIN at 0025 (triangle 1 of 118)");
+    assert!(lines[rgu + 11].starts_with("0025 - J 009D  A: -  "));
+    assert!(lines[rgu + 11].ends_with("  CALL 0x009D"));
+    // Every instruction line has its columns at the same places.
+    for line in lines.iter().filter(|l| !l.starts_with(['#', '>', '<'])) {
+        assert_eq!(&line[15..18], "A: ", "{line}");
+        assert_eq!(&line[90..93], "B: ", "{line}");
+        assert_eq!(&line[165..168], "R: ", "{line}");
+        assert_eq!(&line[238..240], "  ", "{line}");
+        assert!(line[240..].starts_with(|c: char| c.is_ascii_uppercase() || c == '.'));
+    }
+    assert_eq!(
+        lines.last(),
+        Some(&"# NPG returned TRUE: more pixels follow")
+    );
+}
+
+#[test]
+fn stats_count_every_traced_instruction_with_latency_plus_one_cycles() {
+    let Some(scene) = example3() else {
+        return;
+    };
+    let (traced, text) = trace(&scene, 80, 80, &TraceOptions::default());
+    let stats = &traced.stats;
+    let instruction_lines = text
+        .lines()
+        .filter(|l| !l.starts_with(['#', '>', '<']))
+        .count() as u64;
+    assert_eq!(stats.instructions(), instruction_lines);
+    let rgu = stats.routine(EntryPoint::Rgu, None).unwrap();
+    // MUL 2+1, ADD 1+1, SUB 1+1, MAG 40+1, DIV 71+1, DEC 1+1, SETX 1+1, RETURN 1+1.
+    assert_eq!((rgu.calls, rgu.instructions, rgu.cycles), (1, 8, 126));
+    let main = stats.routine(EntryPoint::Main, None).unwrap();
+    assert_eq!(main.calls, 118);
+    let biu = stats.routine(EntryPoint::Main, Some(157)).unwrap();
+    assert_eq!((biu.name.as_str(), biu.calls), ("MAIN > BIU", 118));
+    let shader = stats.routine(EntryPoint::PixelShader, None).unwrap();
+    // OMWRITE 3+1, RETURN 1+1.
+    assert_eq!((shader.instructions, shader.cycles), (2, 6));
+    let table = stats.table();
+    assert!(table.starts_with("routine                     calls  instructions        cycles\n"));
+    assert!(table.contains("\nRGU                             1             8           126\n"));
+}
+
+#[test]
+fn only_and_boot_select_what_is_printed() {
+    let Some(scene) = example3() else {
+        return;
+    };
+    let options = TraceOptions {
+        boot: true,
+        only: Some(vec![EntryPoint::Initial, EntryPoint::PixelShader]),
+    };
+    let (traced, text) = trace(&scene, 5, 20, &options);
+    let starts: Vec<&str> = text.lines().filter(|l| l.starts_with(">>")).collect();
+    assert_eq!(starts, [">> INITIAL at 0000", ">> PIXELSHADER at 800C"]);
+    // INITIAL stores the core's first output address; core 1 starts at row 20.
+    assert!(text.contains("  COPY CREG_PIXEL_2D_POSITION CREG_PIXEL_2D_INITIAL_POSITION VOID"));
+    // The statistics still count everything.
+    assert_eq!(
+        traced.stats.routine(EntryPoint::Main, None).unwrap().calls,
+        118
+    );
+    assert_eq!(
+        traced.stats.routine(EntryPoint::Cppu, None).unwrap().calls,
+        1
+    );
+}
+
+#[test]
+fn pixels_outside_the_image_are_refused() {
+    let Some(scene) = example3() else {
+        return;
+    };
+    let machine = Machine::new(&scene, &RenderOptions::default()).unwrap();
+    let error =
+        trace_pixel(&machine, 160, 3, &TraceOptions::default(), &mut Vec::new()).unwrap_err();
+    assert!(matches!(error, TraceError::OutsideImage { .. }));
+    assert_eq!(
+        error.to_string(),
+        "pixel (160, 3) is outside the 160x160 image"
+    );
+}
