@@ -3,8 +3,10 @@
 //! format and the cycle estimate.
 
 mod common;
+mod model;
 
-use theia::core::alu::{self, Vec3};
+use model::{as_f64, closest_hit, primary_ray};
+use theia::core::alu::Vec3;
 use theia::isa::registers::register_address;
 use theia::isa::EntryPoint;
 use theia::machine::{render, Machine, RenderOptions};
@@ -27,76 +29,6 @@ fn trace(scene: &Scene, x: u32, y: u32, options: &TraceOptions) -> (PixelTrace, 
 
 fn reg(name: &str) -> u16 {
     register_address(name).unwrap_or_else(|| panic!("{name} is a register"))
-}
-
-fn lanes2(a: Vec3, b: Vec3, f: fn(u32, u32) -> u32) -> Vec3 {
-    [f(a[0], b[0]), f(a[1], b[1]), f(a[2], b[2])]
-}
-
-fn as_f64(word: u32) -> f64 {
-    f64::from(word as i32) / 131072.0
-}
-
-/// The primary ray of pixel (x, y): RGU's formulas, `D0 = POS·SCALE + WMIN − CAM`,
-/// `RAY = D0 / |D0|` with `SCALE = (WMAX − WMIN) / RESOLUTION` (CPPU).
-fn primary_ray(scene: &Scene, x: u32, y: u32) -> Vec3 {
-    let c = &scene.config;
-    let scale = lanes2(
-        lanes2(
-            c[config_row::PROJECTION_WINDOW_MAX],
-            c[config_row::PROJECTION_WINDOW_MIN],
-            alu::sub,
-        ),
-        c[config_row::RESOLUTION],
-        alu::div,
-    );
-    let position = [x << 17, y << 17, 0];
-    let point = lanes2(
-        lanes2(position, scale, alu::mul),
-        c[config_row::PROJECTION_WINDOW_MIN],
-        alu::add,
-    );
-    let d0 = lanes2(point, c[config_row::CAMERA_POSITION], alu::sub);
-    lanes2(d0, [alu::vector_magnitude(d0); 3], alu::div)
-}
-
-/// The closest hit BIU keeps for `ray`: per triangle `E1 = V1−V0, E2 = V2−V0, T = CAM−V0,
-/// P = RAY×E2, Q = T×E1, H1 = Q·E2, H2 = P·T, H3 = Q·RAY, Δ = P·E1, t = H1/Δ, u = H2/Δ,
-/// v = H3/Δ`; inside when u ≥ 0, v ≥ 0, u + v ≤ 1.0; closer when t < LAST_t (which RGU
-/// starts at 0x1F40000). Returns (t, u, v, triangle index) of the closest inside hit.
-fn closest_hit(scene: &Scene, ray: Vec3) -> Option<(u32, u32, u32, usize)> {
-    let camera = scene.config[config_row::CAMERA_POSITION];
-    let mut last_t = 0x1F4_0000u32;
-    let mut best = None;
-    for (index, triangle) in scene.triangles.iter().enumerate() {
-        let (v0, v1, v2) = (triangle[0], triangle[2], triangle[4]);
-        let e1 = lanes2(v1, v0, alu::sub);
-        let e2 = lanes2(v2, v0, alu::sub);
-        let t_vec = lanes2(camera, v0, alu::sub);
-        let p = alu::cross(ray, e2);
-        let q = alu::cross(t_vec, e1);
-        let h1 = alu::dot(q, e2);
-        let h2 = alu::dot(p, t_vec);
-        let h3 = alu::dot(q, ray);
-        let delta = alu::dot(p, e1);
-        let (t, u, v) = (
-            alu::div(h1, delta),
-            alu::div(h2, delta),
-            alu::div(h3, delta),
-        );
-        // JGEX x, y jumps when x > y or |x| == |y|; JLEX when x <= y or |x| == |y|.
-        let magnitude = |x: u32| (x as i32).unsigned_abs();
-        let at_least = |x: u32, y: u32| x as i32 > y as i32 || magnitude(x) == magnitude(y);
-        let sum = alu::add(u, v);
-        let inside = at_least(u, 0)
-            && at_least(v, 0)
-            && ((sum as i32) <= 1 << 17 || sum == (-(1i32 << 17)) as u32);
-        if inside && !at_least(t, last_t) {
-            last_t = t;
-            best = Some((t, u, v, index));
-        }
-    }
-    best
 }
 
 /// The R: lanes of a trace line, parsed back from hex.
@@ -133,7 +65,8 @@ fn closest_hit_distance_matches_the_spec_formulas() {
     ));
     assert_eq!(rgu_ray, ray, "RGU's ray");
 
-    let (t, u, v, triangle) = closest_hit(&scene, ray).expect("the ray hits the head");
+    let hit = closest_hit(&scene, ray).expect("the ray hits the head");
+    let (t, u, v, triangle) = (hit.t, hit.u, hit.v, hit.triangle);
     let last_t = traced.register(reg("CREG_LAST_t"));
     assert_eq!(last_t, [t; 3], "CREG_LAST_t after the pixel");
     assert_eq!(traced.register(reg("CREG_LAST_u")), [u; 3]);
@@ -338,5 +271,244 @@ fn pixels_outside_the_image_are_refused() {
     assert_eq!(
         error.to_string(),
         "pixel (160, 3) is outside the 160x160 image"
+    );
+}
+
+// ---------------------------------------------------------------------------------------
+// The command as a user runs it.
+
+fn theia(dir: &std::path::Path, args: &[&str]) -> std::process::Output {
+    std::process::Command::new(env!("CARGO_BIN_EXE_theia"))
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .expect("theia runs")
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+/// A pixel shader that never returns.
+const SPIN: &str = "ENTRYPOINT_ADRR_PIXELSHADER:\nSPIN:\n        JMP SPIN\n";
+
+/// A pixel shader that counts to 400 (about 800 instructions), then writes the texture.
+const COUNT: &str = "\
+ENTRYPOINT_ADRR_USERCONSTANTS:
+        SETX C1 400.0
+        RETURN RT_TRUE
+ENTRYPOINT_ADRR_PIXELSHADER:
+        ZERO R1 VOID VOID
+AGAIN:
+        INCX R1 R1
+        JLX AGAIN R1 C1
+        OMWRITE OREG_PIXEL_COLOR CREG_CURRENT_OUTPUT_PIXEL CREG_TEXTURE_COLOR
+        RETURN RT_TRUE
+";
+
+#[test]
+fn the_trace_command_prints_a_routine_and_the_cycle_table() {
+    let Some(dir) = common::conformance("scenes_example3") else {
+        return;
+    };
+    let scene = dir.to_str().unwrap();
+    let output = theia(
+        &dir,
+        &[
+            "trace",
+            scene,
+            "--pixel",
+            "80,80",
+            "--only",
+            "pixelshader",
+            "--stats",
+        ],
+    );
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    let expected = format!(
+        "\
+# theia trace, format 1
+# scene {scene}: 160x160 pixels, 118 triangles, 8 cores
+# pixel (80, 80): core 4, pixel 81 of 3200 in its partition (80 earlier pixels run untraced)
+# showing only PIXELSHADER
+# ADDR F J NEXT  A: ALU input A  B: ALU input B  R: result (each lane: hex word, Q15.17 decimal)  INSTRUCTION
+# F: W written . forwarded only - no result; J: T taken N not taken J unconditional
+>> PIXELSHADER at 800C
+800C .   800D  A: 000000F0      0.001831  000000F1      0.001839  000000F2      0.001846  \
+B: 00009820      0.297119  00005B13      0.177879  000028BE      0.079575  \
+R: 00000000      0.000000  00000000      0.000000  00000000      0.000000  \
+OMWRITE OREG_PIXEL_COLOR CREG_CURRENT_OUTPUT_PIXEL CREG_TEXTURE_COLOR
+800D .   800E  A: 00000001      0.000008  00000000      0.000000  00000000      0.000000  \
+B: -                                                                       \
+R: 00000001      0.000008  00000001      0.000008  00000001      0.000008  \
+RETURN RT_TRUE
+<< PIXELSHADER returns TRUE
+# output: OMEM[240..242] = 00009820 00005B13 000028BE -> RGB 76 45 20
+# NPG returned TRUE: more pixels follow
+
+# estimated cycles: ALU latency + 1 per instruction (alu_semantics §7); the control unit and the host's triangle streaming are not counted
+routine                     calls  instructions        cycles
+RGU                             1             8           126
+MAIN                          118           356           712
+MAIN > BIU                    118          2117         30902
+MAIN > TCC                      1            42            93
+PSU2                            1            28            68
+PIXELSHADER                     1             2             6
+NPG                             1             8            16
+total                                      2561         31923
+
+"
+    );
+    assert_eq!(text(&output.stdout), expected);
+    // The pixel's colour is the reference image's.
+    let reference = theia::image::read_image(&dir.join("Reference.ppm")).unwrap();
+    assert_eq!(reference.pixel(80, 80), [76, 45, 20]);
+}
+
+#[test]
+fn a_shader_that_never_returns_is_stopped_by_the_watchdog() {
+    let Some(scene_dir) = common::conformance("scenes_example1") else {
+        return;
+    };
+    let scene = scene_dir.to_str().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("spin.shdr"), SPIN).unwrap();
+    let render = |extra: &[&str]| {
+        let mut args = vec![
+            "render",
+            scene,
+            "--cores",
+            "1",
+            "--shader",
+            "spin.shdr",
+            "-o",
+            "out.png",
+        ];
+        args.extend(extra);
+        theia(dir.path(), &args)
+    };
+    // The default budget: 100000 + 1000 per triangle (2 here).
+    let output = render(&[]);
+    assert_eq!(output.status.code(), Some(2));
+    assert_eq!(
+        text(&output.stderr),
+        "error: core 0, pixel (0, 0), routine PIXELSHADER: no RETURN within 102000 instructions; \
+         stopped at 0x800c (raise --max-steps if it is meant to run this long)\n"
+    );
+    let output = render(&["--max-steps", "5000"]);
+    assert_eq!(output.status.code(), Some(2));
+    assert_eq!(
+        text(&output.stderr),
+        "error: core 0, pixel (0, 0), routine PIXELSHADER: no RETURN within 5000 instructions; \
+         stopped at 0x800c (raise --max-steps if it is meant to run this long)\n"
+    );
+    assert!(!dir.path().join("out.png").exists());
+}
+
+#[test]
+fn max_steps_is_a_per_pixel_budget() {
+    let Some(scene_dir) = common::conformance("scenes_example1") else {
+        return;
+    };
+    let scene = scene_dir.to_str().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("count.shdr"), COUNT).unwrap();
+    let render = |max_steps: &str, output: &str| {
+        theia(
+            dir.path(),
+            &[
+                "render",
+                scene,
+                "--shader",
+                "count.shdr",
+                "--max-steps",
+                max_steps,
+                "-o",
+                output,
+                "-q",
+            ],
+        )
+    };
+    // About 120 instructions of ROM routines plus 802 of counting per pixel: 1000 is
+    // enough for every one of the 40000 pixels, 500 is not enough for the first.
+    let output = render("1000", "counted.png");
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    let plain = theia(dir.path(), &["render", scene, "-o", "plain.png", "-q"]);
+    assert!(plain.status.success());
+    let read = |name: &str| theia::image::read_image(&dir.path().join(name)).unwrap();
+    assert_eq!(read("counted.png"), read("plain.png"));
+
+    let output = render("500", "short.png");
+    assert_eq!(output.status.code(), Some(2));
+    let stderr = text(&output.stderr);
+    let stopped_in_the_loop = ["0x800f", "0x8010"].iter().any(|address| {
+        stderr.contains(&format!(
+            "no RETURN within 500 instructions; stopped at {address} "
+        ))
+    });
+    assert!(
+        stderr.contains(", pixel (0, 0), routine PIXELSHADER: "),
+        "{stderr}"
+    );
+    assert!(stopped_in_the_loop, "{stderr}");
+}
+
+#[test]
+fn tracing_a_runaway_shader_prints_up_to_the_stop_and_fails() {
+    let Some(scene_dir) = common::conformance("scenes_example1") else {
+        return;
+    };
+    let scene = scene_dir.to_str().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("spin.shdr"), SPIN).unwrap();
+    let trace = |pixel: &str| {
+        theia(
+            dir.path(),
+            &[
+                "trace",
+                scene,
+                "--cores",
+                "1",
+                "--shader",
+                "spin.shdr",
+                "--max-steps",
+                "300",
+                "--pixel",
+                pixel,
+                "--only",
+                "PIXELSHADER",
+                "--stats",
+            ],
+        )
+    };
+    let output = trace("0,0");
+    assert_eq!(output.status.code(), Some(2));
+    let message = "core 0, pixel (0, 0), routine PIXELSHADER: no RETURN within 300 instructions; \
+                   stopped at 0x800c (raise --max-steps if it is meant to run this long)";
+    assert_eq!(text(&output.stderr), format!("error: {message}\n"));
+    let stdout = text(&output.stdout);
+    let lines: Vec<&str> = stdout.lines().collect();
+    let start = lines
+        .iter()
+        .position(|l| *l == ">> PIXELSHADER at 800C")
+        .unwrap();
+    let spins = lines[start + 1..]
+        .iter()
+        .take_while(|l| l.starts_with("800C - J 800C  A: -"))
+        .count();
+    assert!(spins > 100, "{spins}");
+    assert_eq!(lines[start + 1 + spins], format!("# stopped: {message}"));
+    // The stats still come, and the pixel ran exactly its budget.
+    let total = lines.iter().find(|l| l.starts_with("total ")).unwrap();
+    assert_eq!(total.split_whitespace().nth(1), Some("300"));
+    assert!(lines.iter().any(|l| l.starts_with("PIXELSHADER ")
+        && l.split_whitespace().nth(2) == Some(&spins.to_string())));
+
+    // A later pixel cannot be reached: the core stops on its first pixel.
+    let output = trace("5,0");
+    assert_eq!(output.status.code(), Some(2));
+    assert_eq!(
+        text(&output.stderr),
+        format!("error: before the traced pixel: {message}\n")
     );
 }
