@@ -34,7 +34,9 @@
 //!     not produce, is a `-` followed by blanks. Type II instructions (SETX, SWIZZLE3D, RET,
 //!     RETURN) see `A = (IMM, 0, 0)` and `B = DST`, as in the hardware. Words that hold
 //!     integers (output addresses, texel addresses) read as tiny decimals: trust the hex.
-//!   - `INSTRUCTION`: the disassembly ([`crate::isa::disassemble`]), jump targets in hex.
+//!   - `INSTRUCTION`: the disassembly ([`crate::isa::disassemble`]), jump targets in hex;
+//!     for user code assembled from a source ([`TraceOptions::source`]) followed by
+//!     `  // FILE:LINE`, the line the instruction came from.
 //!
 //!   So `A:` starts at column 16, `B:` at 91, `R:` at 166 and the instruction at 241
 //!   (1-based) on every instruction line.
@@ -55,7 +57,7 @@ use crate::core::alu::{magnitude32, Vec3};
 use crate::core::exec::{NoObserver, Observer, Step};
 use crate::core::program::Program;
 use crate::isa::opcodes::{Opcode, Shape};
-use crate::isa::registers::EntryPoint;
+use crate::isa::registers::{EntryPoint, USER_CODE_START};
 use crate::isa::{disassemble, Instruction};
 use crate::machine::{Machine, RenderError};
 
@@ -72,6 +74,26 @@ pub struct TraceOptions {
     pub boot: bool,
     /// Print lines only for these routines (statistics still count every routine).
     pub only: Option<Vec<EntryPoint>>,
+    /// Where the user code came from, to name each user instruction's source line.
+    pub source: Option<SourceMap>,
+}
+
+/// The source lines of the user code: `lines[k]` is the 1-based line of the instruction at
+/// 0x800C + k in `file` (what [`crate::isa::asm::Assembly::lines`] holds).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct SourceMap {
+    /// The file as the user named it.
+    pub file: String,
+    pub lines: Vec<usize>,
+}
+
+impl SourceMap {
+    /// `FILE:LINE` of the user instruction at `address`, if it came from the source.
+    pub fn locate(&self, address: u16) -> Option<String> {
+        let k = usize::from(address.checked_sub(USER_CODE_START)?);
+        let line = self.lines.get(k)?;
+        Some(format!("{}:{line}", self.file))
+    }
 }
 
 /// Where a pixel is rendered: which core, and its position in that core's NPG order.
@@ -270,8 +292,12 @@ pub fn trace_pixel(
 ) -> Result<PixelTrace, TraceError> {
     let location = locate(machine, x, y)?;
     let partition = &machine.partitions[location.core];
-    let mut tracer = Tracer::new(&machine.program, machine.scene.triangles.len(), out);
-    tracer.only = options.only.clone();
+    let mut tracer = Tracer::new(
+        &machine.program,
+        machine.scene.triangles.len(),
+        options,
+        out,
+    );
     write_header(&mut tracer, machine, &location, options);
     let booted = if options.boot {
         machine.boot_core(location.core, partition, &mut tracer)
@@ -535,6 +561,7 @@ pub struct Tracer<'w> {
     /// MAIN runs seen in the current pixel (the k-th MAIN works on triangle k).
     triangle: usize,
     only: Option<Vec<EntryPoint>>,
+    source: Option<SourceMap>,
     stats: Stats,
     /// The routine running, its stats row, and the row of the subroutine it CALLed.
     entry: Option<EntryPoint>,
@@ -545,14 +572,21 @@ pub struct Tracer<'w> {
 }
 
 impl<'w> Tracer<'w> {
-    /// `program` names CALL targets; `triangles` is the scene's triangle count.
-    pub fn new(program: &'w Program, triangles: usize, out: &'w mut dyn Write) -> Tracer<'w> {
+    /// `program` names CALL targets; `triangles` is the scene's triangle count; `options`
+    /// selects the routines shown and the source map (`boot` is the caller's business).
+    pub fn new(
+        program: &'w Program,
+        triangles: usize,
+        options: &TraceOptions,
+        out: &'w mut dyn Write,
+    ) -> Tracer<'w> {
         Tracer {
             out,
             program,
             triangles,
             triangle: 0,
-            only: None,
+            only: options.only.clone(),
+            source: options.source.clone(),
             stats: Stats::default(),
             entry: None,
             routine_row: 0,
@@ -640,7 +674,11 @@ impl Observer for Tracer<'_> {
             _ => {}
         }
         if self.shown && self.error.is_none() {
-            let text = format_step(step);
+            let mut text = format_step(step);
+            if let Some(place) = self.source.as_ref().and_then(|s| s.locate(step.address)) {
+                text.push_str("  // ");
+                text.push_str(&place);
+            }
             self.line(&text);
         }
     }
@@ -700,6 +738,19 @@ mod tests {
         assert_eq!(div_latency([one, 1, 1], [one, one, one]), 71);
         // |b| == |a| << 17 is special; negative operands compare magnitudes.
         assert_eq!(div_latency([1; 3], [0xFFFE_0000; 3]), 5);
+    }
+
+    #[test]
+    fn source_maps_name_user_instructions_only() {
+        let map = SourceMap {
+            file: "a.shdr".into(),
+            lines: vec![3, 7],
+        };
+        assert_eq!(map.locate(0x800C).as_deref(), Some("a.shdr:3"));
+        assert_eq!(map.locate(0x800D).as_deref(), Some("a.shdr:7"));
+        assert_eq!(map.locate(0x800E), None);
+        assert_eq!(map.locate(0x002F), None);
+        assert_eq!(map.locate(0x8000), None);
     }
 
     #[test]

@@ -242,6 +242,7 @@ fn only_and_boot_select_what_is_printed() {
     let options = TraceOptions {
         boot: true,
         only: Some(vec![EntryPoint::Initial, EntryPoint::PixelShader]),
+        ..TraceOptions::default()
     };
     let (traced, text) = trace(&scene, 5, 20, &options);
     let starts: Vec<&str> = text.lines().filter(|l| l.starts_with(">>")).collect();
@@ -497,6 +498,12 @@ fn tracing_a_runaway_shader_prints_up_to_the_stop_and_fails() {
         .take_while(|l| l.starts_with("800C - J 800C  A: -"))
         .count();
     assert!(spins > 100, "{spins}");
+    // User code names its source line.
+    assert!(
+        lines[start + 1].ends_with("  JMP 0x800C  // spin.shdr:3"),
+        "{}",
+        lines[start + 1]
+    );
     assert_eq!(lines[start + 1 + spins], format!("# stopped: {message}"));
     // The stats still come, and the pixel ran exactly its budget.
     let total = lines.iter().find(|l| l.starts_with("total ")).unwrap();

@@ -2,16 +2,18 @@
 //! instruction, on stdout (format: [`theia::trace`]).
 
 use std::io::Write;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
+use anyhow::Context;
 use clap::Args;
 
 use super::render::print_notes;
 use super::scene_args::SceneArgs;
 use super::Outcome;
-use theia::isa::EntryPoint;
+use theia::isa::asm::assemble;
+use theia::isa::{EntryPoint, Instruction};
 use theia::machine::Machine;
-use theia::trace::{trace_pixel, TraceError, TraceOptions};
+use theia::trace::{trace_pixel, SourceMap, TraceError, TraceOptions};
 
 #[derive(Args)]
 pub struct TraceArgs {
@@ -55,20 +57,41 @@ fn parse_entry(text: &str) -> Result<EntryPoint, String> {
         })
 }
 
+/// Assembles the shader like `render --shader` does, keeping each instruction's source
+/// line so the trace can point back at it.
+fn assemble_shader(path: &Path, quiet: bool) -> anyhow::Result<(Vec<Instruction>, SourceMap)> {
+    let source = std::fs::read_to_string(path).with_context(|| path.display().to_string())?;
+    let assembly = assemble(&source, path)?;
+    if !quiet {
+        for warning in &assembly.warnings {
+            eprintln!("{warning}");
+        }
+    }
+    let map = SourceMap {
+        file: path.display().to_string(),
+        lines: assembly.lines.clone(),
+    };
+    Ok((assembly.imem, map))
+}
+
 pub fn run(args: TraceArgs) -> anyhow::Result<Outcome> {
     let loaded = args.scene.load()?;
     if !args.quiet {
         print_notes(&loaded.notes);
     }
-    let imem = match &args.shader {
-        Some(path) => Some(super::shader::load(path, args.quiet)?),
-        None => None,
+    let (imem, source) = match &args.shader {
+        Some(path) => {
+            let (imem, source) = assemble_shader(path, args.quiet)?;
+            (Some(imem), Some(source))
+        }
+        None => (None, None),
     };
     let options = args.scene.render_options(imem)?;
     let machine = Machine::new(&loaded.scene, &options)?;
     let trace_options = TraceOptions {
         boot: args.boot,
         only: (!args.only.is_empty()).then(|| args.only.clone()),
+        source,
     };
     let stdout = std::io::stdout();
     let mut out = std::io::BufWriter::new(stdout.lock());
