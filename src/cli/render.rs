@@ -61,7 +61,7 @@ pub fn render_once(args: &RenderArgs) -> anyhow::Result<()> {
     }
     let output = args.output_path();
     let imem = match &args.shader {
-        Some(path) => Some(super::shader::load(path, args.quiet)?),
+        Some(path) => Some(super::shader::load(path, args.quiet)?.imem),
         None => None,
     };
     let options = args.scene.render_options(imem)?;

@@ -3,12 +3,11 @@
 use std::path::Path;
 
 use anyhow::Context;
-use theia::isa::asm::assemble;
-use theia::isa::Instruction;
+use theia::isa::asm::{assemble, Assembly};
 
-/// Assembles `path` into the instruction memory image (entry table + user code) the host
-/// loads, printing the assembler's warnings on stderr unless `quiet`.
-pub fn load(path: &Path, quiet: bool) -> anyhow::Result<Vec<Instruction>> {
+/// Assembles `path`; `Assembly::imem` is the instruction memory image (entry table + user
+/// code) the host loads. Prints the assembler's warnings on stderr unless `quiet`.
+pub fn load(path: &Path, quiet: bool) -> anyhow::Result<Assembly> {
     let source = std::fs::read_to_string(path).with_context(|| path.display().to_string())?;
     let assembly = assemble(&source, path)?;
     if !quiet {
@@ -16,5 +15,5 @@ pub fn load(path: &Path, quiet: bool) -> anyhow::Result<Vec<Instruction>> {
             eprintln!("{warning}");
         }
     }
-    Ok(assembly.imem)
+    Ok(assembly)
 }

@@ -2,16 +2,14 @@
 //! instruction, on stdout (format: [`theia::trace`]).
 
 use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
-use anyhow::Context;
 use clap::Args;
 
 use super::render::print_notes;
 use super::scene_args::SceneArgs;
 use super::Outcome;
-use theia::isa::asm::assemble;
-use theia::isa::{EntryPoint, Instruction};
+use theia::isa::EntryPoint;
 use theia::machine::Machine;
 use theia::trace::{trace_pixel, SourceMap, TraceError, TraceOptions};
 
@@ -57,23 +55,6 @@ fn parse_entry(text: &str) -> Result<EntryPoint, String> {
         })
 }
 
-/// Assembles the shader like `render --shader` does, keeping each instruction's source
-/// line so the trace can point back at it.
-fn assemble_shader(path: &Path, quiet: bool) -> anyhow::Result<(Vec<Instruction>, SourceMap)> {
-    let source = std::fs::read_to_string(path).with_context(|| path.display().to_string())?;
-    let assembly = assemble(&source, path)?;
-    if !quiet {
-        for warning in &assembly.warnings {
-            eprintln!("{warning}");
-        }
-    }
-    let map = SourceMap {
-        file: path.display().to_string(),
-        lines: assembly.lines.clone(),
-    };
-    Ok((assembly.imem, map))
-}
-
 pub fn run(args: TraceArgs) -> anyhow::Result<Outcome> {
     let loaded = args.scene.load()?;
     if !args.quiet {
@@ -81,8 +62,13 @@ pub fn run(args: TraceArgs) -> anyhow::Result<Outcome> {
     }
     let (imem, source) = match &args.shader {
         Some(path) => {
-            let (imem, source) = assemble_shader(path, args.quiet)?;
-            (Some(imem), Some(source))
+            let assembly = super::shader::load(path, args.quiet)?;
+            // Each user instruction's source line, so the trace can point back at it.
+            let source = SourceMap {
+                file: path.display().to_string(),
+                lines: assembly.lines,
+            };
+            (Some(assembly.imem), Some(source))
         }
         None => (None, None),
     };
