@@ -592,3 +592,35 @@ fn a_5120_triangle_obj_renders_at_256x256_timed() {
     assert_eq!(differing, vec![(0, 128)]);
     assert_eq!(two.pixel(0, 128), BLACK);
 }
+
+#[test]
+fn geometry_behind_the_camera_and_clamped_atlas_coordinates_warn() {
+    let assets = theia::scene::obj::DirAssets(".".into());
+    let behind = ObjOptions {
+        camera: Some([0.0, 0.0, 1.0]),
+        look_at: Some([0.0, 0.0, 2.0]),
+        ..Default::default()
+    };
+    let loaded = load_obj_text(QUAD_OBJ, Path::new("q.obj"), &assets, &behind).unwrap();
+    assert_eq!(
+        loaded.notes[1..],
+        ["warning: 4 vertices are at or behind the camera; BIU has no t > 0 test, so faces behind the camera can cover the view"]
+    );
+
+    // Two textures make an atlas; a quad repeating its texture twice cannot keep that.
+    let obj = "mtllib two.mtl\nv 0 0 0\nv 1 0 0\nv 1 1 0\nv 0 1 0\nvt 0 0\nvt 2 0\nvt 2 2\nvt 0 2\nvt 1 1\nusemtl a\nf 1/1 2/2 3/3 4/4\nusemtl b\nf 1/1 2/5 3/5\n";
+    let dir = scene_dir(&[
+        ("two.obj", obj.as_bytes()),
+        (
+            "two.mtl",
+            b"newmtl a\nmap_Kd a.png\nnewmtl b\nmap_Kd b.png\n",
+        ),
+        ("a.png", &uniform(4, [1, 2, 3])),
+        ("b.png", &uniform(4, [4, 5, 6])),
+    ]);
+    let loaded = load_obj(&dir.path().join("two.obj"), &ObjOptions::default()).unwrap();
+    assert_eq!(
+        loaded.notes,
+        ["warning: 2 triangles span more than one repeat of their texture; an atlas tile cannot repeat, so their texture coordinates are clamped to the tile (repeat with geometry, or use a single texture)"]
+    );
+}

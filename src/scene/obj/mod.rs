@@ -33,6 +33,14 @@
 //! the view axis. BIU has no t > 0 test: geometry behind the camera can cover what is in
 //! front, so the loader warns when vertices lie at or behind the camera plane.
 //!
+//! Measured on a 5,120-triangle sphere (rows 112..143 of 256 x 256, sphere radius after
+//! scaling, fit's choice 32): radius 0.25 gives 27 stray hits outside the silhouette (Δ
+//! too small), 1 to 32 none and no cracks, 128 gives 8 cracks (|T|·|E1|·|E2| past 16384),
+//! 512 breaks down (194 cracks, 365 strays). One artifact is the hardware's at any scale: a
+//! ray almost parallel to a triangle's plane gives huge u and v whose sum can wrap past
+//! 16384.0 (ADD keeps 31 bits) into [0, 1], and BIU reports a hit; expect a stray pixel
+//! now and then (one in the sphere's whole frame).
+//!
 //! # Texture memory and the atlas
 //! Texture memory is 256 x 256 texels, channel c of texel (u, v) at word 3(u + v·S) + c as
 //! `byte << 9`, where S = CREG_TEXTURE_SIZE (spec isa_and_formats §5.4); the ROM wraps texel
@@ -47,13 +55,16 @@
 //! in 256 x 256, the largest texture is halved until they do. Any size change uses the
 //! Catmull-Rom filter and adds a note (`resample_textures: false` makes it an error).
 //!
-//! - One tile: the texture is the whole memory, UVs pass unchanged (less the integer part
-//!   common to a triangle), and the hardware's wrap-around repeats the texture.
-//! - Several tiles: UVs are clamped to [0, 1] and mapped affinely onto texel positions
-//!   [x + 0.5, x + n − 1.5] of their n-texel tile at (x, y): the ROM reads texels floor(F)
-//!   and floor(F) + 1, so none of its reads ever crosses into another tile, and there are
-//!   no seams. Textures do not repeat inside an atlas: repeat them with geometry (the
-//!   default scene's floor and wall are grids of quads).
+//! Every triangle's UVs first lose the integer part its corners share.
+//! - One tile: the texture is the whole memory, UVs pass on unchanged, and the hardware's
+//!   wrap-around repeats the texture.
+//! - Several tiles: UVs are clamped to [0, 1] (with a warning when that changes them) and
+//!   mapped affinely onto texel positions [x + 0.5, x + n − 1.5] of their n-texel tile at
+//!   (x, y): both ROMs read texels floor(F) and floor(F) + 1 only (the faithful ROM's
+//!   swapped weights amount to bilinear filtering at (u1 + 1 − b, v1 + 1 − a) for
+//!   (a, b) = frac(F)), so no read ever crosses into another tile, and there are no seams.
+//!   Textures do not repeat inside an atlas: repeat them with geometry (the default
+//!   scene's floor and wall are grids of quads).
 //! - Flat tiles are always sampled at their centre, where the four bilinear weights are
 //!   exactly 0.25 and the colour comes out exact.
 //!
@@ -227,6 +238,7 @@ pub fn load_obj_text(
     };
     let mut triangles = Vec::with_capacity(model.triangles.len());
     let mut textured_without_uv = 0usize;
+    let mut clamped = 0usize;
     for triangle in &model.triangles {
         let tile = tile_of_material[&triangle.material];
         let material = triangle.material.and_then(|m| materials[m].as_ref());
@@ -236,18 +248,19 @@ pub fn load_obj_text(
         if !atlas.tiles[tile].flat && triangle.corners.iter().any(|c| c.texcoord.is_none()) {
             textured_without_uv += 1;
         }
-        // One texture repeats through the hardware's wrap-around: drop the integer part
-        // the corners share, so the coordinates stay small.
-        let shift = if atlas.single() {
-            [0, 1].map(|axis| {
-                uvs.iter()
-                    .map(|uv| uv[axis])
-                    .fold(f64::MAX, f64::min)
-                    .floor()
-            })
-        } else {
-            [0.0, 0.0]
-        };
+        // Drop the integer part the corners share: it keeps the coordinates small where
+        // one texture repeats through the hardware's wrap-around, and lets a triangle of
+        // a repeated texture keep its whole texture in an atlas tile.
+        let shift = [0, 1].map(|axis| {
+            uvs.iter()
+                .map(|uv| uv[axis])
+                .fold(f64::MAX, f64::min)
+                .floor()
+        });
+        let outside = |uv: &[f64; 2]| (0..2).any(|a| !(0.0..=1.0).contains(&(uv[a] - shift[a])));
+        if !atlas.single() && !atlas.tiles[tile].flat && uvs.iter().any(outside) {
+            clamped += 1;
+        }
         let mut record: Triangle = [[0; 3]; 7];
         for (n, (corner, uv)) in triangle.corners.iter().zip(uvs).enumerate() {
             let p = view.to_hardware(DVec3::from(model.positions[corner.position]));
@@ -267,6 +280,11 @@ pub fn load_obj_text(
         let diffuse = material.map_or([1.0; 3], |m| m.diffuse);
         record[6] = diffuse.map(|c| to_q(c.clamp(0.0, 1.0)).unwrap_or(0));
         triangles.push(record);
+    }
+    if clamped > 0 {
+        notes.push(format!(
+            "warning: {clamped} triangles span more than one repeat of their texture; an atlas tile cannot repeat, so their texture coordinates are clamped to the tile (repeat with geometry, or use a single texture)"
+        ));
     }
     if textured_without_uv > 0 {
         notes.push(format!(
@@ -539,7 +557,8 @@ fn atlas_message(error: AtlasError, memory_side: u32) -> String {
 }
 
 /// The built-in scene (scenes/default.obj with its textures in assets/), compiled into the
-/// binary so `theia render` works from any directory.
+/// binary so `theia render` works from any directory. `python3 assets/generate.py` (run
+/// from the repository root) regenerates all of it, byte for byte.
 pub mod default_scene {
     use super::*;
 
@@ -569,14 +588,12 @@ pub mod default_scene {
         texture!("crate_dark.png"),
     ]);
 
-    /// Loads the default scene; options without a camera, look-at point or field of view
-    /// get the scene's own.
+    /// Loads the default scene; the camera, look-at point and field of view the options
+    /// leave out are the scene's own.
     pub fn load(options: &ObjOptions) -> Result<ObjScene, SceneError> {
         let mut options = options.clone();
-        if options.camera.is_none() && options.look_at.is_none() {
-            options.camera = Some(CAMERA);
-            options.look_at = Some(LOOK_AT);
-        }
+        options.camera = options.camera.or(Some(CAMERA));
+        options.look_at = options.look_at.or(Some(LOOK_AT));
         options.fov_degrees = options.fov_degrees.or(Some(FOV_DEGREES));
         load_obj_text(OBJ, Path::new(NAME), &ASSETS, &options)
     }

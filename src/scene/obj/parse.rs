@@ -96,6 +96,7 @@ pub fn parse_obj(text: &str, file: &Path) -> Result<ObjModel, SceneError> {
     let mut model = ObjModel::default();
     let mut normals = 0usize;
     let mut material: Option<usize> = None;
+    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
     for (index, text) in text.lines().enumerate() {
         let line = Line {
             file,
@@ -255,6 +256,7 @@ fn parse_corner(
 /// Parses MTL text; `file` names it in errors.
 pub fn parse_mtl(text: &str, file: &Path) -> Result<Vec<Material>, SceneError> {
     let mut materials: Vec<Material> = Vec::new();
+    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
     for (index, text) in text.lines().enumerate() {
         let line = Line {
             file,
