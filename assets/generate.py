@@ -7,8 +7,8 @@ Plain Python 3 (zlib + struct), no packages, fully deterministic: running it aga
 reproduces the committed files byte for byte.
 
 The scene is a corner of a brick-walled room with a stone-tiled floor and three wooden
-crates. The camera below must match `default_scene::{CAMERA, LOOK_AT, FOV_DEGREES}` in
-src/scene/obj/mod.rs. The view is framed so that every pixel of a square (or up to 16:9)
+crates. The camera below must match `default_scene::{CAMERA, LOOK_AT}` in
+src/scene/obj/mod.rs (the field of view is the loader's default, 40 degrees). The view is framed so that every pixel of a square (or up to 16:9)
 image hits a wall or the floor: the faithful ROM paints missed pixels red (and a core's
 first pixel black), so a frame without misses renders identically with any core count.
 
@@ -21,7 +21,7 @@ import math
 import struct
 import zlib
 
-CAMERA = (4.4, 2.6, 6.2)
+CAMERA = (4.6, 2.7, 6.5)
 LOOK_AT = (0.0, 1.0, 0.0)
 LIGHT = (-0.4, 1.0, 0.6)  # towards the light: above, left, front
 # The crates standing on the floor, each centred on a floor cell whose texture carries its

@@ -90,6 +90,26 @@ fn default_scene_renders_identically_with_1_2_and_4_cores() {
     }
 }
 
+/// The room is built for square to 16:9 frames: those have no miss either.
+#[test]
+fn default_scene_fills_wide_and_tall_frames_too() {
+    for (width, height) in [(128, 72), (72, 96)] {
+        let loaded = default_scene::load(&ObjOptions {
+            width,
+            height,
+            ..Default::default()
+        })
+        .unwrap();
+        let image = rgb(&loaded.scene, &RenderOptions::default());
+        let misses = image
+            .data
+            .chunks(3)
+            .filter(|p| *p == RED || *p == BLACK)
+            .count();
+        assert_eq!(misses, 0, "{width}x{height}");
+    }
+}
+
 /// The wall fills the top of the frame, the floor the bottom, the crate the middle: the
 /// framing the scene was designed for (brick red above, stone below, wood in the centre).
 #[test]
@@ -299,7 +319,7 @@ f 5/1 7/2 8/3 6/4
             height: 32,
             camera: Some([0.0, 0.0, 6.0]),
             look_at: Some([0.0, 0.0, 0.0]),
-            fov_degrees: Some(25.0),
+            fov_degrees: 25.0,
             ..Default::default()
         },
     )

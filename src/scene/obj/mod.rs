@@ -103,8 +103,8 @@ pub struct ObjOptions {
     pub camera: Option<[f32; 3]>,
     /// The point the camera looks at (default: the centre of the model's bounds).
     pub look_at: Option<[f32; 3]>,
-    /// Vertical field of view in degrees (default [`DEFAULT_FOV_DEGREES`]).
-    pub fov_degrees: Option<f32>,
+    /// Vertical field of view in degrees.
+    pub fov_degrees: f32,
     /// Largest side of the texture memory the atlas may use, in texels (a power of two,
     /// at most the hardware's 256).
     pub texture_size: u32,
@@ -122,7 +122,7 @@ impl Default for ObjOptions {
             height: 256,
             camera: None,
             look_at: None,
-            fov_degrees: None,
+            fov_degrees: DEFAULT_FOV_DEGREES,
             texture_size: MEMORY_SIDE,
             resample_textures: true,
             cores: 4,
@@ -351,7 +351,7 @@ fn validate_options(options: &ObjOptions) -> Result<(), String> {
             options.width, options.height
         ));
     }
-    let fov = options.fov_degrees.unwrap_or(DEFAULT_FOV_DEGREES);
+    let fov = options.fov_degrees;
     if !(1.0..=170.0).contains(&fov) {
         return Err(format!(
             "field of view {fov} degrees must be between 1 and 170"
@@ -498,7 +498,7 @@ fn fit_view(model: &ObjModel, options: &ObjOptions) -> Result<View, FitError> {
         &Framing {
             camera: point(options.camera),
             look_at: point(options.look_at),
-            fov_degrees: options.fov_degrees.unwrap_or(DEFAULT_FOV_DEGREES) as f64,
+            fov_degrees: options.fov_degrees as f64,
             width: options.width,
             height: options.height,
         },
@@ -564,9 +564,8 @@ pub mod default_scene {
 
     pub const NAME: &str = "scenes/default.obj";
     /// The default view (used unless the options give their own).
-    pub const CAMERA: [f32; 3] = [4.4, 2.6, 6.2];
+    pub const CAMERA: [f32; 3] = [4.6, 2.7, 6.5];
     pub const LOOK_AT: [f32; 3] = [0.0, 1.0, 0.0];
-    pub const FOV_DEGREES: f32 = 42.0;
     const OBJ: &str = include_str!("../../../scenes/default.obj");
     /// A texture of the default scene: its name in default.mtl and its bytes.
     macro_rules! texture {
@@ -588,13 +587,12 @@ pub mod default_scene {
         texture!("crate_dark.png"),
     ]);
 
-    /// Loads the default scene; the camera, look-at point and field of view the options
-    /// leave out are the scene's own.
+    /// Loads the default scene; the camera and look-at point the options leave out are the
+    /// scene's own. It is framed for the default field of view, 40 degrees.
     pub fn load(options: &ObjOptions) -> Result<ObjScene, SceneError> {
         let mut options = options.clone();
         options.camera = options.camera.or(Some(CAMERA));
         options.look_at = options.look_at.or(Some(LOOK_AT));
-        options.fov_degrees = options.fov_degrees.or(Some(FOV_DEGREES));
         load_obj_text(OBJ, Path::new(NAME), &ASSETS, &options)
     }
 }
