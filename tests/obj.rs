@@ -247,16 +247,14 @@ fn triangle_records_hold_the_obj_in_q15_17() {
         ),
         ("checker.png", &png(&test_texture())),
     ]);
-    let scene = load_obj(&dir.path().join("quad.obj"), &quad_options())
-        .unwrap()
-        .scene;
-    let camera_z = scene.config[1][2] as f64 / 131072.0;
-    let scale = camera_z / 4.0;
+    let loaded = load_obj(&dir.path().join("quad.obj"), &quad_options()).unwrap();
+    let (scene, scale) = (loaded.scene, loaded.scale);
     assert_eq!(
         scale.log2().fract(),
         0.0,
         "the fit scales by a power of two"
     );
+    assert_eq!(scene.config[1], [0, 0, (4.0 * scale * 131072.0) as u32]);
     let q = |v: f64| (v * 131072.0) as i32 as u32;
     let vertex = |x: f64, y: f64| [q(x * scale), q(y * scale), 0];
     let one = 1 << 17;

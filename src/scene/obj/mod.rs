@@ -135,6 +135,9 @@ impl Default for ObjOptions {
 pub struct ObjScene {
     pub scene: Scene,
     pub notes: Vec<String>,
+    /// Hardware units per OBJ unit (a power of two): coordinates and distances such as
+    /// LAST_t that shaders see are the OBJ's times this.
+    pub scale: f64,
 }
 
 /// Supplies the files an OBJ refers to (MTL libraries, textures), from disk or memory.
@@ -326,6 +329,7 @@ pub fn load_obj_text(
             program: None,
         },
         notes,
+        scale: view.scale,
     })
 }
 
