@@ -14,7 +14,7 @@ use theia::isa::asm::{assemble, Assembly, MAX_USER_INSTRUCTIONS};
 use theia::isa::{EntryPoint, Instruction};
 use theia::machine::{render, Frame, RenderOptions};
 use theia::scene::mem::load_scene_dir;
-use theia::scene::obj::{default_scene, ObjOptions};
+use theia::scene::obj::{default_scene, load_obj_text, uv_sphere_obj, MemoryAssets, ObjOptions};
 use theia::scene::Scene;
 
 fn shader_path(name: &str) -> PathBuf {
@@ -284,7 +284,7 @@ fn threshold_is_white_between_0_2_and_0_9_of_brightness() {
 #[test]
 fn depth_is_a_linear_ramp_of_the_closest_hit_distance() {
     let assembly = shader("depth.shdr");
-    let (far, inverse_range) = (q(20.0), q(1.0 / 11.0));
+    let (far, inverse_range) = (q(40.0), q(1.0 / 32.0));
     // The constants the test assumes are the ones in the shader.
     let code = imem_words(&assembly);
     assert!(code.contains(&(0x0041_0040_0000_0000 | u64::from(far))));
@@ -303,11 +303,11 @@ fn depth_is_a_linear_ramp_of_the_closest_hit_distance() {
         let hits = hits(&scene);
         assert!(hits.iter().flatten().count() > 1000, "{name}");
         assert_pixels(name, &plain, &shaded, |k, _| expected(hits[k]));
-        // And in real numbers: grey = (20 - t) / 11 within rounding.
+        // And in real numbers: grey = (40 - t) / 32 within rounding, for hits before far.
         for (k, hit) in hits.iter().enumerate() {
-            if let Some(hit) = hit {
+            if let Some(hit) = hit.filter(|hit| !model::at_least(hit.t, far)) {
                 let grey = as_f64(shaded.words[3 * k]);
-                let real = (20.0 - as_f64(hit.t)) / 11.0;
+                let real = (40.0 - as_f64(hit.t)) / 32.0;
                 assert!((grey - real).abs() < 1e-3, "{name}: {grey} vs {real}");
             }
         }
@@ -316,7 +316,21 @@ fn depth_is_a_linear_ramp_of_the_closest_hit_distance() {
 
 #[test]
 fn depth_paints_misses_black_because_last_t_keeps_250() {
-    let scene = default_scene_small();
+    // A sphere with background around it (the built-in scene has no misses by design).
+    let options = ObjOptions {
+        width: 64,
+        height: 64,
+        ..ObjOptions::default()
+    };
+    let sphere = uv_sphere_obj(16, 8);
+    let scene = load_obj_text(
+        &sphere,
+        Path::new("sphere.obj"),
+        &MemoryAssets(&[]),
+        &options,
+    )
+    .unwrap()
+    .scene;
     let shaded = with_shader(&scene, "depth.shdr");
     let hits = hits(&scene);
     let misses: Vec<usize> = (0..hits.len()).filter(|&k| hits[k].is_none()).collect();

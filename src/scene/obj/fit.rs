@@ -3,12 +3,13 @@
 
 use glam::DVec3;
 
-/// Hits at t >= 500.0 are misses (RGU resets LAST_t.x to 500.0 every pixel). The fit keeps
-/// every vertex within this distance of the camera, leaving room for rays that reach the
-/// far side of a triangle.
-pub const HORIZON: f64 = 500.0;
+/// Hits at t >= 250.0 are misses: RGU resets LAST_t.x to 0x1F40000 every pixel, which is
+/// 250.0 in Q15.17 (the ROM's comment says 500, true only in Q16.16). The fit keeps every
+/// vertex within [`FIT_DISTANCE`] of the camera, leaving room for rays that reach the far
+/// side of a triangle.
+pub const HORIZON: f64 = 250.0;
 /// The farthest any vertex may be from the camera after fitting.
-pub const FIT_DISTANCE: f64 = 400.0;
+pub const FIT_DISTANCE: f64 = 200.0;
 /// BIU's CROSS and DOT results keep 31 magnitude bits: values from 16384.0 wrap. The fit
 /// keeps the bounds of those results (|T|·|E1|·|E2| and |T|·|E|) under a quarter of that.
 pub const CONDITION_LIMIT: f64 = 4096.0;

@@ -22,7 +22,7 @@
 //! chosen for the ROM's fixed point: as large as possible, because BIU's determinant
 //! Δ = (RAY × E2)·E1 shrinks with the square of the scale and DIV/MUL truncate to 2^-17,
 //! so u, v and the texel position of small triangles lose bits; but no larger than keeps
-//! - every vertex within 400 units of the camera (hits at t ≥ 500.0 are misses),
+//! - every vertex within 200 units of the camera (hits at t ≥ 250.0 are misses),
 //! - |T|·|E1|·|E2| and |T|·|E| below 4096, a quarter of the 16384.0 at which BIU's CROSS
 //!   and DOT results (Q = T × E1, H1 = Q·E2, ...) wrap, where T = camera − V0,
 //! - the model's radius at most 64.
