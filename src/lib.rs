@@ -5,6 +5,7 @@
 //! - [`machine`]: the host, swap memory, texture and output memories, partitions on rayon.
 //! - [`scene`]: loaders for the original `.mem` scenes and for OBJ scenes.
 //! - [`image`]: PPM/PNG output and image comparison.
+//! - [`trace`]: one pixel instruction by instruction, with cycle estimates.
 //! - [`bench`]: frame benchmarks (one core vs all cores) as a printable table.
 
 pub mod bench;
@@ -13,3 +14,4 @@ pub mod image;
 pub mod isa;
 pub mod machine;
 pub mod scene;
+pub mod trace;

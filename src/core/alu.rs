@@ -130,6 +130,7 @@ pub fn imul(a: u32, b: u32) -> u32 {
 pub fn div(a: u32, b: u32) -> u32 {
     let negative = (a ^ b) >> 31 == 1;
     let (am, bm) = (magnitude32(a) as u64, magnitude32(b) as u64);
+    // A zero divisor gives the divider's all-ones 28-bit quotient.
     let quotient = (am << 17).checked_div(bm).map_or(0x0FFF_FFFF, |q| q as u32) & 0x7FFF_FFFF;
     if negative {
         quotient.wrapping_neg()

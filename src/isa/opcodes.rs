@@ -167,6 +167,15 @@ impl Opcode {
         (self as u8) & 0x40 != 0
     }
 
+    /// Whether the result goes to the DST register (subject to the bank write rule). Jumps,
+    /// CALL and RET are branches, which never write; NOP and DEBUG_PRINT write nothing.
+    pub fn writes_destination(self) -> bool {
+        !matches!(
+            self.info().shape,
+            Shape::Nop | Shape::Branch | Shape::Target
+        ) && self != Opcode::Ret
+    }
+
     /// Conditional jumps (the J?? family) select a component with bits 4..3 and a relation
     /// with bits 2..0.
     pub fn is_conditional_jump(self) -> bool {
@@ -204,6 +213,28 @@ mod tests {
     fn undefined_codes_decode_to_none() {
         for code in [0x06, 0x2E, 0x32, 0x3F, 0x45, 0x57, 0x5B, 0x7F, 0xFF, 0xFFFF] {
             assert_eq!(Opcode::from_code(code), None, "code {code:#x}");
+        }
+    }
+
+    #[test]
+    fn which_opcodes_write_their_destination() {
+        for op in [
+            Opcode::Add,
+            Opcode::Omwrite,
+            Opcode::Setx,
+            Opcode::Return,
+            Opcode::Lea,
+        ] {
+            assert!(op.writes_destination(), "{op:?}");
+        }
+        for op in [
+            Opcode::Nop,
+            Opcode::Jgx,
+            Opcode::Jmp,
+            Opcode::Call,
+            Opcode::Ret,
+        ] {
+            assert!(!op.writes_destination(), "{op:?}");
         }
     }
 

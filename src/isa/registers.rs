@@ -174,7 +174,7 @@ pub const SWIZZLES: [&str; 22] = [
 /// Swizzle codes the original hardware implements.
 pub const HARDWARE_SWIZZLES: [u32; 4] = [0, 1, 2, 21];
 
-/// Component selectors of each swizzle code: result.c = source[SWIZZLE_LANES[code][c]].
+/// Component selectors of each swizzle code: `result.c = source[SWIZZLE_LANES[code][c]]`.
 pub const SWIZZLE_LANES: [[u8; 3]; 22] = {
     let mut lanes = [[0u8; 3]; 22];
     let mut code = 0;

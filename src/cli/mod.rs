@@ -1,0 +1,115 @@
+//! Command-line interface: parses arguments with clap and dispatches to one module per
+//! command. Results go to stdout; progress, notes and errors go to stderr.
+
+mod asm;
+mod compare;
+mod render;
+mod scene_args;
+mod shader;
+mod trace;
+mod watch;
+
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+use theia::isa::asm::AsmErrors;
+
+/// Exit status of a command that failed (bad input, I/O, a core fault).
+const EXIT_ERROR: u8 = 2;
+
+#[derive(Parser)]
+#[command(
+    name = "theia",
+    version,
+    about = "Bit-exact emulator of THEIA, the 2010 open-source ray-casting GPU",
+    after_help = "Exit status: 0 on success, 1 when `compare` finds differences, 2 on errors."
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Render a scene through the emulated GPU to PNG (or the test bench's plain PPM)
+    Render(render::RenderArgs),
+    /// Compare two images pixel by pixel; exits 1 when they differ
+    Compare(compare::CompareArgs),
+    /// Assemble a .shdr program into Instructions.mem
+    Asm(asm::AsmArgs),
+    /// Disassemble an Instructions.mem file (or a built-in ROM) into .shdr source
+    Disasm(asm::DisasmArgs),
+    /// Run one pixel and print every instruction it executes (operands, results, branches)
+    Trace(trace::TraceArgs),
+}
+
+/// What a command reports when it ends normally.
+pub enum Outcome {
+    Success,
+    /// `compare` found differences.
+    Different,
+}
+
+pub fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Render(args) => render::run(args),
+        Command::Compare(args) => compare::run(args),
+        Command::Asm(args) => asm::run_asm(args),
+        Command::Disasm(args) => asm::run_disasm(args),
+        Command::Trace(args) => trace::run(args),
+    };
+    match result {
+        Ok(Outcome::Success) => ExitCode::SUCCESS,
+        Ok(Outcome::Different) => ExitCode::from(1),
+        Err(error) => {
+            report(&error);
+            ExitCode::from(EXIT_ERROR)
+        }
+    }
+}
+
+/// Prints an error on stderr. Assembler diagnostics already read
+/// `file:line:col: error: …` and are printed as they are, one a line.
+pub fn report(error: &anyhow::Error) {
+    match error.downcast_ref::<AsmErrors>() {
+        Some(diagnostics) => {
+            for warning in &diagnostics.warnings {
+                eprintln!("{warning}");
+            }
+            eprintln!("{diagnostics}");
+        }
+        None => eprintln!("error: {}", error_message(error)),
+    }
+}
+
+/// The error and its causes, `: `-separated, leaving out a cause whose text the message
+/// already ends with (library errors often print their source themselves).
+fn error_message(error: &anyhow::Error) -> String {
+    let mut message = String::new();
+    for cause in error.chain() {
+        let text = cause.to_string();
+        if message.ends_with(&text) {
+            continue;
+        }
+        if !message.is_empty() {
+            message.push_str(": ");
+        }
+        message.push_str(&text);
+    }
+    message
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn causes_already_in_the_message_are_not_repeated() {
+        let io = std::io::Error::new(std::io::ErrorKind::NotFound, "not found");
+        let error = anyhow::Error::new(io).context("scene.obj: not found");
+        assert_eq!(error_message(&error), "scene.obj: not found");
+        let error = anyhow::anyhow!("inner").context("outer");
+        assert_eq!(error_message(&error), "outer: inner");
+    }
+}

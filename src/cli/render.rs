@@ -1,0 +1,153 @@
+//! `theia render [SCENE] [-o OUT] …`: one frame through the emulated GPU.
+
+use std::io::IsTerminal;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use clap::Args;
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+
+use super::scene_args::{LoadedScene, SceneArgs};
+use super::Outcome;
+use theia::image::write_frame;
+use theia::machine::{Machine, Render, RenderError};
+
+#[derive(Args)]
+pub struct RenderArgs {
+    #[command(flatten)]
+    pub scene: SceneArgs,
+    /// Output image: .png, or .ppm for the test bench's plain-text format
+    /// [default: out/<scene>.png, out/default.png for the built-in scene]
+    #[arg(short, long, value_name = "FILE")]
+    pub output: Option<PathBuf>,
+    /// No progress bar, notes or summary
+    #[arg(short, long)]
+    pub quiet: bool,
+    /// Render again whenever the scene or the shader file changes
+    #[arg(long)]
+    pub watch: bool,
+    /// THEIA assembly (.shdr) whose ENTRYPOINT_ADRR_* sections replace the scene's entry
+    /// points and user code (pixel shader, user constants, …)
+    #[arg(long, value_name = "FILE.shdr")]
+    pub shader: Option<PathBuf>,
+}
+
+/// Renders shorter than this never show a progress bar.
+const PROGRESS_DELAY: Duration = Duration::from_secs(1);
+
+pub fn run(args: RenderArgs) -> anyhow::Result<Outcome> {
+    if args.watch {
+        return super::watch::run(&args);
+    }
+    render_once(&args)?;
+    Ok(Outcome::Success)
+}
+
+impl RenderArgs {
+    /// `--output`, or the scene's default output.
+    pub fn output_path(&self) -> PathBuf {
+        self.output
+            .clone()
+            .unwrap_or_else(|| self.scene.default_output())
+    }
+}
+
+/// Loads the scene (and shader), renders one frame and writes it.
+pub fn render_once(args: &RenderArgs) -> anyhow::Result<()> {
+    let loaded = args.scene.load()?;
+    if !args.quiet {
+        print_notes(&loaded.notes);
+    }
+    let output = args.output_path();
+    let imem = match &args.shader {
+        Some(path) => Some(super::shader::load(path, args.quiet)?.imem),
+        None => None,
+    };
+    let options = args.scene.render_options(imem)?;
+    let machine = Machine::new(&loaded.scene, &options)?;
+    let render = render_with_progress(&machine, !args.quiet)?;
+    write_image(&render, &output)?;
+    if !args.quiet {
+        println!("{}", summary(&output, &loaded, &render));
+    }
+    Ok(())
+}
+
+pub fn print_notes(notes: &[String]) {
+    for note in notes {
+        eprintln!("{note}");
+    }
+}
+
+/// Writes the frame atomically, creating the output directory if needed.
+pub fn write_image(render: &Render, output: &Path) -> anyhow::Result<()> {
+    if let Some(dir) = output.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir)
+            .map_err(|e| anyhow::anyhow!("{}: cannot create the directory: {e}", dir.display()))?;
+    }
+    write_frame(&render.frame, output)?;
+    Ok(())
+}
+
+/// One line: what was rendered, by how many cores, at what cost.
+pub fn summary(output: &Path, loaded: &LoadedScene, render: &Render) -> String {
+    let seconds = render.elapsed.as_secs_f64();
+    let frame = &render.frame;
+    format!(
+        "{}: {}x{} pixels, {} triangles, {} cores, {} emulated instructions, {:.3} s ({:.0} M instructions/s)",
+        output.display(),
+        frame.width,
+        frame.height,
+        loaded.scene.triangles.len(),
+        render.cores,
+        render.instructions,
+        seconds,
+        render.instructions as f64 / seconds.max(1e-9) / 1e6
+    )
+}
+
+/// Renders on the rayon workers while this thread draws a progress bar on stderr (only
+/// when stderr is a terminal and the render takes longer than [`PROGRESS_DELAY`]).
+pub fn render_with_progress(machine: &Machine<'_>, progress: bool) -> Result<Render, RenderError> {
+    let done = AtomicU64::new(0);
+    let total: u64 = machine
+        .partitions
+        .iter()
+        .map(|p| p.pixel_count() as u64)
+        .sum();
+    let show = progress && std::io::stderr().is_terminal();
+    std::thread::scope(|scope| {
+        let worker = scope.spawn(|| machine.render(Some(&done)));
+        if show {
+            let start = Instant::now();
+            let mut bar: Option<ProgressBar> = None;
+            while !worker.is_finished() {
+                std::thread::sleep(Duration::from_millis(50));
+                if bar.is_none() && start.elapsed() >= PROGRESS_DELAY {
+                    bar = Some(progress_bar(total));
+                }
+                if let Some(bar) = &bar {
+                    bar.set_position(done.load(Ordering::Relaxed));
+                }
+            }
+            if let Some(bar) = bar {
+                bar.finish_and_clear();
+            }
+        }
+        worker
+            .join()
+            .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+    })
+}
+
+fn progress_bar(total: u64) -> ProgressBar {
+    let bar = ProgressBar::with_draw_target(Some(total), ProgressDrawTarget::stderr());
+    bar.set_style(
+        ProgressStyle::with_template(
+            "{spinner} [{elapsed_precise}] {wide_bar} {pos}/{len} pixels (ETA {eta})",
+        )
+        .expect("the template is valid"),
+    );
+    bar
+}

@@ -1,0 +1,251 @@
+//! Scene selection shared by the commands that run the machine (`render`, `trace`):
+//! which scene, how to frame it, which ROM, which shader.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::bail;
+use clap::Args;
+
+use theia::core::RomVariant;
+use theia::machine::RenderOptions;
+use theia::scene::mem::load_scene_dir;
+use theia::scene::obj::{default_scene, load_obj, ObjOptions};
+use theia::scene::Scene;
+
+/// Row bands an OBJ scene is split into when `--cores` is not given: the hardware's four
+/// cores, so the image does not depend on the host's thread count.
+const DEFAULT_OBJ_CORES: u32 = 4;
+
+#[derive(Args, Clone, Debug)]
+pub struct SceneArgs {
+    /// An OBJ file, or a directory with the test bench's Params.mem, Vertex.mem and
+    /// Textures.mem (optional Creg.mem, Instructions.mem); the built-in scene when absent
+    pub scene: Option<PathBuf>,
+    /// Emulated cores: the image is split into this many row bands [default: the
+    /// partitions in Params.mem, or 4 for OBJ scenes]
+    #[arg(long, value_name = "N")]
+    pub cores: Option<u32>,
+    /// Image width in pixels (OBJ scenes)
+    #[arg(long, value_name = "W")]
+    pub width: Option<u32>,
+    /// Image height in pixels (OBJ scenes)
+    #[arg(long, value_name = "H")]
+    pub height: Option<u32>,
+    /// Camera position in the OBJ's coordinates [default: fitted to the model]
+    #[arg(long, value_name = "X,Y,Z", value_parser = parse_point)]
+    pub camera: Option<[f32; 3]>,
+    /// Point the camera looks at [default: the centre of the model]
+    #[arg(long, value_name = "X,Y,Z", value_parser = parse_point)]
+    pub look_at: Option<[f32; 3]>,
+    /// Vertical field of view in degrees (OBJ scenes) [default: 40]
+    #[arg(long, value_name = "DEG")]
+    pub fov: Option<f32>,
+    /// Microcode ROM: `faithful` (the hardware's, defects included) or `fixed` (correct
+    /// bilinear texel pairing, black background)
+    #[arg(long, value_name = "ROM", default_value = "faithful")]
+    pub rom: RomVariant,
+    /// Per-pixel instruction budget before the watchdog stops a runaway shader
+    /// [default: 100000 + 1000 per triangle]
+    #[arg(long, value_name = "N")]
+    pub max_steps: Option<u64>,
+}
+
+/// A scene ready to render, with what the user should hear about it.
+pub struct LoadedScene {
+    pub scene: Scene,
+    /// Loader notes (resampled textures, fallbacks), for stderr.
+    pub notes: Vec<String>,
+}
+
+fn parse_point(text: &str) -> Result<[f32; 3], String> {
+    let parts: Vec<&str> = text.split(',').map(str::trim).collect();
+    let values: Vec<f32> = parts
+        .iter()
+        .map(|p| p.parse::<f32>())
+        .collect::<Result<_, _>>()
+        .map_err(|_| format!("expected three numbers X,Y,Z, found `{text}`"))?;
+    match values[..] {
+        [x, y, z] if values.iter().all(|v| v.is_finite()) => Ok([x, y, z]),
+        _ => Err(format!("expected three numbers X,Y,Z, found `{text}`")),
+    }
+}
+
+impl SceneArgs {
+    /// Loads the scene the arguments name.
+    pub fn load(&self) -> anyhow::Result<LoadedScene> {
+        let Some(path) = &self.scene else {
+            let loaded = default_scene::load(&self.obj_options())?;
+            return Ok(LoadedScene {
+                scene: loaded.scene,
+                notes: loaded.notes,
+            });
+        };
+        if path.is_dir() {
+            self.reject_obj_only_flags(path)?;
+            return Ok(LoadedScene {
+                scene: load_scene_dir(path)?,
+                notes: Vec::new(),
+            });
+        }
+        let is_obj = path
+            .extension()
+            .is_some_and(|e| e.eq_ignore_ascii_case("obj"));
+        if !is_obj {
+            if !path.exists() {
+                bail!("{}: no such file or directory", path.display());
+            }
+            bail!(
+                "{}: expected an .obj file or a directory holding Params.mem, Vertex.mem and Textures.mem",
+                path.display()
+            );
+        }
+        let loaded = load_obj(path, &self.obj_options())?;
+        Ok(LoadedScene {
+            scene: loaded.scene,
+            notes: loaded.notes,
+        })
+    }
+
+    /// Whether a change to `file` can change the scene: for an original scene a `.mem`
+    /// file of its directory, for an OBJ an OBJ, MTL or image file beside it.
+    pub fn is_source(&self, file: &Path) -> bool {
+        const OBJ_FILES: [&str; 7] = ["obj", "mtl", "png", "jpg", "jpeg", "ppm", "bmp"];
+        let Some(scene) = &self.scene else {
+            return false;
+        };
+        let Some(extension) = file.extension().map(|e| e.to_ascii_lowercase()) else {
+            return false;
+        };
+        let in_dir = |dir: &Path| file.parent().is_some_and(|p| same_path(p, dir));
+        if scene.is_dir() {
+            extension == "mem" && in_dir(scene)
+        } else {
+            OBJ_FILES.iter().any(|e| extension == *e)
+                && self.watch_dirs().iter().any(|dir| in_dir(dir))
+        }
+    }
+
+    /// Directories to watch for [`SceneArgs::is_source`] files.
+    pub fn watch_dirs(&self) -> Vec<PathBuf> {
+        match &self.scene {
+            None => Vec::new(),
+            Some(scene) if scene.is_dir() => vec![scene.clone()],
+            Some(scene) => vec![match scene.parent() {
+                Some(dir) if !dir.as_os_str().is_empty() => dir.to_path_buf(),
+                _ => PathBuf::from("."),
+            }],
+        }
+    }
+
+    /// Where the image goes when `--output` is not given: `out/<scene>.png`, and
+    /// `out/default.png` for the built-in scene.
+    pub fn default_output(&self) -> PathBuf {
+        match &self.scene {
+            Some(path) => output_for(path),
+            None => PathBuf::from("out/default.png"),
+        }
+    }
+
+    fn obj_options(&self) -> ObjOptions {
+        let defaults = ObjOptions::default();
+        ObjOptions {
+            width: self.width.unwrap_or(defaults.width),
+            height: self.height.unwrap_or(defaults.height),
+            camera: self.camera,
+            look_at: self.look_at,
+            fov_degrees: self.fov.unwrap_or(defaults.fov_degrees),
+            cores: self.cores.unwrap_or(DEFAULT_OBJ_CORES),
+            ..defaults
+        }
+    }
+
+    fn reject_obj_only_flags(&self, dir: &Path) -> anyhow::Result<()> {
+        let given: Vec<&str> = [
+            ("--width", self.width.is_some()),
+            ("--height", self.height.is_some()),
+            ("--camera", self.camera.is_some()),
+            ("--look-at", self.look_at.is_some()),
+            ("--fov", self.fov.is_some()),
+        ]
+        .iter()
+        .filter(|(_, set)| *set)
+        .map(|(flag, _)| *flag)
+        .collect();
+        if !given.is_empty() {
+            bail!(
+                "{}: {} only apply to OBJ scenes; an original scene takes its camera and resolution from Params.mem",
+                dir.display(),
+                given.join(", ")
+            );
+        }
+        Ok(())
+    }
+
+    /// Machine options, with `imem` (entry table and user code) when a shader replaces the
+    /// scene's.
+    pub fn render_options(
+        &self,
+        imem: Option<Vec<theia::isa::Instruction>>,
+    ) -> anyhow::Result<RenderOptions> {
+        if self.cores == Some(0) {
+            bail!("--cores must be at least 1");
+        }
+        Ok(RenderOptions {
+            rom: self.rom,
+            cores: self.cores,
+            imem,
+            max_steps: self.max_steps,
+            ..Default::default()
+        })
+    }
+}
+
+/// `out/<name>.png` for a scene file or directory.
+fn output_for(path: &Path) -> PathBuf {
+    // `.` or `..` have no name of their own: use the directory's real name.
+    let stem = path
+        .file_stem()
+        .map(|s| s.to_os_string())
+        .or_else(|| path.canonicalize().ok()?.file_name().map(|n| n.to_owned()))
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "scene".into());
+    PathBuf::from("out").join(format!("{stem}.png"))
+}
+
+/// Whether two paths name the same file or directory (watchers report absolute paths).
+pub fn same_path(a: &Path, b: &Path) -> bool {
+    a == b
+        || match (a.canonicalize(), b.canonicalize()) {
+            (Ok(a), Ok(b)) => a == b,
+            _ => false,
+        }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn points_parse_with_or_without_spaces() {
+        assert_eq!(parse_point("1,2.5,-3"), Ok([1.0, 2.5, -3.0]));
+        assert_eq!(parse_point(" 0 , 0 , 10 "), Ok([0.0, 0.0, 10.0]));
+        assert_eq!(
+            parse_point("1,2"),
+            Err("expected three numbers X,Y,Z, found `1,2`".into())
+        );
+        assert!(parse_point("1,2,x").is_err());
+        assert!(parse_point("1,2,inf").is_err());
+    }
+
+    #[test]
+    fn outputs_are_named_after_the_scene() {
+        assert_eq!(
+            output_for(Path::new("scenes/teapot.obj")),
+            PathBuf::from("out/teapot.png")
+        );
+        assert_eq!(
+            output_for(Path::new("../shared/conformance/scenes_example3")),
+            PathBuf::from("out/scenes_example3.png")
+        );
+    }
+}

@@ -1,0 +1,241 @@
+//! Placing the model where the ROM's fixed-point arithmetic works well (see the module
+//! documentation of [`super`] for the reasoning).
+
+use glam::DVec3;
+
+/// Hits at t >= 250.0 are misses: RGU resets LAST_t.x to 0x1F40000 every pixel, which is
+/// 250.0 in Q15.17 (the ROM's comment says 500, true only in Q16.16). The fit keeps every
+/// vertex within [`FIT_DISTANCE`] of the camera, leaving room for rays that reach the far
+/// side of a triangle.
+pub const HORIZON: f64 = 250.0;
+/// The farthest any vertex may be from the camera after fitting.
+pub const FIT_DISTANCE: f64 = 200.0;
+/// BIU's CROSS and DOT results keep 31 magnitude bits: values from 16384.0 wrap. The fit
+/// keeps the bounds of those results (|T|·|E1|·|E2| and |T|·|E|) under a quarter of that.
+pub const CONDITION_LIMIT: f64 = 4096.0;
+/// Largest model radius after fitting: beyond it precision no longer improves visibly and
+/// the numbers in traces stay readable.
+pub const MAX_FIT_RADIUS: f64 = 64.0;
+/// Smallest model radius after fitting. Below it triangles' determinants (|E1|·|E2|, in
+/// units of 2^-17) keep too few bits for u and v to place texels and edges.
+pub const MIN_FIT_RADIUS: f64 = 1.0;
+/// Largest magnitude of a Q15.17 value.
+pub const Q_LIMIT: f64 = 16384.0;
+/// Where the automatic camera looks from, relative to the target: front, right, above.
+const AUTO_DIRECTION: DVec3 = DVec3::new(0.55, 0.45, 1.0);
+
+/// How to look at the model (OBJ coordinates).
+pub struct Framing {
+    pub camera: Option<DVec3>,
+    pub look_at: Option<DVec3>,
+    pub fov_degrees: f64,
+    pub width: u32,
+    pub height: u32,
+}
+
+/// The model-to-hardware transform and the hardware's camera and projection window.
+#[derive(Debug)]
+pub struct View {
+    target: DVec3,
+    right: DVec3,
+    up: DVec3,
+    back: DVec3,
+    /// OBJ units to hardware units: a power of two, so that coordinates exact in the OBJ
+    /// stay exact in Q15.17.
+    pub scale: f64,
+    /// The camera in hardware units: (0, 0, distance).
+    pub camera: DVec3,
+    /// Half a pixel pitch in raw Q15.17 units: the window is (-k·W, k·H) .. (k·W, -k·H), so
+    /// CPPU's division is exact and pixels are square.
+    pub half_pitch_raw: i64,
+    /// Vertices at or behind the camera plane.
+    pub behind_camera: usize,
+}
+
+/// Why no fit exists.
+#[derive(Debug, PartialEq)]
+pub enum FitError {
+    NoExtent,
+    CameraAtTarget,
+    TooFar {
+        camera_distance: f64,
+        radius: f64,
+        farthest: f64,
+    },
+}
+
+impl View {
+    /// Frames `positions` (the vertices the triangles use) per `framing`; `triangles`
+    /// index `positions`.
+    pub fn fit(
+        positions: &[DVec3],
+        triangles: &[[usize; 3]],
+        framing: &Framing,
+    ) -> Result<View, FitError> {
+        let (min, max) = positions.iter().fold(
+            (DVec3::splat(f64::MAX), DVec3::splat(f64::MIN)),
+            |(lo, hi), p| (lo.min(*p), hi.max(*p)),
+        );
+        let radius = (max - min).length() / 2.0;
+        if !radius.is_finite() || radius <= 0.0 {
+            return Err(FitError::NoExtent);
+        }
+        let target = framing.look_at.unwrap_or((min + max) / 2.0);
+        let half_v = framing.fov_degrees.to_radians() / 2.0;
+        let aspect = framing.width as f64 / framing.height as f64;
+        let half_h = (half_v.tan() * aspect).atan();
+        let camera = framing.camera.unwrap_or_else(|| {
+            let reach = positions
+                .iter()
+                .map(|p| (*p - target).length())
+                .fold(0.0, f64::max);
+            target + AUTO_DIRECTION.normalize() * (reach / half_v.min(half_h).sin() * 1.05)
+        });
+        let offset = camera - target;
+        let distance = offset.length();
+        if !distance.is_finite() || distance <= radius * 1e-9 {
+            return Err(FitError::CameraAtTarget);
+        }
+        let back = offset / distance;
+        let up_hint = if back.cross(DVec3::Y).length() < 1e-6 {
+            DVec3::NEG_Z
+        } else {
+            DVec3::Y
+        };
+        let right = up_hint.cross(back).normalize();
+        let up = back.cross(right);
+        let mut view = View {
+            target,
+            right,
+            up,
+            back,
+            scale: 1.0,
+            camera: DVec3::new(0.0, 0.0, distance),
+            half_pitch_raw: 0,
+            behind_camera: 0,
+        };
+
+        // Measure at scale 1, then pick the scale.
+        let local: Vec<DVec3> = positions.iter().map(|p| view.transform(*p)).collect();
+        view.behind_camera = local.iter().filter(|p| p.z >= distance).count();
+        let farthest = local
+            .iter()
+            .map(|p| (*p - view.camera).length())
+            .fold(0.0, f64::max);
+        let (mut cubic, mut quadratic) = (0.0f64, 0.0f64);
+        for t in triangles {
+            let [v0, v1, v2] = t.map(|i| local[i]);
+            let reach = (view.camera - v0).length();
+            let (e1, e2) = ((v1 - v0).length(), (v2 - v0).length());
+            cubic = cubic.max(reach * e1 * e2);
+            quadratic = quadratic.max(reach * e1.max(e2));
+        }
+        let mut scale = (FIT_DISTANCE / farthest).min(MAX_FIT_RADIUS / radius);
+        if cubic > 0.0 {
+            scale = scale.min((CONDITION_LIMIT / cubic).cbrt());
+        }
+        if quadratic > 0.0 {
+            scale = scale.min((CONDITION_LIMIT / quadratic).sqrt());
+        }
+        let scale = 2f64.powi(scale.log2().floor() as i32);
+        if scale * radius < MIN_FIT_RADIUS {
+            let smallest = 2f64.powi((MIN_FIT_RADIUS / radius).log2().ceil() as i32);
+            return Err(FitError::TooFar {
+                camera_distance: distance,
+                radius,
+                farthest: farthest * smallest,
+            });
+        }
+        view.scale = scale;
+        view.camera *= scale;
+        let half_height = view.camera.z * half_v.tan();
+        view.half_pitch_raw =
+            ((half_height * 131072.0 / framing.height as f64).round() as i64).max(1);
+        Ok(view)
+    }
+
+    /// OBJ coordinates to view coordinates at scale 1 (camera on +z, looking at the origin).
+    fn transform(&self, p: DVec3) -> DVec3 {
+        let d = p - self.target;
+        DVec3::new(d.dot(self.right), d.dot(self.up), d.dot(self.back))
+    }
+
+    /// OBJ coordinates to hardware coordinates.
+    pub fn to_hardware(&self, p: DVec3) -> DVec3 {
+        self.transform(p) * self.scale
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn framing(camera: Option<DVec3>) -> Framing {
+        Framing {
+            camera,
+            look_at: Some(DVec3::ZERO),
+            fov_degrees: 40.0,
+            width: 64,
+            height: 64,
+        }
+    }
+
+    #[test]
+    fn axis_aligned_views_stay_exact() {
+        let square = [
+            DVec3::new(-1.0, -1.0, 0.0),
+            DVec3::new(3.0, 1.0, 0.0),
+            DVec3::new(-1.0, 1.0, 0.0),
+        ];
+        let view = View::fit(
+            &square,
+            &[[0, 1, 2]],
+            &framing(Some(DVec3::new(0.0, 0.0, 4.0))),
+        )
+        .unwrap();
+        assert_eq!(view.scale.log2().fract(), 0.0);
+        assert_eq!(view.to_hardware(square[1]), square[1] * view.scale);
+        assert_eq!(view.camera, DVec3::new(0.0, 0.0, 4.0 * view.scale));
+    }
+
+    #[test]
+    fn scale_keeps_bounds_under_the_limits() {
+        // A big single triangle is limited by the cubic bound, a fine mesh by the distance.
+        let big = [
+            DVec3::ZERO,
+            DVec3::new(1.0, 0.0, 0.0),
+            DVec3::new(0.0, 1.0, 0.0),
+        ];
+        let view = View::fit(&big, &[[0, 1, 2]], &framing(None)).unwrap();
+        let hw: Vec<DVec3> = big.iter().map(|p| view.to_hardware(*p)).collect();
+        let reach = (view.camera - hw[0]).length();
+        assert!(reach * (hw[1] - hw[0]).length() * (hw[2] - hw[0]).length() <= CONDITION_LIMIT);
+        assert!(hw
+            .iter()
+            .all(|p| (*p - view.camera).length() <= FIT_DISTANCE));
+        assert!(view.scale * (2f64.sqrt() / 2.0) >= MIN_FIT_RADIUS);
+    }
+
+    #[test]
+    fn a_distant_camera_cannot_be_fitted() {
+        let big = [
+            DVec3::ZERO,
+            DVec3::new(1.0, 0.0, 0.0),
+            DVec3::new(0.0, 1.0, 0.0),
+        ];
+        let far = View::fit(
+            &big,
+            &[[0, 1, 2]],
+            &framing(Some(DVec3::new(0.0, 0.0, 1e5))),
+        );
+        assert!(matches!(far, Err(FitError::TooFar { .. })), "{far:?}");
+        assert_eq!(
+            View::fit(&big, &[[0, 1, 2]], &framing(Some(DVec3::ZERO))).err(),
+            Some(FitError::CameraAtTarget)
+        );
+        assert_eq!(
+            View::fit(&[DVec3::ONE; 3], &[[0, 1, 2]], &framing(None)).err(),
+            Some(FitError::NoExtent)
+        );
+    }
+}

@@ -1,0 +1,640 @@
+//! OBJ scenes: triangulated faces, MTL materials and `map_Kd` textures, converted to the
+//! hardware's triangle records and texture memory, with the camera and projection window
+//! fitted to the model.
+//!
+//! # Triangles
+//! Every OBJ face becomes a fan of triangles, each a 7-vector record exactly as Vertex.mem
+//! holds it (spec isa_and_formats §5.3): V0, UV0, V1, UV1, V2, UV2, diffuse, in Q15.17
+//! (rounded to nearest). UV.z (alpha) is 1.0 as in every example; diffuse is the material's
+//! `Kd` clamped to [0, 1]. The default ROM shows only the texture: `Kd` reaches the screen
+//! through a flat texture tile when a material has no texture.
+//!
+//! # Camera and fit
+//! The hardware's camera is fixed: CREG_CAMERA_POSITION looks through a window on the plane
+//! z = 0 (RGU: point = pixel·scale + window_min, ray = normalize(point − camera)). The loader
+//! therefore rotates the model into a view space where the camera sits at (0, 0, d) and looks
+//! at the origin (the look-at point), up is OBJ +y, and the window is the rectangle the
+//! vertical field of view sees on z = 0. By default the camera looks at the centre of the
+//! model's bounds from the front-right, above, far enough for the bounding sphere to fit
+//! both fields of view; [`ObjOptions`] overrides the camera, look-at point and field of view.
+//!
+//! The model is then scaled by a power of two (so coordinates exact in the OBJ stay exact)
+//! chosen for the ROM's fixed point: as large as possible, because BIU's determinant
+//! Δ = (RAY × E2)·E1 shrinks with the square of the scale and DIV/MUL truncate to 2^-17,
+//! so u, v and the texel position of small triangles lose bits; but no larger than keeps
+//! - every vertex within 200 units of the camera (hits at t ≥ 250.0 are misses),
+//! - |T|·|E1|·|E2| and |T|·|E| below 4096, a quarter of the 16384.0 at which BIU's CROSS
+//!   and DOT results (Q = T × E1, H1 = Q·E2, ...) wrap, where T = camera − V0,
+//! - the model's radius at most 64.
+//!
+//! A model that would have to shrink below radius 1.0 (a camera hundreds of model radii
+//! away) is refused. The window's half extents are whole multiples of the pixel count in
+//! raw units, so CPPU's division is exact, pixels are square and the centre pixel's ray is
+//! the view axis. BIU has no t > 0 test: geometry behind the camera can cover what is in
+//! front, so the loader warns when vertices lie at or behind the camera plane.
+//!
+//! Measured on a 5,120-triangle sphere (rows 112..143 of 256 x 256, sphere radius after
+//! scaling, fit's choice 32): radius 0.25 gives 27 stray hits outside the silhouette (Δ
+//! too small), 1 to 32 none and no cracks, 128 gives 8 cracks (|T|·|E1|·|E2| past 16384),
+//! 512 breaks down (194 cracks, 365 strays). One artifact is the hardware's at any scale: a
+//! ray almost parallel to a triangle's plane gives huge u and v whose sum can wrap past
+//! 16384.0 (ADD keeps 31 bits) into [0, 1], and BIU reports a hit; expect a stray pixel
+//! now and then (one in the sphere's whole frame).
+//!
+//! # Texture memory and the atlas
+//! Texture memory is 256 x 256 texels, channel c of texel (u, v) at word 3(u + v·S) + c as
+//! `byte << 9`, where S = CREG_TEXTURE_SIZE (spec isa_and_formats §5.4); the ROM wraps texel
+//! addresses with S − 1, so S is a power of two. OBJ's v runs up the image, so image row
+//! `side − 1 − v` goes to memory row v.
+//!
+//! Each distinct texture gets a square power-of-two tile (the power of two nearest its larger
+//! side); each distinct flat colour (materials without a usable texture) gets a 2 x 2 tile.
+//! Tiles are packed largest first in Z (Morton) order into the smallest power-of-two square
+//! that holds them, S: each tile then starts at a Morton index that is a multiple of its
+//! area, so every tile is an aligned square and the tiles leave no gaps. If they do not fit
+//! in 256 x 256, the largest texture is halved until they do. Any size change uses the
+//! Catmull-Rom filter and adds a note (`resample_textures: false` makes it an error).
+//!
+//! Every triangle's UVs first lose the integer part its corners share.
+//! - One tile: the texture is the whole memory, UVs pass on unchanged, and the hardware's
+//!   wrap-around repeats the texture.
+//! - Several tiles: UVs are clamped to [0, 1] (with a warning when that changes them) and
+//!   mapped affinely onto texel positions [x + 0.5, x + n − 1.5] of their n-texel tile at
+//!   (x, y): both ROMs read texels floor(F) and floor(F) + 1 only (the faithful ROM's
+//!   swapped weights amount to bilinear filtering at (u1 + 1 − b, v1 + 1 − a) for
+//!   (a, b) = frac(F)), so no read ever crosses into another tile, and there are no seams.
+//!   Textures do not repeat inside an atlas: repeat them with geometry (the default
+//!   scene's floor and wall are grids of quads).
+//! - Flat tiles are always sampled at their centre, where the four bilinear weights are
+//!   exactly 0.25 and the colour comes out exact.
+//!
+//! # Messages
+//! [`ObjScene::notes`] holds what the user should know (resampling with the filter's name,
+//! missing libraries, textures and materials and their fallbacks, geometry behind the
+//! camera); errors are [`SceneError`]s naming the file, and the line and column for syntax.
+
+mod atlas;
+mod fit;
+mod parse;
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+
+use glam::DVec3;
+
+pub use atlas::{MEMORY_SIDE, MEMORY_WORDS, RESAMPLE_FILTER};
+pub use fit::{FIT_DISTANCE, HORIZON, MAX_FIT_RADIUS, MIN_FIT_RADIUS};
+
+use super::{Partition, Scene, SceneError, Triangle};
+use atlas::{Atlas, AtlasError, TileSource};
+use fit::{FitError, Framing, View};
+use parse::{Material, ObjModel};
+
+/// Vertical field of view when none is given, in degrees.
+pub const DEFAULT_FOV_DEGREES: f32 = 40.0;
+
+/// How to frame and sample an OBJ scene.
+#[derive(Clone, Debug)]
+pub struct ObjOptions {
+    pub width: u32,
+    pub height: u32,
+    /// Camera position in the OBJ's coordinates (default: front-right, above, fitted to
+    /// the model).
+    pub camera: Option<[f32; 3]>,
+    /// The point the camera looks at (default: the centre of the model's bounds).
+    pub look_at: Option<[f32; 3]>,
+    /// Vertical field of view in degrees.
+    pub fov_degrees: f32,
+    /// Largest side of the texture memory the atlas may use, in texels (a power of two,
+    /// at most the hardware's 256).
+    pub texture_size: u32,
+    /// Resample textures that are not square powers of two or do not fit (with a note);
+    /// when false, such a texture is an error.
+    pub resample_textures: bool,
+    /// Row bands (emulated cores) written into the scene's partitions.
+    pub cores: u32,
+}
+
+impl Default for ObjOptions {
+    fn default() -> Self {
+        ObjOptions {
+            width: 256,
+            height: 256,
+            camera: None,
+            look_at: None,
+            fov_degrees: DEFAULT_FOV_DEGREES,
+            texture_size: MEMORY_SIDE,
+            resample_textures: true,
+            cores: 4,
+        }
+    }
+}
+
+/// A loaded OBJ scene and what the loader wants the user to know (resampling, fallbacks).
+#[derive(Debug)]
+pub struct ObjScene {
+    pub scene: Scene,
+    pub notes: Vec<String>,
+    /// Hardware units per OBJ unit (a power of two): coordinates and distances such as
+    /// LAST_t that shaders see are the OBJ's times this.
+    pub scale: f64,
+}
+
+/// Supplies the files an OBJ refers to (MTL libraries, textures), from disk or memory.
+pub trait Assets {
+    fn read(&self, name: &str) -> Option<Vec<u8>>;
+    /// How to name `name` in messages.
+    fn display(&self, name: &str) -> String;
+}
+
+/// Files relative to a directory (the OBJ's).
+pub struct DirAssets(pub PathBuf);
+
+impl Assets for DirAssets {
+    fn read(&self, name: &str) -> Option<Vec<u8>> {
+        std::fs::read(self.0.join(name)).ok()
+    }
+    fn display(&self, name: &str) -> String {
+        self.0.join(name).display().to_string()
+    }
+}
+
+/// Files compiled into the binary (the default scene).
+pub struct MemoryAssets(pub &'static [(&'static str, &'static [u8])]);
+
+impl Assets for MemoryAssets {
+    fn read(&self, name: &str) -> Option<Vec<u8>> {
+        self.0
+            .iter()
+            .find(|(n, _)| *n == name)
+            .map(|(_, b)| b.to_vec())
+    }
+    fn display(&self, name: &str) -> String {
+        format!("(built-in) {name}")
+    }
+}
+
+/// Loads an OBJ file from disk, its MTL libraries and textures relative to it.
+pub fn load_obj(path: &Path, options: &ObjOptions) -> Result<ObjScene, SceneError> {
+    let text = std::fs::read_to_string(path).map_err(|source| SceneError::Io {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    load_obj_text(
+        &text,
+        path,
+        &DirAssets(parse::base_directory(path)),
+        options,
+    )
+}
+
+/// Loads OBJ text (`path` names it in messages) whose MTL and textures come from `assets`.
+pub fn load_obj_text(
+    text: &str,
+    path: &Path,
+    assets: &dyn Assets,
+    options: &ObjOptions,
+) -> Result<ObjScene, SceneError> {
+    let unsupported = |message: String| SceneError::Unsupported {
+        file: path.to_path_buf(),
+        message,
+    };
+    validate_options(options).map_err(unsupported)?;
+    let model = parse::parse_obj(text, path)?;
+    if model.triangles.is_empty() {
+        return Err(unsupported(
+            "the OBJ has no triangles (no `f` statement with three or more vertices)".into(),
+        ));
+    }
+    let mut notes = Vec::new();
+    if !model.unknown.is_empty() {
+        notes.push(format!(
+            "note: {}: ignored statements the hardware has no use for: {}",
+            path.display(),
+            model.unknown.join(", ")
+        ));
+    }
+    let materials = resolve_materials(&model, path, assets, &mut notes)?;
+    let (sources, tile_of_material) = tile_sources(&model, &materials, assets, &mut notes);
+    let atlas = Atlas::build(
+        &sources,
+        options.texture_size,
+        options.resample_textures,
+        &mut notes,
+    )
+    .map_err(|e| unsupported(atlas_message(e, options.texture_size)))?;
+
+    let view = fit_view(&model, options).map_err(|e| unsupported(fit_message(e)))?;
+    if view.behind_camera > 0 {
+        notes.push(format!(
+            "warning: {} vertices are at or behind the camera; BIU has no t > 0 test, so faces behind the camera can cover the view",
+            view.behind_camera
+        ));
+    }
+
+    let q = |value: f64, what: &str| {
+        to_q(value).ok_or_else(|| {
+            unsupported(format!(
+                "{what} {value} is outside the Q15.17 range (-16384 .. 16384) after fitting"
+            ))
+        })
+    };
+    let mut triangles = Vec::with_capacity(model.triangles.len());
+    let mut textured_without_uv = 0usize;
+    let mut clamped = 0usize;
+    for triangle in &model.triangles {
+        let tile = tile_of_material[&triangle.material];
+        let material = triangle.material.and_then(|m| materials[m].as_ref());
+        let uvs = triangle
+            .corners
+            .map(|c| c.texcoord.map(|i| model.texcoords[i]).unwrap_or([0.5, 0.5]));
+        if !atlas.tiles[tile].flat && triangle.corners.iter().any(|c| c.texcoord.is_none()) {
+            textured_without_uv += 1;
+        }
+        // Drop the integer part the corners share: it keeps the coordinates small where
+        // one texture repeats through the hardware's wrap-around, and lets a triangle of
+        // a repeated texture keep its whole texture in an atlas tile.
+        let shift = [0, 1].map(|axis| {
+            uvs.iter()
+                .map(|uv| uv[axis])
+                .fold(f64::MAX, f64::min)
+                .floor()
+        });
+        let outside = |uv: &[f64; 2]| (0..2).any(|a| !(0.0..=1.0).contains(&(uv[a] - shift[a])));
+        if !atlas.single() && !atlas.tiles[tile].flat && uvs.iter().any(outside) {
+            clamped += 1;
+        }
+        let mut record: Triangle = [[0; 3]; 7];
+        for (n, (corner, uv)) in triangle.corners.iter().zip(uvs).enumerate() {
+            let p = view.to_hardware(DVec3::from(model.positions[corner.position]));
+            let slot = 2 * n;
+            record[slot] = [
+                q(p.x, "coordinate")?,
+                q(p.y, "coordinate")?,
+                q(p.z, "coordinate")?,
+            ];
+            let [u, v] = atlas.map_uv(tile, [uv[0] - shift[0], uv[1] - shift[1]]);
+            record[slot + 1] = [
+                q(u, "texture coordinate")?,
+                q(v, "texture coordinate")?,
+                ONE,
+            ];
+        }
+        let diffuse = material.map_or([1.0; 3], |m| m.diffuse);
+        record[6] = diffuse.map(|c| to_q(c.clamp(0.0, 1.0)).unwrap_or(0));
+        triangles.push(record);
+    }
+    if clamped > 0 {
+        notes.push(format!(
+            "warning: {clamped} triangles span more than one repeat of their texture; an atlas tile cannot repeat, so their texture coordinates are clamped to the tile (repeat with geometry, or use a single texture)"
+        ));
+    }
+    if textured_without_uv > 0 {
+        notes.push(format!(
+            "warning: {textured_without_uv} textured triangles have corners without texture coordinates; those corners use (0.5, 0.5)"
+        ));
+    }
+
+    let (width, height) = (options.width, options.height);
+    let k = view.half_pitch_raw;
+    let raw = |v: i64| v as i32 as u32;
+    let window_x = k * width as i64;
+    let window_y = k * height as i64;
+    if window_x.max(window_y) >= 1 << 31 {
+        return Err(unsupported(
+            "the projection window is outside the Q15.17 range after fitting".into(),
+        ));
+    }
+    let side = atlas.side << 17;
+    let config = [
+        [0, ONE, 0],
+        [
+            q(view.camera.x, "camera coordinate")?,
+            q(view.camera.y, "camera coordinate")?,
+            q(view.camera.z, "camera coordinate")?,
+        ],
+        [raw(-window_x), raw(window_y), 0],
+        [raw(window_x), raw(-window_y), 0],
+        [width << 17, height << 17, 0],
+        [side, side, 0],
+    ];
+    Ok(ObjScene {
+        scene: Scene {
+            name: path.display().to_string(),
+            config,
+            partitions: Partition::bands(width, height, options.cores),
+            triangles,
+            texture: atlas.memory,
+            control_register: 7,
+            program: None,
+        },
+        notes,
+        scale: view.scale,
+    })
+}
+
+/// 1.0 in Q15.17.
+const ONE: u32 = 1 << 17;
+
+/// Q15.17 of a value (rounded to nearest), if it is in range.
+fn to_q(value: f64) -> Option<u32> {
+    let scaled = (value * 131072.0).round();
+    (scaled >= i32::MIN as f64 && scaled <= i32::MAX as f64).then_some(scaled as i32 as u32)
+}
+
+fn validate_options(options: &ObjOptions) -> Result<(), String> {
+    let side = options.texture_size;
+    if !side.is_power_of_two() || !(2..=MEMORY_SIDE).contains(&side) {
+        return Err(format!(
+            "texture memory side {side} must be a power of two from 2 to {MEMORY_SIDE} (the hardware holds {MEMORY_SIDE}x{MEMORY_SIDE} texels)"
+        ));
+    }
+    if !(1..=4096).contains(&options.width) || !(1..=4096).contains(&options.height) {
+        return Err(format!(
+            "resolution {}x{} must be between 1x1 and 4096x4096",
+            options.width, options.height
+        ));
+    }
+    let fov = options.fov_degrees;
+    if !(1.0..=170.0).contains(&fov) {
+        return Err(format!(
+            "field of view {fov} degrees must be between 1 and 170"
+        ));
+    }
+    for (name, point) in [
+        ("camera", options.camera),
+        ("look-at point", options.look_at),
+    ] {
+        if point.is_some_and(|p| p.iter().any(|c| !c.is_finite())) {
+            return Err(format!("the {name} must have finite coordinates"));
+        }
+    }
+    if options.cores == 0 {
+        return Err("the scene needs at least one core".into());
+    }
+    Ok(())
+}
+
+/// Reads the MTL libraries and looks up every `usemtl` name (None: no such material).
+fn resolve_materials(
+    model: &ObjModel,
+    path: &Path,
+    assets: &dyn Assets,
+    notes: &mut Vec<String>,
+) -> Result<Vec<Option<Material>>, SceneError> {
+    let mut library: Vec<Material> = Vec::new();
+    let mut missing_library = false;
+    for (name, line) in &model.libraries {
+        match assets.read(name) {
+            Some(bytes) => {
+                let text = String::from_utf8_lossy(&bytes);
+                library.extend(parse::parse_mtl(&text, Path::new(&assets.display(name)))?);
+            }
+            None => {
+                missing_library = true;
+                notes.push(format!(
+                    "warning: {}:{line}: material library {} not found; its materials show white",
+                    path.display(),
+                    assets.display(name)
+                ));
+            }
+        }
+    }
+    Ok(model
+        .material_names
+        .iter()
+        .map(|(name, line)| {
+            // The last definition wins, as in most OBJ readers.
+            let found = library.iter().rev().find(|m| &m.name == name).cloned();
+            if found.is_none() && !missing_library {
+                notes.push(format!(
+                    "warning: {}:{line}: material `{name}` is not defined in any material library; it shows white",
+                    path.display()
+                ));
+            }
+            found
+        })
+        .collect())
+}
+
+/// One tile source per distinct texture or flat colour, and the tile of each material
+/// (None: no material, white).
+fn tile_sources(
+    model: &ObjModel,
+    materials: &[Option<Material>],
+    assets: &dyn Assets,
+    notes: &mut Vec<String>,
+) -> (Vec<TileSource>, HashMap<Option<usize>, usize>) {
+    let mut sources = Vec::new();
+    let mut by_key: HashMap<String, usize> = HashMap::new();
+    let mut tile_of_material = HashMap::new();
+    let mut used: Vec<Option<usize>> = model.triangles.iter().map(|t| t.material).collect();
+    used.sort();
+    used.dedup();
+    for material in used {
+        let found = material.and_then(|m| materials[m].as_ref());
+        let diffuse = found.map_or([1.0; 3], |m| m.diffuse);
+        let mut source = None;
+        if let (Some(m), Some(name)) = (found, found.and_then(|m| m.texture.as_ref())) {
+            let key = format!("image:{name}");
+            if let Some(&tile) = by_key.get(&key) {
+                tile_of_material.insert(material, tile);
+                continue;
+            }
+            let shown = assets.display(name);
+            let fallback = format!(
+                "using its diffuse colour Kd {} {} {}",
+                m.diffuse[0], m.diffuse[1], m.diffuse[2]
+            );
+            match assets.read(name).map(|bytes| ::image::load_from_memory(&bytes)) {
+                Some(Ok(image)) => {
+                    source = Some((
+                        key,
+                        TileSource::Image {
+                            image: image.to_rgb8(),
+                            name: shown,
+                        },
+                    ))
+                }
+                Some(Err(error)) => notes.push(format!(
+                    "warning: texture {shown} of material `{}` cannot be decoded ({error}); {fallback}",
+                    m.name
+                )),
+                None => notes.push(format!(
+                    "warning: texture {shown} of material `{}` not found; {fallback}",
+                    m.name
+                )),
+            }
+        }
+        let (key, source) = source.unwrap_or_else(|| {
+            let rgb = diffuse.map(|c| (c.clamp(0.0, 1.0) * 255.0).round() as u8);
+            (format!("flat:{rgb:?}"), TileSource::Flat(rgb))
+        });
+        let tile = *by_key.entry(key).or_insert_with(|| {
+            sources.push(source);
+            sources.len() - 1
+        });
+        tile_of_material.insert(material, tile);
+    }
+    (sources, tile_of_material)
+}
+
+fn fit_view(model: &ObjModel, options: &ObjOptions) -> Result<View, FitError> {
+    // Only vertices that faces use count for the bounds.
+    let mut index_of = HashMap::new();
+    let mut positions = Vec::new();
+    let triangles: Vec<[usize; 3]> = model
+        .triangles
+        .iter()
+        .map(|t| {
+            t.corners.map(|c| {
+                *index_of.entry(c.position).or_insert_with(|| {
+                    positions.push(DVec3::from(model.positions[c.position]));
+                    positions.len() - 1
+                })
+            })
+        })
+        .collect();
+    let point = |p: Option<[f32; 3]>| p.map(|p| DVec3::from(p.map(f64::from)));
+    View::fit(
+        &positions,
+        &triangles,
+        &Framing {
+            camera: point(options.camera),
+            look_at: point(options.look_at),
+            fov_degrees: options.fov_degrees as f64,
+            width: options.width,
+            height: options.height,
+        },
+    )
+}
+
+fn fit_message(error: FitError) -> String {
+    match error {
+        FitError::NoExtent => "the model has no extent: all its vertices are at one point".into(),
+        FitError::CameraAtTarget => "the camera is at the point it looks at".into(),
+        FitError::TooFar {
+            camera_distance,
+            radius,
+            farthest,
+        } => {
+            let limit = if farthest >= fit::Q_LIMIT {
+                "outside the Q15.17 range (-16384 .. 16384) after fitting".to_string()
+            } else {
+                format!("beyond the ROM's horizon (hits at t >= {HORIZON} are misses)")
+            };
+            format!(
+                "the camera is {} units from a model of radius {}: keeping the model's radius at least {MIN_FIT_RADIUS} (the least that keeps triangles precise) puts its far side {farthest:.0} units from the camera, {limit}; move the camera closer",
+                short(camera_distance),
+                short(radius)
+            )
+        }
+    }
+}
+
+/// A length for messages: at most four decimals, no trailing zeros.
+fn short(value: f64) -> String {
+    let text = format!("{value:.4}");
+    text.trim_end_matches('0').trim_end_matches('.').to_string()
+}
+
+fn atlas_message(error: AtlasError, memory_side: u32) -> String {
+    match error {
+        AtlasError::NeedsResampling {
+            name,
+            width,
+            height,
+        } => {
+            let why = if width > memory_side || height > memory_side {
+                format!("too large for the {memory_side}x{memory_side} texture memory")
+            } else if width != height || !width.is_power_of_two() {
+                "not a square power of two".into()
+            } else {
+                "too large to share the texture memory with the other textures".into()
+            };
+            format!("texture {name} is {width}x{height}: {why}, and resampling is off")
+        }
+        AtlasError::TooManyTiles { tiles } => format!(
+            "{tiles} textures and colours need more than the {memory_side}x{memory_side} texture memory holds, even at 2x2 texels each"
+        ),
+    }
+}
+
+/// The built-in scene (scenes/default.obj with its textures in assets/), compiled into the
+/// binary so `theia render` works from any directory. `python3 assets/generate.py` (run
+/// from the repository root) regenerates all of it, byte for byte.
+pub mod default_scene {
+    use super::*;
+
+    pub const NAME: &str = "scenes/default.obj";
+    /// The default view (used unless the options give their own).
+    pub const CAMERA: [f32; 3] = [4.6, 2.7, 6.5];
+    pub const LOOK_AT: [f32; 3] = [0.0, 1.0, 0.0];
+    const OBJ: &str = include_str!("../../../scenes/default.obj");
+    /// A texture of the default scene: its name in default.mtl and its bytes.
+    macro_rules! texture {
+        ($file:literal) => {
+            (
+                concat!("../assets/", $file),
+                include_bytes!(concat!("../../../assets/", $file)) as &[u8],
+            )
+        };
+    }
+    const ASSETS: MemoryAssets = MemoryAssets(&[
+        ("default.mtl", include_bytes!("../../../scenes/default.mtl")),
+        texture!("floor.png"),
+        texture!("floor_shadow_big.png"),
+        texture!("floor_shadow_small.png"),
+        texture!("wall.png"),
+        texture!("crate_top.png"),
+        texture!("crate_lit.png"),
+        texture!("crate_dark.png"),
+    ]);
+
+    /// Loads the default scene; the camera and look-at point the options leave out are the
+    /// scene's own. It is framed for the default field of view, 40 degrees.
+    pub fn load(options: &ObjOptions) -> Result<ObjScene, SceneError> {
+        let mut options = options.clone();
+        options.camera = options.camera.or(Some(CAMERA));
+        options.look_at = options.look_at.or(Some(LOOK_AT));
+        load_obj_text(OBJ, Path::new(NAME), &ASSETS, &options)
+    }
+}
+
+/// OBJ text of a UV sphere of radius 1 with `2 * segments * (rings - 1)` triangles and
+/// texture coordinates, for tests and benchmarks of large scenes (no material: white).
+pub fn uv_sphere_obj(segments: u32, rings: u32) -> String {
+    let mut obj = String::from("# generated UV sphere\n");
+    for ring in 0..=rings {
+        let theta = std::f64::consts::PI * ring as f64 / rings as f64;
+        for segment in 0..=segments {
+            let phi = std::f64::consts::TAU * segment as f64 / segments as f64;
+            let (x, y, z) = (
+                theta.sin() * phi.cos(),
+                theta.cos(),
+                theta.sin() * phi.sin(),
+            );
+            obj.push_str(&format!("v {x:.6} {y:.6} {z:.6}\n"));
+            obj.push_str(&format!(
+                "vt {:.6} {:.6}\n",
+                segment as f64 / segments as f64,
+                1.0 - ring as f64 / rings as f64
+            ));
+        }
+    }
+    let index = |ring: u32, segment: u32| ring * (segments + 1) + segment + 1;
+    for ring in 0..rings {
+        for segment in 0..segments {
+            let (a, b) = (index(ring, segment), index(ring, segment + 1));
+            let (c, d) = (index(ring + 1, segment + 1), index(ring + 1, segment));
+            // The poles' degenerate halves are left out.
+            if ring != 0 {
+                obj.push_str(&format!("f {a}/{a} {b}/{b} {c}/{c}\n"));
+            }
+            if ring != rings - 1 {
+                obj.push_str(&format!("f {a}/{a} {c}/{c} {d}/{d}\n"));
+            }
+        }
+    }
+    obj
+}

@@ -1,0 +1,266 @@
+//! The `theia` command as a user runs it: outputs, exit codes, stdout/stderr.
+
+mod common;
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+fn theia(dir: &Path, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_theia"))
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .expect("theia runs")
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+#[test]
+fn render_without_a_scene_writes_the_built_in_scene_to_out_default_png() {
+    let dir = tempfile::tempdir().unwrap();
+    let output = theia(dir.path(), &["render"]);
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    let stdout = text(&output.stdout);
+    assert!(
+        stdout.starts_with("out/default.png: 256x256 pixels, "),
+        "{stdout}"
+    );
+    assert!(stdout.contains(" cores, "), "{stdout}");
+    // No progress bar when stderr is not a terminal.
+    assert!(!text(&output.stderr).contains("pixels (ETA"));
+    let image = theia::image::read_image(&dir.path().join("out/default.png")).unwrap();
+    assert_eq!((image.width, image.height), (256, 256));
+}
+
+#[test]
+fn quiet_prints_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let output = theia(dir.path(), &["render", "--quiet", "-o", "a.png"]);
+    assert!(output.status.success());
+    assert!(output.stdout.is_empty() && output.stderr.is_empty());
+    assert!(dir.path().join("a.png").is_file());
+}
+
+#[test]
+fn errors_exit_2_name_the_file_and_leave_no_output() {
+    let dir = tempfile::tempdir().unwrap();
+    let output = theia(dir.path(), &["render", "missing.obj", "-o", "x.png"]);
+    assert_eq!(output.status.code(), Some(2));
+    assert_eq!(
+        text(&output.stderr),
+        "error: missing.obj: No such file or directory (os error 2)\n"
+    );
+    assert!(!dir.path().join("x.png").exists());
+
+    std::fs::write(dir.path().join("scene.txt"), "v 0 0 0\n").unwrap();
+    let output = theia(dir.path(), &["render", "scene.txt"]);
+    assert_eq!(output.status.code(), Some(2));
+    assert_eq!(
+        text(&output.stderr),
+        "error: scene.txt: expected an .obj file or a directory holding Params.mem, Vertex.mem and Textures.mem\n"
+    );
+
+    let output = theia(dir.path(), &["render", "--cores", "0", "-o", "x.png"]);
+    assert_eq!(output.status.code(), Some(2));
+    assert!(!dir.path().join("x.png").exists());
+}
+
+#[test]
+fn obj_flags_are_refused_for_original_scenes() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir(dir.path().join("scene")).unwrap();
+    let output = theia(
+        dir.path(),
+        &["render", "scene", "--width", "64", "--fov", "30"],
+    );
+    assert_eq!(output.status.code(), Some(2));
+    assert_eq!(
+        text(&output.stderr),
+        "error: scene: --width, --fov only apply to OBJ scenes; an original scene takes its camera and resolution from Params.mem\n"
+    );
+}
+
+#[test]
+fn compare_follows_cmp_exit_codes() {
+    let dir = tempfile::tempdir().unwrap();
+    let write = |name: &str, pixels: &str| {
+        std::fs::write(dir.path().join(name), format!("P3\n2 1\n255\n{pixels}\n")).unwrap()
+    };
+    write("a.ppm", "0 0 0 10 20 30");
+    write("b.ppm", "0 0 0 10 20 30");
+    write("c.ppm", "0 0 0 10 27 30");
+    let same = theia(dir.path(), &["compare", "a.ppm", "b.ppm"]);
+    assert_eq!(same.status.code(), Some(0));
+    assert_eq!(text(&same.stdout), "identical (2x1)\n");
+
+    let differ = theia(dir.path(), &["compare", "a.ppm", "c.ppm", "-o", "d.png"]);
+    assert_eq!(differ.status.code(), Some(1));
+    assert_eq!(
+        text(&differ.stdout),
+        "1 of 2 pixels differ, largest channel difference 7\n"
+    );
+    let diff = theia::image::read_image(&dir.path().join("d.png")).unwrap();
+    assert_eq!(diff.data, vec![0, 0, 0, 64, 64, 64]);
+
+    let missing = theia(dir.path(), &["compare", "a.ppm", "nope.png"]);
+    assert_eq!(missing.status.code(), Some(2));
+    assert!(text(&missing.stderr).starts_with("error: nope.png: "));
+}
+
+/// The issue's acceptance check: render scenes_example3 to PPM, then compare it with the
+/// reference; 0 differing pixels, and the text is the test bench's but for line ends.
+#[test]
+fn example3_renders_to_its_reference_from_the_command_line() {
+    let Some(scene) = common::conformance("scenes_example3") else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let scene = scene.to_str().unwrap();
+    let output = theia(dir.path(), &["render", scene, "-o", "out/ex3.ppm"]);
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    let reference = Path::new(scene).join("Reference.ppm");
+    let compared = theia(
+        dir.path(),
+        &["compare", "out/ex3.ppm", reference.to_str().unwrap()],
+    );
+    assert_eq!(text(&compared.stdout), "identical (160x160)\n");
+    let ours = std::fs::read_to_string(dir.path().join("out/ex3.ppm")).unwrap();
+    let theirs = std::fs::read_to_string(&reference).unwrap();
+    assert_eq!(ours, theirs.replace("\r\n", "\n"));
+}
+
+const BAD_SHADER: &str = "ENTRYPOINT_ADRR_PIXELSHADER:\n  INTP R1 R1\n  FOO R1\n  SETX CREG_CAMERA_POSITION 3\n  RETURN RT_TRUE\n";
+
+#[test]
+fn shader_errors_are_reported_at_file_line_column_and_nothing_is_written() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("bad.shdr"), BAD_SHADER).unwrap();
+    let output = theia(
+        dir.path(),
+        &["render", "--shader", "bad.shdr", "-o", "bad.png"],
+    );
+    assert_eq!(output.status.code(), Some(2));
+    assert_eq!(
+        text(&output.stderr),
+        "bad.shdr:2:3: warning: INTP is not implemented by the original hardware, where the core hangs (the emulator runs the manual's semantics)\n\
+         bad.shdr:4:8: warning: SETX writes CREG_CAMERA_POSITION (address 1) in the read-only bank 0 (addresses whose bits 6..5 are 00): the hardware drops the write\n\
+         bad.shdr:3:3: error: unknown opcode `FOO`\n"
+    );
+    assert!(!dir.path().join("bad.png").exists());
+}
+
+#[test]
+fn asm_writes_the_original_format_and_disasm_reads_it_back() {
+    let dir = tempfile::tempdir().unwrap();
+    let source = "ENTRYPOINT_ADRR_PIXELSHADER:\n\tOMWRITE  OREG_PIXEL_COLOR CREG_CURRENT_OUTPUT_PIXEL CREG_TEXTURE_COLOR\n\tRETURN  RT_TRUE\n";
+    std::fs::write(dir.path().join("pass.shdr"), source).unwrap();
+    let output = theia(dir.path(), &["asm", "pass.shdr", "-o", "Instructions.mem"]);
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    let mem = std::fs::read_to_string(dir.path().join("Instructions.mem")).unwrap();
+    assert!(
+        mem.starts_with("28 //Number of ioctects in file\n"),
+        "{mem}"
+    );
+    assert!(mem.contains("00000000 0000800C\t//ENTRYPOINT_ADRR_PIXELSHADER\n"));
+    assert!(mem.ends_with("00400000 00000001\t\t//  IP 00800D (13): RETURN RT_TRUE  \n"));
+
+    let listing = theia(dir.path(), &["disasm", "Instructions.mem"]);
+    assert!(listing.status.success());
+    std::fs::write(dir.path().join("again.shdr"), &listing.stdout).unwrap();
+    let again = theia(dir.path(), &["asm", "again.shdr"]);
+    assert_eq!(text(&again.stdout), mem);
+}
+
+#[test]
+fn asm_rom_reproduces_the_rom_listing() {
+    let dir = tempfile::tempdir().unwrap();
+    let rom = theia(dir.path(), &["disasm", "--rom", "faithful"]);
+    std::fs::write(dir.path().join("rom.shdr"), &rom.stdout).unwrap();
+    let words = theia(dir.path(), &["asm", "--rom", "rom.shdr"]);
+    assert!(words.status.success(), "{}", text(&words.stderr));
+    let words = text(&words.stdout);
+    assert_eq!(words.lines().count(), 280);
+    assert!(words.starts_with("0 000F005F00000000\n1 0041005F01F40000\n"));
+    assert!(words.ends_with("278 002F00800078006E\n279 0040000000000001\n"));
+}
+
+/// `--watch`: a new image appears when the shader is rewritten; a broken shader prints
+/// its error and leaves the last good image in place.
+#[test]
+fn watch_re_renders_when_the_shader_changes() {
+    use std::io::{BufRead, BufReader};
+    use std::process::Stdio;
+    use std::sync::{Arc, Mutex};
+    use std::time::{Duration, Instant};
+
+    let dir = tempfile::tempdir().unwrap();
+    let shader = dir.path().join("s.shdr");
+    let pass_through = "ENTRYPOINT_ADRR_PIXELSHADER:\n OMWRITE OREG_PIXEL_COLOR CREG_CURRENT_OUTPUT_PIXEL CREG_TEXTURE_COLOR\n RETURN RT_TRUE\n";
+    let black = "ENTRYPOINT_ADRR_PIXELSHADER:\n ZERO R1 VOID VOID\n OMWRITE OREG_PIXEL_COLOR CREG_CURRENT_OUTPUT_PIXEL R1\n RETURN RT_TRUE\n";
+    std::fs::write(&shader, pass_through).unwrap();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_theia"))
+        .args(["render", "--shader", "s.shdr", "--watch", "-o", "w.png"])
+        .current_dir(dir.path())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stderr = Arc::new(Mutex::new(String::new()));
+    let sink = Arc::clone(&stderr);
+    let reader = BufReader::new(child.stderr.take().unwrap());
+    std::thread::spawn(move || {
+        for line in reader.lines().map_while(Result::ok) {
+            let mut text = sink.lock().unwrap();
+            text.push_str(&line);
+            text.push('\n');
+        }
+    });
+    let wait_for = |what: &str, done: &dyn Fn() -> bool| {
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while !done() {
+            assert!(
+                Instant::now() < deadline,
+                "timed out waiting for {what}; stderr:\n{}",
+                stderr.lock().unwrap()
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    };
+    let watching = |n: usize| {
+        stderr
+            .lock()
+            .unwrap()
+            .matches("watching for changes")
+            .count()
+            >= n
+    };
+    let image = dir.path().join("w.png");
+
+    wait_for("the first image", &|| watching(1));
+    let first = std::fs::read(&image).unwrap();
+
+    std::fs::write(&shader, "ENTRYPOINT_ADRR_PIXELSHADER:\n FOO R1\n").unwrap();
+    wait_for("the error", &|| watching(2));
+    assert!(stderr
+        .lock()
+        .unwrap()
+        .contains("s.shdr:2:2: error: unknown opcode `FOO`"));
+    assert_eq!(
+        std::fs::read(&image).unwrap(),
+        first,
+        "last good image kept"
+    );
+
+    std::fs::write(&shader, black).unwrap();
+    wait_for("the second image", &|| watching(3));
+    let second = theia::image::read_image(&image).unwrap();
+    child.kill().unwrap();
+    child.wait().unwrap();
+    assert_ne!(std::fs::read(&image).unwrap(), first);
+    assert!(
+        second.data.iter().all(|&c| c == 0),
+        "the black shader's image"
+    );
+}

@@ -1,0 +1,468 @@
+//! Every opcode executed by the core at its edges, with the expected words written from
+//! the spec's formulas (alu_semantics.md §2-§4, isa_and_formats.md §1): negative operands,
+//! zero divisors, overflow wrap, magnitudes above 8192.0, equal magnitudes of opposite
+//! sign in the jumps, and the core's own rules (forwarding, bank 0, CALL/RET, hangs).
+
+use theia::core::exec::OutputMemory;
+use theia::core::{rom, Core, Fault, NoObserver, Program, RomVariant};
+use theia::isa::registers::{register_address, EntryPoint};
+use theia::isa::{Instruction, Opcode};
+
+type Vec3 = [u32; 3];
+
+/// Q15.17 of a value that is exact in binary.
+fn q(v: f64) -> u32 {
+    (v * 131072.0) as i64 as i32 as u32
+}
+
+fn reg(name: &str) -> u16 {
+    register_address(name).unwrap_or_else(|| panic!("register {name}"))
+}
+
+fn op3(op: Opcode, d: &str, s1: &str, s2: &str) -> Instruction {
+    Instruction::type1(op, reg(d), reg(s1), reg(s2))
+}
+
+fn op2(op: Opcode, d: &str, s1: &str) -> Instruction {
+    Instruction::type1(op, reg(d), reg(s1), 0)
+}
+
+fn imm(op: Opcode, d: &str, value: u32) -> Instruction {
+    Instruction::type2(op, reg(d), value)
+}
+
+/// SETX/SETY/SETZ of a whole register.
+fn set(d: &str, v: Vec3) -> Vec<Instruction> {
+    vec![
+        imm(Opcode::Setx, d, v[0]),
+        imm(Opcode::Sety, d, v[1]),
+        imm(Opcode::Setz, d, v[2]),
+    ]
+}
+
+fn ret(value: bool) -> Instruction {
+    Instruction::type2(Opcode::Return, 0, value as u32)
+}
+
+struct Run {
+    registers: Vec<Vec3>,
+    returned: Result<bool, Fault>,
+    output: OutputMemory,
+    instructions: u64,
+}
+
+impl Run {
+    fn reg(&self, name: &str) -> Vec3 {
+        self.registers[reg(name) as usize]
+    }
+}
+
+/// Runs `code` as the pixel shader (user code at 0x800C) on a fresh core.
+fn run_with(code: &[Instruction], texture: &[u32], budget: u64) -> Run {
+    let mut imem = Program::default_imem();
+    imem[EntryPoint::PixelShader as usize] = Instruction(0x800C);
+    imem.extend_from_slice(code);
+    let program = Program::new(rom(RomVariant::Faithful), &imem);
+    let mut core = Core::new(&program, texture, 64);
+    core.set_budget(budget);
+    let returned = core.run(EntryPoint::PixelShader, &mut NoObserver);
+    Run {
+        registers: (0..128).map(|a| core.register(a)).collect(),
+        returned,
+        output: core.output.clone(),
+        instructions: core.instructions,
+    }
+}
+
+fn run(code: &[Instruction]) -> Run {
+    run_with(code, &[], 1_000)
+}
+
+/// R1 = a, R2 = b, then `op R3 R1 R2`; returns R3.
+fn binary(op: Opcode, a: Vec3, b: Vec3) -> Vec3 {
+    let mut code = set("R1", a);
+    code.extend(set("R2", b));
+    code.push(op3(op, "R3", "R1", "R2"));
+    code.push(ret(true));
+    let result = run(&code);
+    assert_eq!(result.returned, Ok(true));
+    result.reg("R3")
+}
+
+/// R1 = a, then `op R3 R1`; returns R3.
+fn unary(op: Opcode, a: Vec3) -> Vec3 {
+    let mut code = set("R1", a);
+    code.push(op2(op, "R3", "R1"));
+    code.push(ret(true));
+    run(&code).reg("R3")
+}
+
+#[test]
+fn add_and_sub_keep_the_true_sign_on_overflow() {
+    assert_eq!(
+        binary(Opcode::Add, [q(1.5), q(-2.0), 0], [q(2.25), q(0.5), 0]),
+        [q(3.75), q(-1.5), 0]
+    );
+    // pack(r) = {r[63], r[30:0]}: 0x7FFFFFFF + 1 loses bit 31, keeps the sign (+).
+    assert_eq!(
+        binary(
+            Opcode::Add,
+            [0x7FFF_FFFF, 0x8000_0000, 0x8000_0000],
+            [1, 0xFFFF_FFFF, 0x8000_0000]
+        ),
+        [0, 0xFFFF_FFFF, 0x8000_0000]
+    );
+    assert_eq!(
+        binary(
+            Opcode::Sub,
+            [q(1.0), 0x8000_0000, 0x7FFF_FFFF],
+            [q(3.0), 1, 0xFFFF_FFFF]
+        ),
+        [q(-2.0), 0xFFFF_FFFF, 0]
+    );
+}
+
+#[test]
+fn div_truncates_and_has_a_fixed_zero_divisor_result() {
+    assert_eq!(
+        binary(Opcode::Div, [q(3.0), q(-1.0), q(5.0)], [q(2.0), q(3.0), 0]),
+        [q(1.5), 0xAAAAu32.wrapping_neg(), 0x0FFF_FFFF]
+    );
+    // Negative dividend over zero: the sign comes from the dividend alone.
+    // 0x40000000 / 1: (2^30 << 17) / 1 mod 2^31 = 0 (wraps, no saturation).
+    assert_eq!(
+        binary(Opcode::Div, [q(-5.0), 0x4000_0000, 0], [0, 1, 0]),
+        [0xF000_0001, 0, 0x0FFF_FFFF]
+    );
+}
+
+#[test]
+fn mul_is_sign_magnitude_with_truncation_and_the_radix_quirk() {
+    // -0.5 * 2^-17: the magnitude truncates to 0 (toward zero, not -1 ulp).
+    assert_eq!(
+        binary(
+            Opcode::Mul,
+            [q(-1.5), q(-0.5), q(200.0)],
+            [q(2.0), 1, q(200.0)]
+        ),
+        [q(-3.0), 0, ((40000u64 << 17) & 0xFFFF_FFFF) as u32]
+    );
+    // |A| > 0x55555555: the 3|A| partial product loses bit 32 (2^32 >> 17 = 2^15 short).
+    let exact = (0x6000_0000u64 * 3) >> 17;
+    assert_eq!(
+        binary(Opcode::Mul, [0x6000_0000, 3, 0], [3, 0x6000_0000, 0])[..2],
+        [(exact - (1 << 15)) as u32, exact as u32]
+    );
+    // IMUL is the plain low word for all inputs.
+    assert_eq!(
+        binary(
+            Opcode::Imul,
+            [0x6000_0000, 0xFFFF_FFFF, 7],
+            [3, 0xFFFF_FFFF, 6]
+        ),
+        [0x2000_0000, 1, 42]
+    );
+}
+
+#[test]
+fn mag_is_the_digit_loop_and_wraps_above_8192() {
+    let result = unary(Opcode::Mag, [q(3.0), q(-4.0), 0]);
+    assert_eq!(result, [q(5.0); 3]);
+    // Below 8192.0 the loop is floor(sqrt(s << 17)).
+    let s = (8000u64 << 17) * 8000;
+    let root = unary(Opcode::Mag, [q(8000.0), 0, 0])[0];
+    assert_eq!(root as u64, (((s << 17) as f64).sqrt()) as u64);
+    // |(8000, 8000, 8000)| = 13856.4 > 8192: x = s << 17 ≥ 2^60 and the 32-bit sum/diff
+    // registers wrap, so the loop ends one ulp below floor(sqrt) = 0x6C40D01B; the
+    // expected word comes from a transcription of the spec's loop, not from this crate.
+    assert_eq!(unary(Opcode::Mag, [q(8000.0); 3]), [0x6C40_D01A; 3]);
+}
+
+#[test]
+fn dot_cross_and_mulp() {
+    let (a, b) = ([q(1.0), q(2.0), q(3.0)], [q(4.0), q(-5.0), q(6.0)]);
+    assert_eq!(binary(Opcode::Dot, a, b), [q(12.0); 3]);
+    assert_eq!(binary(Opcode::Cross, a, b), [q(27.0), q(6.0), q(-13.0)]);
+    // MULP copies S1.x and S1.y (the manual says they are unchanged; the RTL copies).
+    assert_eq!(
+        unary(Opcode::Mulp, [q(-1.5), q(2.0), q(9.0)]),
+        [q(-1.5), q(2.0), q(-3.0)]
+    );
+    // Each product truncates on its own before the sum.
+    assert_eq!(binary(Opcode::Dot, [1, 1, 1], [1, 1, 1]), [0; 3]);
+}
+
+#[test]
+fn increments_and_decrements_wrap_with_the_sign() {
+    let a = [0x7FFF_FFFF, q(-1.0), q(2.5)];
+    assert_eq!(unary(Opcode::Inc, a), [0x0001_FFFF, 0, q(3.5)]);
+    assert_eq!(unary(Opcode::Dec, a), [0x7FFD_FFFF, q(-2.0), q(1.5)]);
+    assert_eq!(unary(Opcode::Incx, a), [0x0001_FFFF, q(-1.0), q(2.5)]);
+    assert_eq!(unary(Opcode::Incy, a), [0x7FFF_FFFF, 0, q(2.5)]);
+    assert_eq!(unary(Opcode::Incz, a), [0x7FFF_FFFF, q(-1.0), q(3.5)]);
+}
+
+#[test]
+fn bitwise_and_shift_opcodes() {
+    assert_eq!(
+        binary(
+            Opcode::Mod,
+            [q(5.75), q(-0.25), q(7.0)],
+            [q(4.0), q(4.0), 0]
+        ),
+        [q(1.0), q(3.0), q(7.0)]
+    );
+    assert_eq!(
+        unary(Opcode::Frac, [q(5.75), q(-0.25), 0]),
+        [q(0.75), q(0.75), 0]
+    );
+    assert_eq!(
+        unary(Opcode::Neg, [q(1.5), 0x8000_0000, 0]),
+        [q(-1.5), 0x8000_0000, 0]
+    );
+    // UNSCALE is a logical shift: -1.0 becomes 0x7FFF, not -1.
+    assert_eq!(
+        unary(Opcode::Unscale, [q(-1.0), q(200.0), 0x1FFFF]),
+        [0x7FFF, 200, 0]
+    );
+    assert_eq!(unary(Opcode::Copy, [1, 2, 3]), [1, 2, 3]);
+    assert_eq!(unary(Opcode::Zero, [1, 2, 3]), [0, 0, 0]);
+    assert_eq!(binary(Opcode::Xchangex, [1, 2, 3], [4, 5, 6]), [4, 2, 3]);
+}
+
+#[test]
+fn unfinished_opcodes_follow_the_manual() {
+    assert_eq!(
+        unary(Opcode::Intp, [q(-0.25), q(2.75), 0]),
+        [q(-1.0), q(2.0), 0]
+    );
+    assert_eq!(unary(Opcode::Rescale, [3, 0, 1]), [q(3.0), 0, q(1.0)]);
+    assert_eq!(binary(Opcode::Xchangey, [1, 2, 3], [4, 5, 6]), [1, 5, 3]);
+    assert_eq!(binary(Opcode::Xchangez, [1, 2, 3], [4, 5, 6]), [1, 2, 6]);
+}
+
+#[test]
+fn set_and_swizzle_work_in_place() {
+    let mut code = set("R1", [1, 2, 3]);
+    code.push(imm(Opcode::Swizzle3d, "R1", 21)); // YXZ
+    code.extend(set("R2", [1, 2, 3]));
+    code.push(imm(Opcode::Swizzle3d, "R2", 2)); // ZZZ
+    code.extend(set("R3", [1, 2, 3]));
+    code.push(imm(Opcode::Swizzle3d, "R3", 22)); // no such code: zero
+    code.extend(set("R4", [1, 2, 3]));
+    code.push(imm(Opcode::Swizzle3d, "R4", 3)); // XYY: the manual's meaning
+    code.push(ret(true));
+    let result = run(&code);
+    assert_eq!(result.reg("R1"), [2, 1, 3]);
+    assert_eq!(result.reg("R2"), [3, 3, 3]);
+    assert_eq!(result.reg("R3"), [0, 0, 0]);
+    assert_eq!(result.reg("R4"), [1, 2, 2]);
+}
+
+/// `Jcc T R1 R2` over R1 = a, R2 = b: whether the jump was taken.
+fn jumps(op: Opcode, a: u32, b: u32) -> bool {
+    // 0x800C..: R1, R2 (6), Jcc (0x8012), not taken: RETURN FALSE (0x8013), taken: TRUE.
+    let mut code = set("R1", [a, a, a]);
+    code.extend(set("R2", [b, b, b]));
+    code.push(Instruction::type1(op, 0x8014, reg("R1"), reg("R2")));
+    code.push(ret(false));
+    code.push(ret(true));
+    run(&code).returned.expect("returns")
+}
+
+#[test]
+fn jumps_compare_like_the_rtl() {
+    let (five, minus_five, three) = (q(5.0), q(-5.0), q(3.0));
+    for (x, y, z) in [
+        (Opcode::Jgx, Opcode::Jgy, Opcode::Jgz),
+        (Opcode::Jlx, Opcode::Jly, Opcode::Jlz),
+        (Opcode::Jeqx, Opcode::Jeqy, Opcode::Jeqz),
+        (Opcode::Jnex, Opcode::Jney, Opcode::Jnez),
+        (Opcode::Jgex, Opcode::Jgey, Opcode::Jgez),
+        (Opcode::Jlex, Opcode::Jley, Opcode::Jlez),
+    ] {
+        for (a, b) in [
+            (five, minus_five),
+            (minus_five, five),
+            (three, three),
+            (three, five),
+            (0, 0),
+        ] {
+            let expected = {
+                let gt = (a as i32) > (b as i32);
+                let eq = a == b || a == b.wrapping_neg();
+                match x {
+                    Opcode::Jgx => gt,
+                    Opcode::Jlx => !gt,
+                    Opcode::Jeqx => eq,
+                    Opcode::Jnex => !eq,
+                    Opcode::Jgex => gt || eq,
+                    _ => !gt || eq,
+                }
+            };
+            for op in [x, y, z] {
+                assert_eq!(jumps(op, a, b), expected, "{op:?} {a:#x} {b:#x}");
+            }
+        }
+    }
+    // The spec's named cases.
+    assert!(jumps(Opcode::Jeqx, five, minus_five));
+    assert!(jumps(Opcode::Jgex, minus_five, five));
+    assert!(jumps(Opcode::Jlex, five, minus_five));
+    assert!(jumps(Opcode::Jlx, three, three), "JL is <=");
+}
+
+#[test]
+fn jumps_test_only_their_component() {
+    // R1 = (1, 9, 1), R2 = (1, 1, 1): JGY taken, JGX and JGZ not.
+    for (op, expected) in [
+        (Opcode::Jgx, false),
+        (Opcode::Jgy, true),
+        (Opcode::Jgz, false),
+    ] {
+        let mut code = set("R1", [1, 9, 1]);
+        code.extend(set("R2", [1, 1, 1]));
+        code.push(Instruction::type1(op, 0x8014, reg("R1"), reg("R2")));
+        code.push(ret(false));
+        code.push(ret(true));
+        assert_eq!(run(&code).returned, Ok(expected), "{op:?}");
+    }
+}
+
+#[test]
+fn ret_is_seen_only_through_forwarding() {
+    // 0x800C CALL 0x800F; 0x800D JEQX 0x8011 R99 CREG_ZERO; 0x800E RETURN TRUE
+    // 0x800F RET R99 1 (no write); 0x8010 NOP; 0x8011 RETURN FALSE.
+    let code = [
+        Instruction::type2(Opcode::Call, 0x800F, 0),
+        Instruction::type1(Opcode::Jeqx, 0x8011, reg("R99"), reg("CREG_ZERO")),
+        ret(true),
+        imm(Opcode::Ret, "R99", 1),
+        Instruction(0),
+        ret(false),
+    ];
+    let result = run(&code);
+    // The JEQX saw (1, ...) forwarded: not equal to 0, fell through to RETURN TRUE.
+    assert_eq!(result.returned, Ok(true));
+    assert_eq!(result.reg("R99"), [0, 0, 0], "RET writes nothing");
+}
+
+#[test]
+fn forwarding_delivers_the_previous_result_even_when_nothing_was_written() {
+    // SETX R1 5 writes R1; ADD into bank 0 (CREG_CAMERA_POSITION) is dropped but the next
+    // instruction reading address 1 sees the sum; a later read goes to the file.
+    let code = [
+        imm(Opcode::Setx, "R1", 5),
+        op3(Opcode::Add, "CREG_CAMERA_POSITION", "R1", "R1"),
+        op2(Opcode::Copy, "R2", "CREG_CAMERA_POSITION"),
+        op2(Opcode::Copy, "R3", "CREG_CAMERA_POSITION"),
+        ret(true),
+    ];
+    let result = run(&code);
+    assert_eq!(result.reg("R2"), [10, 0, 0]);
+    assert_eq!(result.reg("R3"), [0, 0, 0]);
+    assert_eq!(result.reg("CREG_CAMERA_POSITION"), [0, 0, 0]);
+}
+
+#[test]
+fn addresses_alias_modulo_128_and_bank_0_is_read_only() {
+    let code = [
+        imm(Opcode::Setx, "R1", 7),
+        Instruction(0),
+        // 0x8047 decodes as R1 (bits 15..7 ignored).
+        Instruction::type1(Opcode::Copy, reg("R2"), 0x8047, 0),
+        // OREG_PIXEL_COLOR (128) aliases bank 0: the write is dropped.
+        Instruction::type2(Opcode::Setx, 128, 9),
+        Instruction(0),
+        ret(true),
+    ];
+    let result = run(&code);
+    assert_eq!(result.reg("R2"), [7, 0, 0]);
+    assert_eq!(result.registers[0], [0, 0, 0]);
+}
+
+#[test]
+fn call_keeps_one_return_address_and_jmp_jumps() {
+    // 0x800C CALL 0x8010; 0x800D SETX R2 1; 0x800E RETURN TRUE; 0x800F (unused)
+    // 0x8010 SETX R1 1; 0x8011 JMP 0x8013; 0x8012 SETX R1 2 (skipped); 0x8013 RET R99 0
+    let code = [
+        Instruction::type2(Opcode::Call, 0x8010, 0),
+        imm(Opcode::Setx, "R2", 1),
+        ret(true),
+        ret(false),
+        imm(Opcode::Setx, "R1", 1),
+        Instruction::type2(Opcode::Jmp, 0x8013, 0),
+        imm(Opcode::Setx, "R1", 2),
+        imm(Opcode::Ret, "R99", 0),
+    ];
+    let result = run(&code);
+    assert_eq!(result.returned, Ok(true));
+    assert_eq!(result.reg("R1"), [1, 0, 0]);
+    assert_eq!(result.reg("R2"), [1, 0, 0]);
+}
+
+#[test]
+fn return_value_is_bit_0() {
+    assert_eq!(
+        run(&[Instruction::type2(Opcode::Return, 0, 3)]).returned,
+        Ok(true)
+    );
+    assert_eq!(
+        run(&[Instruction::type2(Opcode::Return, 0, 2)]).returned,
+        Ok(false)
+    );
+}
+
+#[test]
+fn omwrite_tmread_and_lea() {
+    let texture: Vec<u32> = (0..16).map(|i| i * 0x200).collect();
+    let mut code = set("R1", [4, 5, 15]);
+    code.push(op2(Opcode::Tmread, "R2", "R1"));
+    code.extend(set("R3", [2, 0, 7]));
+    code.push(op3(Opcode::Omwrite, "OREG_PIXEL_COLOR", "R3", "R2"));
+    code.push(Instruction::type1(Opcode::Lea, reg("R4"), 0, 0));
+    code.push(ret(true));
+    let result = run_with(&code, &texture, 100);
+    assert_eq!(result.reg("R2"), [4 * 0x200, 5 * 0x200, 15 * 0x200]);
+    assert_eq!(result.output.read(2), Some(4 * 0x200));
+    assert_eq!(result.output.read(0), Some(5 * 0x200));
+    assert_eq!(result.output.read(7), Some(15 * 0x200));
+    assert_eq!(result.output.read(1), None);
+    // LEA gives the address of the LEA itself (0x800C + 3 + 1 + 3 + 1 = 0x8014).
+    assert_eq!(result.reg("R4"), [0x8014; 3]);
+}
+
+#[test]
+fn nop_and_debug_print_write_nothing() {
+    let code = [
+        imm(Opcode::Setx, "R1", 1),
+        Instruction::type1(Opcode::Nop, reg("R1"), 0, 0),
+        Instruction::type1(Opcode::DebugPrint, reg("R1"), 0, 0),
+        ret(true),
+    ];
+    assert_eq!(run(&code).reg("R1"), [1, 0, 0]);
+}
+
+#[test]
+fn undefined_opcodes_hang_and_the_watchdog_stops_loops() {
+    let hang = run(&[
+        imm(Opcode::Setx, "R1", 1),
+        Instruction(0x0006_0000_0000_0000),
+    ]);
+    assert!(matches!(
+        hang.returned,
+        Err(Fault::Hang {
+            address: 0x800D,
+            ..
+        })
+    ));
+    let forever = run_with(&[Instruction::type2(Opcode::Jmp, 0x800C, 0)], &[], 500);
+    assert_eq!(
+        forever.returned,
+        Err(Fault::Watchdog {
+            address: 0x800C,
+            budget: 500
+        })
+    );
+    assert_eq!(forever.instructions, 500);
+}

@@ -1,0 +1,506 @@
+//! The example shaders in shaders/: each assembles cleanly, the tutorial's three give the
+//! spec's words (isa_and_formats §7), and each renders to pixels predicted without running
+//! it: from the plain render's colour words, or from the independent model of the ROM's ray
+//! and closest hit (tests/model).
+
+mod common;
+mod model;
+
+use std::path::{Path, PathBuf};
+
+use model::{as_f64, hits, lanes2, primary_ray, texture_coordinates, Hit, START_T};
+use theia::core::alu::{self, Vec3, ONE};
+use theia::isa::asm::{assemble, Assembly, MAX_USER_INSTRUCTIONS};
+use theia::isa::{EntryPoint, Instruction};
+use theia::machine::{render, Frame, RenderOptions};
+use theia::scene::mem::load_scene_dir;
+use theia::scene::obj::{default_scene, load_obj_text, uv_sphere_obj, MemoryAssets, ObjOptions};
+use theia::scene::Scene;
+
+fn shader_path(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("shaders")
+        .join(name)
+}
+
+fn shader(name: &str) -> Assembly {
+    let path = shader_path(name);
+    let source = std::fs::read_to_string(&path).unwrap();
+    let assembly = assemble(&source, &path).unwrap_or_else(|e| panic!("{e}"));
+    assert!(
+        assembly.warnings.is_empty(),
+        "{name}: {:?}",
+        assembly.warnings
+    );
+    assembly
+}
+
+fn conformance(name: &str) -> Option<Scene> {
+    let dir = common::conformance(name)?;
+    Some(load_scene_dir(&dir).unwrap())
+}
+
+/// The built-in scene, small enough for a test.
+fn default_scene_small() -> Scene {
+    let options = ObjOptions {
+        width: 96,
+        height: 96,
+        ..ObjOptions::default()
+    };
+    default_scene::load(&options).unwrap().scene
+}
+
+fn frame(scene: &Scene, imem: Option<Vec<Instruction>>) -> Frame {
+    let options = RenderOptions {
+        imem,
+        ..RenderOptions::default()
+    };
+    render(scene, &options).unwrap().frame
+}
+
+fn with_shader(scene: &Scene, name: &str) -> Frame {
+    frame(scene, Some(shader(name).imem))
+}
+
+/// The output words of pixel `k` (row-major).
+fn pixel(frame: &Frame, k: usize) -> Vec3 {
+    [
+        frame.words[3 * k],
+        frame.words[3 * k + 1],
+        frame.words[3 * k + 2],
+    ]
+}
+
+/// Every pixel of `shaded` equals `expected(k, plain words of k)` (and was written).
+fn assert_pixels(
+    name: &str,
+    plain: &Frame,
+    shaded: &Frame,
+    expected: impl Fn(usize, Vec3) -> Vec3,
+) {
+    assert_eq!(shaded.unwritten_pixels(), 0, "{name}");
+    let pixels = (plain.width * plain.height) as usize;
+    for k in 0..pixels {
+        let want = expected(k, pixel(plain, k));
+        let (x, y) = (k as u32 % plain.width, k as u32 / plain.width);
+        assert_eq!(pixel(shaded, k), want, "{name}: pixel ({x}, {y})");
+    }
+}
+
+/// The code words of a user program as the spec lists them (entry table first).
+fn imem_words(assembly: &Assembly) -> Vec<u64> {
+    assembly.imem.iter().map(|w| w.0).collect()
+}
+
+fn default_table(overrides: &[(EntryPoint, u64)]) -> Vec<u64> {
+    EntryPoint::ALL
+        .iter()
+        .map(|&e| {
+            overrides
+                .iter()
+                .find(|(o, _)| *o == e)
+                .map_or(u64::from(e.default_address()), |&(_, a)| a)
+        })
+        .collect()
+}
+
+/// A Q15.17 constant as the assembler rounds a decimal (to nearest).
+fn q(value: f64) -> u32 {
+    (value * 131072.0).round() as i32 as u32
+}
+
+#[test]
+fn every_example_shader_assembles_cleanly_and_says_how_to_run_it() {
+    let mut names: Vec<String> = std::fs::read_dir(shader_path(""))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.ends_with(".shdr") && n != "rom.shdr")
+        .collect();
+    names.sort();
+    assert!(names.len() >= 6, "{names:?}");
+    for name in &names {
+        let assembly = shader(name);
+        assert!(
+            assembly.code().len() <= MAX_USER_INSTRUCTIONS,
+            "{name}: {} instructions",
+            assembly.code().len()
+        );
+        let source = std::fs::read_to_string(shader_path(name)).unwrap();
+        assert!(
+            source.starts_with(&format!("// {name}: ")),
+            "{name} starts with a header comment naming it"
+        );
+        assert!(
+            source.contains(&format!("theia render --shader shaders/{name}")),
+            "{name} says how to run it"
+        );
+        assert!(source.contains("What it shows"), "{name}");
+    }
+}
+
+#[test]
+fn the_tutorial_shaders_assemble_to_the_spec_words() {
+    let mut example1 = default_table(&[(EntryPoint::PixelShader, 0x800C)]);
+    example1.extend([0x002F_0080_0078_006E, 0x0040_0000_0000_0001]);
+    assert_eq!(imem_words(&shader("passthrough.shdr")), example1);
+
+    let mut example2 = default_table(&[
+        (EntryPoint::UserConstants, 0x800C),
+        (EntryPoint::PixelShader, 0x8010),
+    ]);
+    example2.extend([
+        0x0041_0040_0002_0000,
+        0x0042_0040_0002_0000,
+        0x0043_0040_0004_0000,
+        0x0040_0000_0000_0001,
+        0x0004_006E_006E_0040,
+        0x002F_0080_0078_006E,
+        0x0040_0000_0000_0001,
+    ]);
+    assert_eq!(imem_words(&shader("double_blue.shdr")), example2);
+
+    let mut example3 = default_table(&[
+        (EntryPoint::UserConstants, 0x800C),
+        (EntryPoint::PixelShader, 0x800F),
+    ]);
+    example3.extend([
+        0x0041_0040_0000_6666,
+        0x0042_0040_0001_CCCC,
+        0x0040_0000_0000_0001,
+        0x0005_0047_006E_0000,
+        0x0009_8016_0047_0040,
+        0x0014_8016_0047_0040,
+        0x0041_0048_0002_0000,
+        0x0044_0048_0000_0000,
+        0x002F_0080_0078_0048,
+        0x0040_0000_0000_0001,
+        0x000F_0048_0000_0000,
+        0x002F_0080_0078_0048,
+        0x0040_0000_0000_0001,
+    ]);
+    assert_eq!(imem_words(&shader("threshold.shdr")), example3);
+}
+
+#[test]
+fn passthrough_renders_exactly_like_no_shader() {
+    let scene = default_scene_small();
+    assert_eq!(frame(&scene, None), with_shader(&scene, "passthrough.shdr"));
+    let Some(scene) = conformance("scenes_example1") else {
+        return;
+    };
+    // The scene ships the same program as its Instructions.mem.
+    let shipped: Vec<u64> = scene
+        .program
+        .as_ref()
+        .unwrap()
+        .iter()
+        .map(|w| w.0)
+        .collect();
+    assert_eq!(shipped, imem_words(&shader("passthrough.shdr")));
+    let plain = frame(
+        &Scene {
+            program: None,
+            ..scene.clone()
+        },
+        None,
+    );
+    assert_eq!(plain, with_shader(&scene, "passthrough.shdr"));
+}
+
+/// Blue doubled: the word relation is exact (doubling a non-negative Q15.17 word loses
+/// nothing); the byte is min(255, (2·word) >> 9), which is not always 2·(plain byte).
+#[test]
+fn double_blue_doubles_the_blue_word_exactly() {
+    let Some(scene) = conformance("scenes_example1") else {
+        return;
+    };
+    let plain = frame(&scene, None);
+    let shaded = with_shader(&scene, "double_blue.shdr");
+    assert!(plain.words.iter().all(|&w| (w as i32) >= 0 && w < 1 << 30));
+    assert_pixels("double_blue", &plain, &shaded, |_, [r, g, b]| [r, g, 2 * b]);
+    let mut odd_bytes = 0;
+    for k in 0..(plain.width * plain.height) as usize {
+        let blue = plain.words[3 * k + 2];
+        let byte = Frame::channel_byte(shaded.words[3 * k + 2]);
+        assert_eq!(u32::from(byte), ((2 * blue) >> 9).min(255));
+        let naive = (2 * u32::from(Frame::channel_byte(blue))).min(255);
+        odd_bytes += usize::from(u32::from(byte) != naive);
+    }
+    println!("double_blue: {odd_bytes} pixels are 2·B + 1 rather than 2·B");
+    assert!(odd_bytes > 0, "the truncation to bytes shows somewhere");
+}
+
+/// floor(sqrt(x)) of a 128-bit integer.
+fn isqrt(x: u128) -> u128 {
+    let mut root = (x as f64).sqrt() as u128;
+    while root * root > x {
+        root -= 1;
+    }
+    while (root + 1) * (root + 1) <= x {
+        root += 1;
+    }
+    root
+}
+
+/// |c| of a colour with non-negative lanes as MAG computes it: each square truncated to
+/// Q15.17, the sum's square root in Q15.17 (floor).
+fn magnitude(c: Vec3) -> u32 {
+    let squares: u128 = c
+        .iter()
+        .map(|&w| (u128::from(w) * u128::from(w)) >> 17)
+        .sum();
+    isqrt(squares << 17) as u32
+}
+
+#[test]
+fn threshold_is_white_between_0_2_and_0_9_of_brightness() {
+    let Some(scene) = conformance("scenes_example1") else {
+        return;
+    };
+    let plain = frame(&scene, None);
+    let shaded = with_shader(&scene, "threshold.shdr");
+    let (dark, bright) = (0x6666, 0x1CCCC);
+    let mut whites = 0;
+    assert_pixels("threshold", &plain, &shaded, |_, colour| {
+        let m = magnitude(colour);
+        if m <= dark || m >= bright {
+            [0; 3]
+        } else {
+            [ONE; 3]
+        }
+    });
+    for k in 0..(plain.width * plain.height) as usize {
+        whites += usize::from(pixel(&shaded, k) == [ONE; 3]);
+    }
+    let pixels = (plain.width * plain.height) as usize;
+    println!("threshold: {whites} white pixels of {pixels}");
+    assert!(
+        whites > 1000 && whites < pixels - 1000,
+        "both colours occur"
+    );
+}
+
+/// Depth: (far − t) / (far − near) from the model's closest hit; black beyond far.
+#[test]
+fn depth_is_a_linear_ramp_of_the_closest_hit_distance() {
+    let assembly = shader("depth.shdr");
+    let (far, inverse_range) = (q(40.0), q(1.0 / 32.0));
+    // The constants the test assumes are the ones in the shader.
+    let code = imem_words(&assembly);
+    assert!(code.contains(&(0x0041_0040_0000_0000 | u64::from(far))));
+    assert!(code.contains(&(0x0041_0041_0000_0000 | u64::from(inverse_range))));
+    let expected = |hit: Option<Hit>| match hit {
+        Some(hit) if !model::at_least(hit.t, far) => {
+            [alu::mul(alu::sub(far, hit.t), inverse_range); 3]
+        }
+        _ => [0; 3],
+    };
+    let mut scenes = vec![("default", default_scene_small())];
+    scenes.extend(conformance("scenes_example3").map(|s| ("scenes_example3", s)));
+    for (name, scene) in scenes {
+        let plain = frame(&scene, None);
+        let shaded = frame(&scene, Some(assembly.imem.clone()));
+        let hits = hits(&scene);
+        assert!(hits.iter().flatten().count() > 1000, "{name}");
+        assert_pixels(name, &plain, &shaded, |k, _| expected(hits[k]));
+        // And in real numbers: grey = (40 - t) / 32 within rounding, for hits before far.
+        for (k, hit) in hits.iter().enumerate() {
+            if let Some(hit) = hit.filter(|hit| !model::at_least(hit.t, far)) {
+                let grey = as_f64(shaded.words[3 * k]);
+                let real = (40.0 - as_f64(hit.t)) / 32.0;
+                assert!((grey - real).abs() < 1e-3, "{name}: {grey} vs {real}");
+            }
+        }
+    }
+}
+
+#[test]
+fn depth_paints_misses_black_because_last_t_keeps_250() {
+    // A sphere with background around it (the built-in scene has no misses by design).
+    let options = ObjOptions {
+        width: 64,
+        height: 64,
+        ..ObjOptions::default()
+    };
+    let sphere = uv_sphere_obj(16, 8);
+    let scene = load_obj_text(
+        &sphere,
+        Path::new("sphere.obj"),
+        &MemoryAssets(&[]),
+        &options,
+    )
+    .unwrap()
+    .scene;
+    let shaded = with_shader(&scene, "depth.shdr");
+    let hits = hits(&scene);
+    let misses: Vec<usize> = (0..hits.len()).filter(|&k| hits[k].is_none()).collect();
+    assert!(misses.len() > 1000);
+    assert_eq!(START_T, q(250.0));
+    for k in misses {
+        assert_eq!(pixel(&shaded, k), [0; 3]);
+    }
+}
+
+/// UV: (s, t, 0) = TCC's interpolation of the hit triangle's texture coordinates.
+#[test]
+fn uv_shows_the_interpolated_texture_coordinates() {
+    let mut scenes = vec![("default", default_scene_small())];
+    scenes.extend(conformance("scenes_example1").map(|s| ("scenes_example1", s)));
+    for (name, scene) in scenes {
+        let plain = frame(&scene, None);
+        let shaded = with_shader(&scene, "uv.shdr");
+        let hits = hits(&scene);
+        assert_pixels(name, &plain, &shaded, |k, _| match &hits[k] {
+            Some(hit) => {
+                let [s, t, _] = texture_coordinates(&scene, hit);
+                [s, t, 0]
+            }
+            None => [0; 3],
+        });
+    }
+    // The quad of scenes_example1 spans the whole texture: s runs from about 0 to 1.0.
+    if let Some(scene) = conformance("scenes_example1") {
+        let shaded = with_shader(&scene, "uv.shdr");
+        let reds: Vec<u8> = (0..40000)
+            .map(|k| Frame::channel_byte(shaded.words[3 * k]))
+            .collect();
+        assert!(reds.iter().max() >= Some(&250), "{:?}", reds.iter().max());
+        assert!(reds.iter().any(|&r| r <= 5));
+    }
+}
+
+/// Checker: odd squares of (8s, 8t) keep the texture colour, even ones get 30 % of it.
+#[test]
+fn checker_alternates_on_the_parity_of_the_scaled_coordinates() {
+    let (eight, dim) = (q(8.0), q(0.3));
+    let mut scenes = vec![("default", default_scene_small())];
+    scenes.extend(conformance("scenes_example1").map(|s| ("scenes_example1", s)));
+    for (name, scene) in scenes {
+        let plain = frame(&scene, None);
+        let shaded = with_shader(&scene, "checker.shdr");
+        let hits = hits(&scene);
+        let (mut odd, mut even) = (0, 0);
+        assert_pixels(name, &plain, &shaded, |k, colour| match &hits[k] {
+            Some(hit) => {
+                let [s, t, _] = texture_coordinates(&scene, hit);
+                let column = (alu::mul(s, eight) as i32) >> 17;
+                let row = (alu::mul(t, eight) as i32) >> 17;
+                if (column + row) & 1 == 1 {
+                    colour
+                } else {
+                    colour.map(|c| alu::mul(c, dim))
+                }
+            }
+            None => [0; 3],
+        });
+        for hit in hits.iter().flatten() {
+            let [s, t, _] = texture_coordinates(&scene, hit);
+            let parity = ((as_f64(s) * 8.0).floor() + (as_f64(t) * 8.0).floor()) as i64 & 1;
+            if parity == 1 {
+                odd += 1;
+            } else {
+                even += 1;
+            }
+        }
+        assert!(odd > 500 && even > 500, "{name}: {odd} odd, {even} even");
+    }
+}
+
+/// Wireframe: yellow where min(u, v, 1 − u − v) <= 0.03 (JLX is <=), texture elsewhere.
+#[test]
+fn wireframe_marks_points_near_the_edges() {
+    let width = q(0.03);
+    let edge_colour = [ONE, q(0.85), q(0.1)];
+    let at_most = |x: u32, y: u32| x as i32 <= y as i32;
+    let mut scenes = vec![("default", default_scene_small())];
+    scenes.extend(conformance("scenes_example1").map(|s| ("scenes_example1", s)));
+    scenes.extend(conformance("scenes_example3").map(|s| ("scenes_example3", s)));
+    for (name, scene) in scenes {
+        let plain = frame(&scene, None);
+        let shaded = with_shader(&scene, "wireframe.shdr");
+        let hits = hits(&scene);
+        let mut edges = 0;
+        assert_pixels(name, &plain, &shaded, |k, colour| match &hits[k] {
+            Some(hit) => {
+                let w = alu::sub(ONE, alu::add(hit.u, hit.v));
+                if at_most(hit.u, width) || at_most(hit.v, width) || at_most(w, width) {
+                    edge_colour
+                } else {
+                    colour
+                }
+            }
+            None => [0; 3],
+        });
+        for k in 0..hits.len() {
+            edges += usize::from(pixel(&shaded, k) == edge_colour);
+        }
+        assert!(edges > 100, "{name}: {edges} edge pixels");
+    }
+}
+
+/// Lambert: texture · (0.25 + 0.75 · max(0, n · l)), n the hit triangle's unit normal turned
+/// towards the camera; checked bit for bit and against floating point.
+#[test]
+fn lambert_lights_the_texture_by_the_triangle_normal() {
+    let light = [q(0.36), q(0.48), q(0.8)];
+    let (ambient, diffuse) = (q(0.25), q(0.75));
+    let mut scenes = vec![("default", default_scene_small())];
+    scenes.extend(conformance("scenes_example3").map(|s| ("scenes_example3", s)));
+    for (name, scene) in scenes {
+        let plain = frame(&scene, None);
+        let shaded = with_shader(&scene, "lambert.shdr");
+        let hits = hits(&scene);
+        let ray =
+            |k: usize| primary_ray(&scene, k as u32 % scene.width(), k as u32 / scene.width());
+        let factor = |k: usize, hit: &Hit| {
+            let record = hit.record(&scene);
+            let e1 = lanes2(record[2], record[0], alu::sub);
+            let e2 = lanes2(record[4], record[0], alu::sub);
+            let normal = alu::cross(e1, e2);
+            let length = alu::vector_magnitude(normal);
+            let mut n = normal.map(|c| alu::div(c, length));
+            if alu::dot(n, ray(k)) as i32 > 0 {
+                n = n.map(alu::neg);
+            }
+            let lit = alu::dot(n, light);
+            let lit = if lit as i32 > 0 { lit } else { 0 };
+            alu::add(alu::mul(lit, diffuse), ambient)
+        };
+        assert_pixels(name, &plain, &shaded, |k, colour| match &hits[k] {
+            Some(hit) => {
+                let f = factor(k, hit);
+                colour.map(|c| alu::mul(c, f))
+            }
+            None => [0; 3],
+        });
+        // The same light in floating point, from the triangle's vertices.
+        for (k, hit) in hits.iter().enumerate() {
+            let Some(hit) = hit else { continue };
+            let record = hit.record(&scene);
+            let v = |i: usize| record[i].map(as_f64);
+            let (a, b) = (
+                [v(2)[0] - v(0)[0], v(2)[1] - v(0)[1], v(2)[2] - v(0)[2]],
+                [v(4)[0] - v(0)[0], v(4)[1] - v(0)[1], v(4)[2] - v(0)[2]],
+            );
+            let n = [
+                a[1] * b[2] - a[2] * b[1],
+                a[2] * b[0] - a[0] * b[2],
+                a[0] * b[1] - a[1] * b[0],
+            ];
+            let len = (n[0] * n[0] + n[1] * n[1] + n[2] * n[2]).sqrt();
+            let d = ray(k).map(as_f64);
+            let facing = if n[0] * d[0] + n[1] * d[1] + n[2] * d[2] > 0.0 {
+                -1.0
+            } else {
+                1.0
+            };
+            let lit = facing * (n[0] * 0.36 + n[1] * 0.48 + n[2] * 0.8) / len;
+            let real = 0.25 + 0.75 * lit.max(0.0);
+            let fixed = as_f64(factor(k, hit));
+            assert!(
+                (fixed - real).abs() < 2e-3,
+                "{name}: pixel {k}: {fixed} vs {real}"
+            );
+        }
+    }
+}
