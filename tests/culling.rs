@@ -200,3 +200,33 @@ fn a_user_main_refuses_culling() {
     assert!(user.frame == rom.frame);
     assert_eq!(user.instructions, rom.instructions);
 }
+
+/// A watchdog that fires inside the triangle loop stops at the same instruction: culling
+/// only skips a MAIN whose whole path fits the budget.
+#[test]
+fn the_watchdog_fires_at_the_same_instruction() {
+    let Some(scene) = conformance_scene("scenes_example3") else {
+        return;
+    };
+    for max_steps in [1_000, 2_345] {
+        let options = RenderOptions {
+            cores: Some(1),
+            max_steps: Some(max_steps),
+            ..Default::default()
+        };
+        let error = |culling| {
+            render(
+                &scene,
+                &RenderOptions {
+                    culling,
+                    ..options.clone()
+                },
+            )
+            .expect_err("the budget is too small for one pixel")
+            .to_string()
+        };
+        let interpreted = error(false);
+        assert!(interpreted.contains("routine MAIN"), "{interpreted}");
+        assert_eq!(error(true), interpreted);
+    }
+}

@@ -125,16 +125,6 @@ impl OutputMemory {
             .unwrap_or(false)
             .then(|| self.words[address])
     }
-
-    /// Copies every written word of `other` over this memory (a later run of the same
-    /// core overwrites an earlier one).
-    pub fn overlay(&mut self, other: &OutputMemory) {
-        for (address, (&word, &written)) in other.words.iter().zip(&other.written).enumerate() {
-            if written {
-                self.write(address as u32, word);
-            }
-        }
-    }
 }
 
 /// One THEIA core.

@@ -567,11 +567,6 @@ impl Program {
             && (address & !USER_CODE_BIT) as usize >= self.loaded_imem_words
     }
 
-    /// Addresses that can ever execute (ROM, IMEM and every static jump or entry target).
-    pub fn executable_addresses(&self) -> impl Iterator<Item = u16> + '_ {
-        self.slots.iter().map(|s| s.address)
-    }
-
     pub(crate) fn entry_slot(&self, entry: EntryPoint) -> u32 {
         self.entry_slot[entry as usize]
     }
