@@ -6,7 +6,9 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
+use criterion::{
+    criterion_group, criterion_main, BenchmarkId, Criterion, SamplingMode, Throughput,
+};
 use theia::bench::{sphere_scene, Pools};
 use theia::machine::{Machine, RenderOptions};
 use theia::scene::obj::{default_scene, ObjOptions};
@@ -44,6 +46,7 @@ fn interpreter(c: &mut Criterion) {
         .instructions;
     let mut group = c.benchmark_group("interpreter");
     group.sample_size(10);
+    group.measurement_time(Duration::from_secs(5));
     group.throughput(Throughput::Elements(instructions));
     group.bench_function("scenes_example3 instructions, 1 core", |b| {
         b.iter(|| pools.one.install(|| machine.render(None)).expect("renders"))
@@ -58,6 +61,8 @@ fn frame_times(c: &mut Criterion, group_name: &str, scene: &Scene, samples: usiz
     let mut group = c.benchmark_group(group_name);
     group.sample_size(samples);
     group.measurement_time(Duration::from_secs(5));
+    // Frames of the large scene take seconds: one iteration per sample.
+    group.sampling_mode(SamplingMode::Flat);
     for (label, pool) in [("1 core", &pools.one), ("all cores", &pools.all)] {
         group.bench_function(BenchmarkId::new("frame", label), |b| {
             b.iter(|| pool.install(|| machine.render(None)).expect("renders"))
