@@ -4,6 +4,7 @@
 
 use std::path::Path;
 
+use theia::image::{decode_image, parse_p3};
 use theia::scene::mem::{parse_params, read_hex_words};
 
 fn hex_error(text: &str) -> String {
@@ -19,6 +20,13 @@ fn hex_values(text: &str) -> Vec<u32> {
         .iter()
         .map(|t| t.value)
         .collect()
+}
+
+fn p3_error(text: &str) -> String {
+    match parse_p3(text) {
+        Ok(image) => panic!("parsed a {}x{} image", image.width, image.height),
+        Err(message) => message,
+    }
 }
 
 /// mem target: the tokenizer sliced the line at byte i + 1 inside a multi-byte character
@@ -67,4 +75,70 @@ fn mem_params_with_a_multibyte_word_names_file_line_column() {
         err.to_string(),
         "scene/Params.mem:2:9: expected a hexadecimal word of at most 8 digits, found `Ͻ`"
     );
+}
+
+/// mem target (parse_p3): `value * 255` overflowed for values above 16843009.
+#[test]
+fn p3_channel_value_above_the_maximum_is_an_error() {
+    assert_eq!(
+        p3_error("P3\r\n200 200\r\n255\r040400000 0"),
+        "channel value 40400000 is above the maximum value 255"
+    );
+    assert_eq!(
+        p3_error("P3 1 1 255 16843010 0 0"),
+        "channel value 16843010 is above the maximum value 255"
+    );
+    // Values above the maximum used to wrap silently into a byte.
+    assert_eq!(
+        p3_error("P3 1 1 255 256 0 0"),
+        "channel value 256 is above the maximum value 255"
+    );
+    let image = parse_p3("P3 1 1 15 15 0 7").unwrap();
+    assert_eq!(image.data, vec![255, 0, 119]);
+}
+
+/// mem target (parse_p3): a header claiming a huge image reserved all of it up front and
+/// ran out of memory (malloc(3600060000)); the magic number was never checked either.
+#[test]
+fn p3_huge_header_is_refused_without_reserving_it() {
+    assert_eq!(
+        p3_error("P3\t1200020000\n1\n1"),
+        "expected 3600060000 channel values for 1200020000x1, found 0"
+    );
+    assert_eq!(
+        p3_error("P3 20000 2000000 27\r"),
+        "expected 120000000000 channel values for 20000x2000000, found 0"
+    );
+    assert_eq!(
+        p3_error("0 20000 2000000 27\r"),
+        "expected the plain PPM magic number `P3`, found `0`"
+    );
+    assert_eq!(
+        p3_error("T 1200020000 1 1\n1\n1"),
+        "expected the plain PPM magic number `P3`, found `T`"
+    );
+    assert_eq!(
+        p3_error("# only a comment\n"),
+        "empty file: expected a plain PPM starting with `P3`"
+    );
+}
+
+#[cfg(target_pointer_width = "64")]
+#[test]
+fn p3_size_overflowing_usize_is_an_error() {
+    assert_eq!(
+        p3_error("P3 4294967295 4294967295 255"),
+        "image size 4294967295x4294967295 is too large"
+    );
+}
+
+/// image target: the bytes `theia compare` reads go through the same P3 reader.
+#[test]
+fn decoded_ppm_bytes_get_the_same_checks() {
+    assert_eq!(
+        decode_image(b"P3 2 1 255 1 2 3 4 5 999").unwrap_err(),
+        "channel value 999 is above the maximum value 255"
+    );
+    let image = decode_image(b"P3 2 1 255 1 2 3 4 5 x").unwrap();
+    assert_eq!(image.data, vec![1, 2, 3, 4, 5, 0]);
 }
