@@ -6,6 +6,7 @@ use std::path::Path;
 
 use theia::image::{decode_image, parse_p3};
 use theia::scene::mem::{parse_params, read_hex_words};
+use theia::scene::obj::{load_obj_text, MemoryAssets, ObjOptions};
 
 fn hex_error(text: &str) -> String {
     match read_hex_words(text, Path::new("Params.mem")) {
@@ -141,4 +142,24 @@ fn decoded_ppm_bytes_get_the_same_checks() {
     );
     let image = decode_image(b"P3 2 1 255 1 2 3 4 5 x").unwrap();
     assert_eq!(image.data, vec![1, 2, 3, 4, 5, 0]);
+}
+
+/// obj target: a relative texture index reaching before the first `vt` overflows
+/// `vt * 2` inside tobj 4.0.5 (lib.rs:852, "attempt to multiply with overflow") in builds
+/// with overflow checks. To be caught in the OBJ loader (src/scene/obj.rs).
+#[test]
+#[ignore = "fixed in the obj branch"]
+fn obj_relative_texture_index_before_the_first_vt_is_an_error() {
+    let options = ObjOptions {
+        width: 16,
+        height: 16,
+        ..Default::default()
+    };
+    let result = load_obj_text(
+        "v 4 0 4\nvt 0 8\nf 1/-7 8 8",
+        Path::new("fuzz.obj"),
+        &MemoryAssets(&[]),
+        &options,
+    );
+    assert!(result.is_err());
 }
