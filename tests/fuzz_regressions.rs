@@ -144,22 +144,23 @@ fn decoded_ppm_bytes_get_the_same_checks() {
     assert_eq!(image.data, vec![1, 2, 3, 4, 5, 0]);
 }
 
-/// obj target: a relative texture index reaching before the first `vt` overflows
-/// `vt * 2` inside tobj 4.0.5 (lib.rs:852, "attempt to multiply with overflow") in builds
-/// with overflow checks. To be caught in the OBJ loader (src/scene/obj.rs).
+/// obj target: a texture or normal index reaching before the first `vt`/`vn` overflows
+/// `vt * 2` / `vn * 3` inside tobj 4.0.5 (lib.rs:852 and :860, "attempt to multiply with
+/// overflow") in builds with overflow checks (release builds wrap and then refuse the
+/// index). To be caught in the OBJ loader (src/scene/obj.rs) before tobj sees it.
 #[test]
 #[ignore = "fixed in the obj branch"]
-fn obj_relative_texture_index_before_the_first_vt_is_an_error() {
+fn obj_relative_index_before_the_first_vt_or_vn_is_an_error() {
     let options = ObjOptions {
         width: 16,
         height: 16,
         ..Default::default()
     };
-    let result = load_obj_text(
+    for text in [
         "v 4 0 4\nvt 0 8\nf 1/-7 8 8",
-        Path::new("fuzz.obj"),
-        &MemoryAssets(&[]),
-        &options,
-    );
-    assert!(result.is_err());
+        "v 4 0 4\nvn 0 0 1\nf 1//-7 1 1\n",
+    ] {
+        let result = load_obj_text(text, Path::new("fuzz.obj"), &MemoryAssets(&[]), &options);
+        assert!(result.is_err(), "{text:?} loaded");
+    }
 }
