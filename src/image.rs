@@ -158,16 +158,19 @@ pub fn read_image(path: &Path) -> Result<Rgb8, ImageError> {
         path: path.to_path_buf(),
         source,
     })?;
-    if bytes.starts_with(b"P3") {
-        return parse_p3(&String::from_utf8_lossy(&bytes)).map_err(|message| ImageError::Format {
-            path: path.to_path_buf(),
-            message,
-        });
-    }
-    let image = ::image::load_from_memory(&bytes).map_err(|e| ImageError::Format {
+    decode_image(&bytes).map_err(|message| ImageError::Format {
         path: path.to_path_buf(),
-        message: e.to_string(),
-    })?;
+        message,
+    })
+}
+
+/// [`read_image`] on bytes already read: plain-text P3 PPM by its magic number, anything
+/// else through the `image` crate.
+pub fn decode_image(bytes: &[u8]) -> Result<Rgb8, String> {
+    if bytes.starts_with(b"P3") {
+        return parse_p3(&String::from_utf8_lossy(bytes));
+    }
+    let image = ::image::load_from_memory(bytes).map_err(|e| e.to_string())?;
     let rgb = image.to_rgb8();
     Ok(Rgb8 {
         width: rgb.width(),
@@ -181,8 +184,16 @@ pub fn parse_p3(text: &str) -> Result<Rgb8, String> {
     let mut tokens = text
         .lines()
         .map(|line| line.split('#').next().unwrap_or(""))
-        .flat_map(str::split_whitespace)
-        .skip(1); // "P3"
+        .flat_map(str::split_whitespace);
+    match tokens.next() {
+        Some("P3") => {}
+        Some(magic) => {
+            return Err(format!(
+                "expected the plain PPM magic number `P3`, found `{magic}`"
+            ))
+        }
+        None => return Err("empty file: expected a plain PPM starting with `P3`".into()),
+    }
     let mut header = [0u32; 3];
     for (slot, name) in header.iter_mut().zip(["width", "height", "maximum value"]) {
         let token = tokens
@@ -196,8 +207,13 @@ pub fn parse_p3(text: &str) -> Result<Rgb8, String> {
     if max == 0 || max > 255 {
         return Err(format!("maximum value {max} is not supported (1..=255)"));
     }
-    let count = width as usize * height as usize * 3;
-    let mut data = Vec::with_capacity(count);
+    let count = (width as usize)
+        .checked_mul(height as usize)
+        .and_then(|pixels| pixels.checked_mul(3))
+        .ok_or_else(|| format!("image size {width}x{height} is too large"))?;
+    // Each value takes at least two characters: reserve no more than the text can hold, so
+    // a header that merely claims a huge image cannot exhaust memory.
+    let mut data = Vec::with_capacity(count.min(text.len() / 2));
     for token in tokens.take(count) {
         let value: u32 = match token {
             "x" | "X" => 0,
@@ -205,6 +221,11 @@ pub fn parse_p3(text: &str) -> Result<Rgb8, String> {
                 .parse()
                 .map_err(|_| format!("expected a channel value, found `{token}`"))?,
         };
+        if value > max {
+            return Err(format!(
+                "channel value {value} is above the maximum value {max}"
+            ));
+        }
         data.push((value * 255 / max) as u8);
     }
     if data.len() < count {

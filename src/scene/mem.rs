@@ -14,17 +14,20 @@ pub struct Token {
     pub line: usize,
 }
 
-/// Tokenizes `$readmemh` text. Errors name the file, line and column.
+/// Tokenizes `$readmemh` text. Errors name the file, line and column (in characters).
 pub fn read_hex_words(text: &str, file: &Path) -> Result<Vec<Token>, SceneError> {
     let mut words = Vec::new();
     let mut in_block_comment = false;
     for (line_index, line) in text.lines().enumerate() {
         let line_no = line_index + 1;
+        // Scanned as bytes: every delimiter is ASCII, so a token (or a comment) may hold any
+        // character without the scanner ever cutting one in half.
         let bytes = line.as_bytes();
+        let at = |i: usize, pattern: &[u8]| bytes[i..].starts_with(pattern);
         let mut i = 0;
         while i < bytes.len() {
             if in_block_comment {
-                if line[i..].starts_with("*/") {
+                if at(i, b"*/") {
                     in_block_comment = false;
                     i += 2;
                 } else {
@@ -32,29 +35,28 @@ pub fn read_hex_words(text: &str, file: &Path) -> Result<Vec<Token>, SceneError>
                 }
                 continue;
             }
-            let c = bytes[i];
-            if c.is_ascii_whitespace() {
+            if bytes[i].is_ascii_whitespace() {
                 i += 1;
                 continue;
             }
-            if line[i..].starts_with("//") {
+            if at(i, b"//") {
                 break;
             }
-            if line[i..].starts_with("/*") {
+            if at(i, b"/*") {
                 in_block_comment = true;
                 i += 2;
                 continue;
             }
             let start = i;
-            while i < bytes.len() && !bytes[i].is_ascii_whitespace() && !line[i..].starts_with("//")
-            {
+            while i < bytes.len() && !bytes[i].is_ascii_whitespace() && !at(i, b"//") {
                 i += 1;
             }
+            // `start` and `i` sit next to ASCII delimiters, so both are character boundaries.
             let token = &line[start..i];
             let value = parse_hex_word(token).ok_or_else(|| SceneError::Syntax {
                 file: file.to_path_buf(),
                 line: line_no,
-                column: start + 1,
+                column: line[..start].chars().count() + 1,
                 message: format!(
                     "expected a hexadecimal word of at most 8 digits, found `{token}`"
                 ),
@@ -68,9 +70,10 @@ pub fn read_hex_words(text: &str, file: &Path) -> Result<Vec<Token>, SceneError>
     Ok(words)
 }
 
+/// Hex digits and `_` separators only (`from_str_radix` alone would also take a sign).
 fn parse_hex_word(token: &str) -> Option<u32> {
     let digits = token.replace('_', "");
-    if digits.is_empty() || digits.len() > 8 {
+    if digits.is_empty() || digits.len() > 8 || !digits.bytes().all(|b| b.is_ascii_hexdigit()) {
         return None;
     }
     u32::from_str_radix(&digits, 16).ok()
@@ -95,7 +98,18 @@ const PARAMS_CONFIG_WORDS: usize = 1 + 6 * 3;
 /// read until one ends at the image's last row; later words (e.g. light rows) are ignored,
 /// as the hardware ignores them.
 pub fn read_params(path: &Path) -> Result<(Vec<Vec3>, Vec<Partition>), SceneError> {
-    let words = read_words(path)?;
+    params_from_words(&read_words(path)?, path)
+}
+
+/// [`read_params`] on text already read; `file` names it in messages.
+pub fn parse_params(text: &str, file: &Path) -> Result<(Vec<Vec3>, Vec<Partition>), SceneError> {
+    params_from_words(&read_hex_words(text, file)?, file)
+}
+
+fn params_from_words(
+    words: &[Token],
+    path: &Path,
+) -> Result<(Vec<Vec3>, Vec<Partition>), SceneError> {
     let needed = PARAMS_CONFIG_WORDS + 6;
     if words.len() < needed {
         return Err(SceneError::Invalid {
@@ -141,7 +155,15 @@ pub fn read_params(path: &Path) -> Result<(Vec<Vec3>, Vec<Partition>), SceneErro
 
 /// Reads Vertex.mem: word 6 is the triangle count N, triangle t is words 10+21t .. 30+21t.
 pub fn read_vertices(path: &Path) -> Result<Vec<Triangle>, SceneError> {
-    let words = read_words(path)?;
+    vertices_from_words(&read_words(path)?, path)
+}
+
+/// [`read_vertices`] on text already read; `file` names it in messages.
+pub fn parse_vertices(text: &str, file: &Path) -> Result<Vec<Triangle>, SceneError> {
+    vertices_from_words(&read_hex_words(text, file)?, file)
+}
+
+fn vertices_from_words(words: &[Token], path: &Path) -> Result<Vec<Triangle>, SceneError> {
     if words.len() < 10 {
         return Err(SceneError::Invalid {
             file: path.to_path_buf(),
@@ -183,7 +205,15 @@ pub fn read_control_register(path: &Path) -> Result<u32, SceneError> {
 /// Reads Instructions.mem: word 0 is a count the emulator ignores (it is written in decimal
 /// and read as hex); then one instruction per pair of words, high word first.
 pub fn read_instructions(path: &Path) -> Result<Vec<Instruction>, SceneError> {
-    let words = read_words(path)?;
+    instructions_from_words(&read_words(path)?, path)
+}
+
+/// [`read_instructions`] on text already read; `file` names it in messages.
+pub fn parse_instructions(text: &str, file: &Path) -> Result<Vec<Instruction>, SceneError> {
+    instructions_from_words(&read_hex_words(text, file)?, file)
+}
+
+fn instructions_from_words(words: &[Token], path: &Path) -> Result<Vec<Instruction>, SceneError> {
     let body = words.get(1..).unwrap_or_default();
     if body.len() % 2 == 1 {
         return Err(SceneError::Invalid {
@@ -268,6 +298,18 @@ mod tests {
         assert!(err
             .to_string()
             .starts_with("a.mem:1:1: expected a hexadecimal word"));
+    }
+
+    #[test]
+    fn words_are_hex_digits_and_underscores_only() {
+        // `u32::from_str_radix` alone would read `+1` as 1.
+        let err = read_hex_words("+1\n", Path::new("a.mem")).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "a.mem:1:1: expected a hexadecimal word of at most 8 digits, found `+1`"
+        );
+        let words = read_hex_words("dead_beef", Path::new("a.mem")).unwrap();
+        assert_eq!(words[0].value, 0xDEAD_BEEF);
     }
 
     #[test]

@@ -1,0 +1,54 @@
+//! Instruction memory as `Instructions.mem` or `render --shader` hands it over: any 64-bit
+//! words (entry table + user code) run on a small scene. Faults (hang, watchdog, runaway)
+//! are fine; panics are not. Input: big-endian 8-byte words, at most the 129 IMEM holds.
+#![no_main]
+
+use std::path::Path;
+use std::sync::OnceLock;
+
+use libfuzzer_sys::fuzz_target;
+use theia::isa::registers::IMEM_WORDS;
+use theia::isa::Instruction;
+use theia::machine::{render, RenderOptions};
+use theia::scene::mem::{parse_params, parse_vertices};
+use theia::scene::Scene;
+
+/// 4 x 4 pixels in two bands, one triangle, an all-black 256 x 256 texture.
+fn scene() -> &'static Scene {
+    static SCENE: OnceLock<Scene> = OnceLock::new();
+    SCENE.get_or_init(|| {
+        let (config, partitions) = parse_params(
+            include_str!("../seeds/mem/params.mem"),
+            Path::new("params.mem"),
+        )
+        .expect("the seed Params.mem reads");
+        let triangles = parse_vertices(
+            include_str!("../seeds/mem/vertex.mem"),
+            Path::new("vertex.mem"),
+        )
+        .expect("the seed Vertex.mem reads");
+        Scene {
+            name: "fuzz".into(),
+            config: config.try_into().expect("6 rows"),
+            partitions,
+            triangles,
+            texture: vec![0; 256 * 256 * 3],
+            control_register: 0,
+            program: None,
+        }
+    })
+}
+
+fuzz_target!(|data: &[u8]| {
+    let words: Vec<Instruction> = data
+        .chunks_exact(8)
+        .take(IMEM_WORDS)
+        .map(|chunk| Instruction(u64::from_be_bytes(chunk.try_into().unwrap())))
+        .collect();
+    let options = RenderOptions {
+        imem: Some(words),
+        max_steps: Some(5_000),
+        ..Default::default()
+    };
+    let _ = render(scene(), &options);
+});
