@@ -264,3 +264,38 @@ fn watch_re_renders_when_the_shader_changes() {
         "the black shader's image"
     );
 }
+
+/// With several cores failing, the error names the lowest-numbered one, every time.
+#[test]
+fn a_runaway_shader_on_every_core_reports_core_0() {
+    use theia::isa::asm::assemble;
+    use theia::machine::{render, RenderOptions};
+    use theia::scene::obj::{default_scene, ObjOptions};
+
+    let spin = "ENTRYPOINT_ADRR_PIXELSHADER:\nSPIN:\n JMP SPIN\n";
+    let imem = assemble(spin, Path::new("spin.shdr")).unwrap().imem;
+    let options = ObjOptions {
+        width: 16,
+        height: 16,
+        ..ObjOptions::default()
+    };
+    let scene = default_scene::load(&options).unwrap().scene;
+    for _ in 0..5 {
+        let error = render(
+            &scene,
+            &RenderOptions {
+                cores: Some(4),
+                imem: Some(imem.clone()),
+                max_steps: Some(20_000),
+                ..RenderOptions::default()
+            },
+        )
+        .unwrap_err();
+        assert!(
+            error
+                .to_string()
+                .starts_with("core 0, pixel (0, 0), routine PIXELSHADER: "),
+            "{error}"
+        );
+    }
+}

@@ -2,6 +2,7 @@
 //! command. Results go to stdout; progress, notes and errors go to stderr.
 
 mod asm;
+mod bench;
 mod compare;
 mod render;
 mod scene_args;
@@ -39,6 +40,8 @@ enum Command {
     Asm(asm::AsmArgs),
     /// Disassemble an Instructions.mem file (or a built-in ROM) into .shdr source
     Disasm(asm::DisasmArgs),
+    /// Time frames on one core and on all cores; prints one table
+    Bench(bench::BenchArgs),
     /// Run one pixel and print every instruction it executes (operands, results, branches)
     Trace(trace::TraceArgs),
 }
@@ -57,6 +60,7 @@ pub fn main() -> ExitCode {
         Command::Compare(args) => compare::run(args),
         Command::Asm(args) => asm::run_asm(args),
         Command::Disasm(args) => asm::run_disasm(args),
+        Command::Bench(args) => bench::run(args),
         Command::Trace(args) => trace::run(args),
     };
     match result {

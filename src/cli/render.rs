@@ -66,6 +66,9 @@ pub fn render_once(args: &RenderArgs) -> anyhow::Result<()> {
     };
     let options = args.scene.render_options(imem)?;
     let machine = Machine::new(&loaded.scene, &options)?;
+    if let (Err(refusal), false) = (&machine.culler, args.quiet || args.scene.no_cull) {
+        eprintln!("note: {refusal}; every triangle test is interpreted");
+    }
     let render = render_with_progress(&machine, !args.quiet)?;
     write_image(&render, &output)?;
     if !args.quiet {
@@ -90,12 +93,19 @@ pub fn write_image(render: &Render, output: &Path) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// One line: what was rendered, by how many cores, at what cost.
+/// One line: what was rendered, by how many cores, at what cost. Culled triangle tests
+/// count as executed instructions (they are booked exactly), so with culling the rate is
+/// an effective one.
 pub fn summary(output: &Path, loaded: &LoadedScene, render: &Render) -> String {
     let seconds = render.elapsed.as_secs_f64();
     let frame = &render.frame;
+    let rate = render.instructions as f64 / seconds.max(1e-9) / 1e6;
+    let (culled, rate_kind) = match render.culled {
+        0 => (String::new(), ""),
+        runs => (format!(" ({runs} triangle tests culled)"), " effective"),
+    };
     format!(
-        "{}: {}x{} pixels, {} triangles, {} cores, {} emulated instructions, {:.3} s ({:.0} M instructions/s)",
+        "{}: {}x{} pixels, {} triangles, {} cores, {} emulated instructions{culled}, {:.3} s ({rate:.0} M instructions/s{rate_kind})",
         output.display(),
         frame.width,
         frame.height,
@@ -103,7 +113,6 @@ pub fn summary(output: &Path, loaded: &LoadedScene, render: &Render) -> String {
         render.cores,
         render.instructions,
         seconds,
-        render.instructions as f64 / seconds.max(1e-9) / 1e6
     )
 }
 

@@ -48,6 +48,10 @@ pub struct SceneArgs {
     /// [default: 100000 + 1000 per triangle]
     #[arg(long, value_name = "N")]
     pub max_steps: Option<u64>,
+    /// Interpret every triangle test instead of skipping those the ROM's intersection test
+    /// provably rejects (the image and instruction counts are identical either way)
+    #[arg(long)]
+    pub no_cull: bool,
 }
 
 /// A scene ready to render, with what the user should hear about it.
@@ -195,7 +199,7 @@ impl SceneArgs {
             cores: self.cores,
             imem,
             max_steps: self.max_steps,
-            ..Default::default()
+            culling: !self.no_cull,
         })
     }
 }

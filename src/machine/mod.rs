@@ -170,12 +170,15 @@ impl<'a> Machine<'a> {
     /// finished pixels across all cores.
     pub fn render(&self, progress: Option<&AtomicU64>) -> Result<Render, RenderError> {
         let start = Instant::now();
-        let cores: Vec<CoreRun> = self
+        let runs: Vec<Result<CoreRun, RenderError>> = self
             .partitions
             .par_iter()
             .enumerate()
             .map(|(index, partition)| self.run_core(index, partition, progress))
-            .collect::<Result<_, _>>()?;
+            .collect();
+        // Every core runs to its end or its fault, so the error reported is always the
+        // lowest-numbered failing core's, whatever the threads' timing.
+        let cores = runs.into_iter().collect::<Result<Vec<_>, _>>()?;
         let frame = self.assemble(&cores);
         Ok(Render {
             frame,
