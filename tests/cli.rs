@@ -3,19 +3,9 @@
 mod common;
 
 use std::path::Path;
-use std::process::{Command, Output};
+use std::process::Command;
 
-fn theia(dir: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_theia"))
-        .args(args)
-        .current_dir(dir)
-        .output()
-        .expect("theia runs")
-}
-
-fn text(bytes: &[u8]) -> String {
-    String::from_utf8_lossy(bytes).into_owned()
-}
+use common::{text, theia};
 
 #[test]
 fn render_without_a_scene_writes_the_built_in_scene_to_out_default_png() {

@@ -278,17 +278,7 @@ fn pixels_outside_the_image_are_refused() {
 // ---------------------------------------------------------------------------------------
 // The command as a user runs it.
 
-fn theia(dir: &std::path::Path, args: &[&str]) -> std::process::Output {
-    std::process::Command::new(env!("CARGO_BIN_EXE_theia"))
-        .args(args)
-        .current_dir(dir)
-        .output()
-        .expect("theia runs")
-}
-
-fn text(bytes: &[u8]) -> String {
-    String::from_utf8_lossy(bytes).into_owned()
-}
+use common::{text, theia};
 
 /// A pixel shader that never returns.
 const SPIN: &str = "ENTRYPOINT_ADRR_PIXELSHADER:\nSPIN:\n        JMP SPIN\n";

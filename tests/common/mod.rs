@@ -27,3 +27,17 @@ pub fn shared(relative: &str) -> Option<PathBuf> {
 pub fn conformance(scene: &str) -> Option<PathBuf> {
     shared(&format!("conformance/{scene}"))
 }
+
+/// Runs the `theia` binary in `dir` and waits for it.
+pub fn theia(dir: &std::path::Path, args: &[&str]) -> std::process::Output {
+    std::process::Command::new(env!("CARGO_BIN_EXE_theia"))
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .expect("theia runs")
+}
+
+/// A command's output as text.
+pub fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
