@@ -90,6 +90,36 @@ fn default_scene_renders_identically_with_1_2_and_4_cores() {
     }
 }
 
+/// FNV-1a (64-bit) of words, to pin a frame or a scene without storing it.
+fn fnv1a(words: impl IntoIterator<Item = u32>) -> u64 {
+    words.into_iter().fold(0xcbf2_9ce4_8422_2325, |hash, word| {
+        word.to_le_bytes().iter().fold(hash, |h, &b| {
+            (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+        })
+    })
+}
+
+/// The default scene's records, texture memory and frame are exactly what the hand-written
+/// loader produced before the OBJ and MTL were read through tobj (hashes taken then).
+#[test]
+fn default_scene_is_unchanged_by_the_loader_behind_it() {
+    let loaded = default_scene::load(&ObjOptions::default()).unwrap();
+    let scene = &loaded.scene;
+    let records = fnv1a(scene.triangles.iter().flatten().flatten().copied());
+    let texture = fnv1a(scene.texture.iter().copied());
+    let frame = render(scene, &RenderOptions::default()).unwrap().frame;
+    let pixels = fnv1a(frame.words.iter().copied());
+    assert_eq!(
+        (scene.triangles.len(), records, texture, pixels),
+        (
+            142,
+            0xa448_eaea_7d16_60d0,
+            0x6eab_88b6_544a_ec00,
+            0x5b0a_6992_cfbd_2e7c
+        )
+    );
+}
+
 /// The room is built for square to 16:9 frames: those have no miss either.
 #[test]
 fn default_scene_fills_wide_and_tall_frames_too() {

@@ -2,6 +2,11 @@
 //! hardware's triangle records and texture memory, with the camera and projection window
 //! fitted to the model.
 //!
+//! # Loading
+//! tobj loads the OBJ and its MTL libraries (triangulated, with `Kd` and `map_Kd`); the
+//! `parse` module checks both first, because tobj names no line or column in its errors
+//! and panics on some malformed indices, so a user's mistake gets `file:line:column`.
+//!
 //! # Triangles
 //! Every OBJ face becomes a fan of triangles, each a 7-vector record exactly as Vertex.mem
 //! holds it (spec isa_and_formats §5.3): V0, UV0, V1, UV1, V2, UV2, diffuse, in Q15.17
@@ -75,6 +80,7 @@
 
 mod atlas;
 mod fit;
+mod load;
 mod parse;
 
 use std::collections::HashMap;
@@ -88,7 +94,7 @@ pub use fit::{FIT_DISTANCE, HORIZON, MAX_FIT_RADIUS, MIN_FIT_RADIUS};
 use super::{Partition, Scene, SceneError, Triangle};
 use atlas::{Atlas, AtlasError, TileSource};
 use fit::{FitError, Framing, View};
-use parse::{Material, ObjModel};
+use load::{Material, ObjModel};
 
 /// Vertical field of view when none is given, in degrees.
 pub const DEFAULT_FOV_DEGREES: f32 = 40.0;
@@ -183,7 +189,7 @@ pub fn load_obj(path: &Path, options: &ObjOptions) -> Result<ObjScene, SceneErro
     load_obj_text(
         &text,
         path,
-        &DirAssets(parse::base_directory(path)),
+        &DirAssets(path.parent().map(Path::to_path_buf).unwrap_or_default()),
         options,
     )
 }
@@ -200,21 +206,21 @@ pub fn load_obj_text(
         message,
     };
     validate_options(options).map_err(unsupported)?;
-    let model = parse::parse_obj(text, path)?;
-    if model.triangles.is_empty() {
+    let valid = parse::validate_obj(text, path)?;
+    if valid.has_texcoord.is_empty() {
         return Err(unsupported(
             "the OBJ has no triangles (no `f` statement with three or more vertices)".into(),
         ));
     }
     let mut notes = Vec::new();
-    if !model.unknown.is_empty() {
+    if !valid.unknown.is_empty() {
         notes.push(format!(
             "note: {}: ignored statements the hardware has no use for: {}",
             path.display(),
-            model.unknown.join(", ")
+            valid.unknown.join(", ")
         ));
     }
-    let materials = resolve_materials(&model, path, assets, &mut notes)?;
+    let load::Loaded { model, materials } = load::load(&valid, path, assets, &mut notes)?;
     let (sources, tile_of_material) = tile_sources(&model, &materials, assets, &mut notes);
     let atlas = Atlas::build(
         &sources,
@@ -373,48 +379,6 @@ fn validate_options(options: &ObjOptions) -> Result<(), String> {
         return Err("the scene needs at least one core".into());
     }
     Ok(())
-}
-
-/// Reads the MTL libraries and looks up every `usemtl` name (None: no such material).
-fn resolve_materials(
-    model: &ObjModel,
-    path: &Path,
-    assets: &dyn Assets,
-    notes: &mut Vec<String>,
-) -> Result<Vec<Option<Material>>, SceneError> {
-    let mut library: Vec<Material> = Vec::new();
-    let mut missing_library = false;
-    for (name, line) in &model.libraries {
-        match assets.read(name) {
-            Some(bytes) => {
-                let text = String::from_utf8_lossy(&bytes);
-                library.extend(parse::parse_mtl(&text, Path::new(&assets.display(name)))?);
-            }
-            None => {
-                missing_library = true;
-                notes.push(format!(
-                    "warning: {}:{line}: material library {} not found; its materials show white",
-                    path.display(),
-                    assets.display(name)
-                ));
-            }
-        }
-    }
-    Ok(model
-        .material_names
-        .iter()
-        .map(|(name, line)| {
-            // The last definition wins, as in most OBJ readers.
-            let found = library.iter().rev().find(|m| &m.name == name).cloned();
-            if found.is_none() && !missing_library {
-                notes.push(format!(
-                    "warning: {}:{line}: material `{name}` is not defined in any material library; it shows white",
-                    path.display()
-                ));
-            }
-            found
-        })
-        .collect())
 }
 
 /// One tile source per distinct texture or flat colour, and the tile of each material

@@ -1,5 +1,12 @@
-//! The OBJ and MTL subset the loader reads, parsed by hand so that every error names the
-//! file, line and column and says what was expected.
+//! Validation of the OBJ and MTL subset the loader reads, by hand, so that every error
+//! names the file, line and column and says what was expected.
+//!
+//! Why both this and tobj: the project loads OBJ and MTL with tobj (triangulation, material
+//! assignment, `map_Kd`), but tobj reports errors without a line or column, and it panics
+//! on some malformed input (a relative `vt`/`vn` index before the first `vt`/`vn`
+//! overflows; a `Kd` with fewer than three numbers unwraps). So every statement tobj will
+//! read is checked here first, and tobj gets the checked statements in a form it reads as
+//! this loader means them ([`ValidObj::text`], [`validate_mtl`]).
 //!
 //! OBJ: `v`, `vt`, `vn` (counted for index checks), `f` (any polygon, fan-triangulated;
 //! `v`, `v/vt`, `v//vn`, `v/vt/vn`, negative indices count back from the last vertex),
@@ -7,49 +14,29 @@
 //! listed once in the notes. MTL: `newmtl`, `Kd`, `map_Kd` (its options are skipped);
 //! everything else (lighting, other maps) means nothing to the hardware and is ignored.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use crate::scene::SceneError;
 
-/// One corner of a triangle: indices into the model's positions and texture coordinates.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct Corner {
-    pub position: usize,
-    pub texcoord: Option<usize>,
-}
-
-/// A triangle of the OBJ and the `usemtl` name in force when it was read.
-#[derive(Clone, Debug, PartialEq)]
-pub struct ObjTriangle {
-    pub corners: [Corner; 3],
-    /// Index into [`ObjModel::material_names`].
-    pub material: Option<usize>,
-}
-
-/// What the OBJ says, in file order.
+/// A checked OBJ: the text for tobj and what the loader needs that tobj does not keep.
 #[derive(Clone, Debug, Default)]
-pub struct ObjModel {
-    pub positions: Vec<[f64; 3]>,
-    pub texcoords: Vec<[f64; 2]>,
-    pub triangles: Vec<ObjTriangle>,
-    /// `mtllib` file names with the line that named them.
+pub struct ValidObj {
+    /// The statements tobj reads, comments and ignored statements removed: every `mtllib`
+    /// first, one file each with `/` for `\` (tobj resolves `usemtl` against the
+    /// libraries read so far and takes the rest of the line as one name); `v x y z` (tobj
+    /// would divide by a `w` or take colours); `vt u v` (v is 0 when absent); `vn 0 0 0`
+    /// (normals only count for indices); `f` and `usemtl` as written.
+    pub text: String,
+    /// `mtllib` file names with the line that named them, in the order tobj reads them.
     pub libraries: Vec<(String, usize)>,
     /// Distinct `usemtl` names with the first line that used them.
     pub material_names: Vec<(String, usize)>,
     /// Statement keywords the loader does not know, each once.
     pub unknown: Vec<String>,
+    /// Which corners have a `vt` index, per triangle of the fans in file order (tobj
+    /// repeats the previous texture coordinate for a corner without one).
+    pub has_texcoord: Vec<[bool; 3]>,
 }
-
-/// A material of an MTL library (only what the hardware can show).
-#[derive(Clone, Debug, PartialEq)]
-pub struct Material {
-    pub name: String,
-    pub diffuse: [f64; 3],
-    pub texture: Option<String>,
-}
-
-/// The `Kd` a material has when its MTL gives none (the MTL specification's default).
-pub const DEFAULT_DIFFUSE: [f64; 3] = [0.8, 0.8, 0.8];
 
 struct Line<'a> {
     file: &'a Path,
@@ -91,11 +78,11 @@ fn rest_after<'a>(text: &'a str, keyword: &str) -> &'a str {
     text[keyword.len()..].trim()
 }
 
-/// Parses OBJ text; `file` names it in errors.
-pub fn parse_obj(text: &str, file: &Path) -> Result<ObjModel, SceneError> {
-    let mut model = ObjModel::default();
-    let mut normals = 0usize;
-    let mut material: Option<usize> = None;
+/// Checks OBJ text; `file` names it in errors.
+pub fn validate_obj(text: &str, file: &Path) -> Result<ValidObj, SceneError> {
+    let mut valid = ValidObj::default();
+    let mut statements = String::new();
+    let (mut positions, mut texcoords, mut normals) = (0usize, 0usize, 0usize);
     let text = text.strip_prefix('\u{feff}').unwrap_or(text);
     for (index, text) in text.lines().enumerate() {
         let line = Line {
@@ -120,11 +107,11 @@ pub fn parse_obj(text: &str, file: &Path) -> Result<ObjModel, SceneError> {
                         ),
                     ));
                 }
-                let mut p = [0.0; 3];
-                for (axis, (value, name)) in p.iter_mut().zip(["x", "y", "z"]).enumerate() {
-                    *value = line.number(fields[axis], name)?;
+                for (token, name) in fields.iter().zip(["x", "y", "z"]) {
+                    line.number(token, name)?;
                 }
-                model.positions.push(p);
+                positions += 1;
+                statements.push_str(&format!("v {}\n", fields[..3].join(" ")));
             }
             "vt" => {
                 if fields.is_empty() {
@@ -133,14 +120,21 @@ pub fn parse_obj(text: &str, file: &Path) -> Result<ObjModel, SceneError> {
                         "expected `vt` followed by two numbers (u v), found none".into(),
                     ));
                 }
-                let u = line.number(fields[0], "u")?;
+                line.number(fields[0], "u")?;
                 let v = match fields.get(1) {
-                    Some(token) => line.number(token, "v")?,
-                    None => 0.0,
+                    Some(token) => {
+                        line.number(token, "v")?;
+                        token
+                    }
+                    None => "0",
                 };
-                model.texcoords.push([u, v]);
+                texcoords += 1;
+                statements.push_str(&format!("vt {} {v}\n", fields[0]));
             }
-            "vn" => normals += 1,
+            "vn" => {
+                normals += 1;
+                statements.push_str("vn 0 0 0\n");
+            }
             "f" => {
                 if fields.len() < 3 {
                     return Err(line.error(
@@ -151,18 +145,16 @@ pub fn parse_obj(text: &str, file: &Path) -> Result<ObjModel, SceneError> {
                         ),
                     ));
                 }
-                let corners = fields
+                let has_texcoord = fields
                     .iter()
-                    .map(|token| parse_corner(&line, token, &model, normals))
+                    .map(|token| check_corner(&line, token, [positions, texcoords, normals]))
                     .collect::<Result<Vec<_>, _>>()?;
-                // A fan around the first corner: exact for the convex polygons OBJ
-                // exporters write.
-                for pair in corners[1..].windows(2) {
-                    model.triangles.push(ObjTriangle {
-                        corners: [corners[0], pair[0], pair[1]],
-                        material,
-                    });
+                // tobj's triangulation: a fan around the first corner, exact for the
+                // convex polygons OBJ exporters write.
+                for pair in has_texcoord[1..].windows(2) {
+                    valid.has_texcoord.push([has_texcoord[0], pair[0], pair[1]]);
                 }
+                statements.push_str(&format!("f {}\n", fields.join(" ")));
             }
             "usemtl" => {
                 let name = rest_after(text, keyword);
@@ -172,15 +164,10 @@ pub fn parse_obj(text: &str, file: &Path) -> Result<ObjModel, SceneError> {
                         "expected `usemtl` followed by a material name".into(),
                     ));
                 }
-                material = Some(
-                    match model.material_names.iter().position(|(n, _)| n == name) {
-                        Some(existing) => existing,
-                        None => {
-                            model.material_names.push((name.to_string(), line.number));
-                            model.material_names.len() - 1
-                        }
-                    },
-                );
+                if !valid.material_names.iter().any(|(n, _)| n == name) {
+                    valid.material_names.push((name.to_string(), line.number));
+                }
+                statements.push_str(&format!("usemtl {name}\n"));
             }
             "mtllib" => {
                 if fields.is_empty() {
@@ -188,7 +175,7 @@ pub fn parse_obj(text: &str, file: &Path) -> Result<ObjModel, SceneError> {
                         line.error(keyword, "expected `mtllib` followed by a file name".into())
                     );
                 }
-                model.libraries.extend(
+                valid.libraries.extend(
                     fields
                         .iter()
                         .map(|name| (name.replace('\\', "/"), line.number)),
@@ -196,22 +183,22 @@ pub fn parse_obj(text: &str, file: &Path) -> Result<ObjModel, SceneError> {
             }
             "o" | "g" | "s" | "l" | "p" | "vp" | "mg" => {}
             other => {
-                if !model.unknown.iter().any(|k| k == other) {
-                    model.unknown.push(other.to_string());
+                if !valid.unknown.iter().any(|k| k == other) {
+                    valid.unknown.push(other.to_string());
                 }
             }
         }
     }
-    Ok(model)
+    for (name, _) in &valid.libraries {
+        valid.text.push_str(&format!("mtllib {name}\n"));
+    }
+    valid.text.push_str(&statements);
+    Ok(valid)
 }
 
-/// One `f` field: `v`, `v/vt`, `v//vn` or `v/vt/vn`.
-fn parse_corner(
-    line: &Line,
-    token: &str,
-    model: &ObjModel,
-    normals: usize,
-) -> Result<Corner, SceneError> {
+/// Checks one `f` field (`v`, `v/vt`, `v//vn` or `v/vt/vn`) against the `v`, `vt` and `vn`
+/// counts so far; whether it has a `vt` index.
+fn check_corner(line: &Line, token: &str, counts: [usize; 3]) -> Result<bool, SceneError> {
     let parts: Vec<&str> = token.split('/').collect();
     let shape_error = || {
         line.error(
@@ -222,7 +209,10 @@ fn parse_corner(
     if parts.len() > 3 || parts[0].is_empty() || (parts.len() == 2 && parts[1].is_empty()) {
         return Err(shape_error());
     }
-    let resolve = |part: &str, count: usize, kind: &str| -> Result<usize, SceneError> {
+    for ((part, count), kind) in parts.iter().zip(counts).zip(["v", "vt", "vn"]) {
+        if part.is_empty() {
+            continue;
+        }
         let index: i64 = part.parse().map_err(|_| shape_error())?;
         let resolved = if index < 0 {
             count as i64 + index
@@ -238,24 +228,16 @@ fn parse_corner(
                 ),
             ));
         }
-        Ok(resolved as usize)
-    };
-    let position = resolve(parts[0], model.positions.len(), "v")?;
-    let texcoord = match parts.get(1) {
-        Some(part) if !part.is_empty() => Some(resolve(part, model.texcoords.len(), "vt")?),
-        _ => None,
-    };
-    if let Some(part) = parts.get(2) {
-        if !part.is_empty() {
-            resolve(part, normals, "vn")?;
-        }
     }
-    Ok(Corner { position, texcoord })
+    Ok(parts.get(1).is_some_and(|part| !part.is_empty()))
 }
 
-/// Parses MTL text; `file` names it in errors.
-pub fn parse_mtl(text: &str, file: &Path) -> Result<Vec<Material>, SceneError> {
-    let mut materials: Vec<Material> = Vec::new();
+/// Checks MTL text; `file` names it in errors. Returns the statements tobj reads:
+/// `newmtl name`, `Kd r g b` (`Kd r` means grey, and tobj needs all three) and
+/// `map_Kd file` without its options, with `/` for `\\`; everything else removed.
+pub fn validate_mtl(text: &str, file: &Path) -> Result<String, SceneError> {
+    let mut statements = String::new();
+    let mut in_material = false;
     let text = text.strip_prefix('\u{feff}').unwrap_or(text);
     for (index, text) in text.lines().enumerate() {
         let line = Line {
@@ -276,19 +258,16 @@ pub fn parse_mtl(text: &str, file: &Path) -> Result<Vec<Material>, SceneError> {
                     "expected `newmtl` followed by a material name".into(),
                 ));
             }
-            materials.push(Material {
-                name: name.to_string(),
-                diffuse: DEFAULT_DIFFUSE,
-                texture: None,
-            });
+            in_material = true;
+            statements.push_str(&format!("newmtl {name}\n"));
             continue;
         }
         if keyword != "Kd" && keyword != "map_Kd" {
             continue;
         }
-        let Some(material) = materials.last_mut() else {
+        if !in_material {
             return Err(line.error(keyword, format!("expected `newmtl` before `{keyword}`")));
-        };
+        }
         if keyword == "Kd" {
             if fields.first() == Some(&"spectral") || fields.first() == Some(&"xyz") {
                 return Err(line.error(
@@ -303,17 +282,21 @@ pub fn parse_mtl(text: &str, file: &Path) -> Result<Vec<Material>, SceneError> {
                     "expected `Kd` followed by three numbers (r g b)".into(),
                 ));
             }
-            let r = line.number(fields[0], "red")?;
+            line.number(fields[0], "red")?;
             // `Kd r` alone means grey.
-            let g = fields.get(1).map_or(Ok(r), |t| line.number(t, "green"))?;
-            let b = fields.get(2).map_or(Ok(r), |t| line.number(t, "blue"))?;
-            material.diffuse = [r, g, b];
+            let g = fields
+                .get(1)
+                .map_or(Ok(fields[0]), |t| line.number(t, "green").map(|_| *t))?;
+            let b = fields
+                .get(2)
+                .map_or(Ok(fields[0]), |t| line.number(t, "blue").map(|_| *t))?;
+            statements.push_str(&format!("Kd {} {g} {b}\n", fields[0]));
         } else {
             let name = texture_name(&line, rest_after(text, keyword))?;
-            material.texture = Some(name);
+            statements.push_str(&format!("map_Kd {name}\n"));
         }
     }
-    Ok(materials)
+    Ok(statements)
 }
 
 /// Number of arguments of each `map_Kd` option (`-o`, `-s`, `-t` take one to three).
@@ -357,30 +340,25 @@ fn texture_name(line: &Line, rest: &str) -> Result<String, SceneError> {
     }
 }
 
-/// The directory files named by `file` are relative to.
-pub fn base_directory(file: &Path) -> PathBuf {
-    file.parent().map(Path::to_path_buf).unwrap_or_default()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn obj(text: &str) -> Result<ObjModel, String> {
-        parse_obj(text, Path::new("t.obj")).map_err(|e| e.to_string())
+    fn obj(text: &str) -> Result<ValidObj, String> {
+        validate_obj(text, Path::new("t.obj")).map_err(|e| e.to_string())
     }
 
     #[test]
-    fn polygons_become_fans_and_negative_indices_count_back() {
-        let model =
-            obj("v 0 0 0\nv 1 0 0\nv 1 1 0\nv 0 1 0\nvt 0 0\nf -4/1 -3/1 -2/1 -1/1\n").unwrap();
-        let positions: Vec<_> = model
-            .triangles
-            .iter()
-            .map(|t| t.corners.map(|c| c.position))
-            .collect();
-        assert_eq!(positions, vec![[0, 1, 2], [0, 2, 3]]);
-        assert_eq!(model.triangles[0].corners[0].texcoord, Some(0));
+    fn obj_text_for_tobj_has_libraries_first_and_only_what_the_loader_reads() {
+        let valid = obj("# c\nv 0 0 0 2 # w\nvt 1\nvn x y z\ng a\nusemtl m n\nf 1/1 -1/1/\t1\nmtllib a\\b.mtl c.mtl\nbevel on\n").unwrap();
+        assert_eq!(
+            valid.text,
+            "mtllib a/b.mtl\nmtllib c.mtl\nv 0 0 0\nvt 1 0\nvn 0 0 0\nusemtl m n\nf 1/1 -1/1/ 1\n"
+        );
+        assert_eq!(valid.material_names, vec![("m n".to_string(), 6)]);
+        assert_eq!(valid.libraries[1], ("c.mtl".to_string(), 8));
+        assert_eq!(valid.unknown, vec!["bevel".to_string()]);
+        assert_eq!(valid.has_texcoord, vec![[true, true, false]]);
     }
 
     #[test]
@@ -405,17 +383,22 @@ mod tests {
             obj("v 0 0\n").unwrap_err(),
             "t.obj:1:1: expected `v` followed by three numbers (x y z), found 2 numbers"
         );
+        // The indices that make tobj overflow.
+        assert_eq!(
+            obj("v 4 0 4\nvt 0 8\nf 1/-7 1 1").unwrap_err(),
+            "t.obj:3:3: vt index -7 does not exist: 1 `vt` line so far"
+        );
     }
 
     #[test]
-    fn mtl_reads_kd_and_map_kd_past_options() {
-        let mtl = "newmtl a\nKd 1 0.5 0\nmap_Kd -s 2 2 1 -clamp on tex dir\\wood 1.png\nnewmtl b\nKd 0.25\n";
-        let materials = parse_mtl(mtl, Path::new("t.mtl")).unwrap();
-        assert_eq!(materials[0].diffuse, [1.0, 0.5, 0.0]);
-        assert_eq!(materials[0].texture.as_deref(), Some("tex dir/wood 1.png"));
-        assert_eq!(materials[1].diffuse, [0.25; 3]);
+    fn mtl_text_for_tobj_has_kd_and_map_kd_past_options() {
+        let mtl = "newmtl a\nKd 1 0.5 0 # warm\nNs 10\nmap_Kd -s 2 2 1 -clamp on tex dir\\wood 1.png\nnewmtl b\nKd 0.25\n";
         assert_eq!(
-            parse_mtl("Kd 1 1 1\n", Path::new("t.mtl"))
+            validate_mtl(mtl, Path::new("t.mtl")).unwrap(),
+            "newmtl a\nKd 1 0.5 0\nmap_Kd tex dir/wood 1.png\nnewmtl b\nKd 0.25 0.25 0.25\n"
+        );
+        assert_eq!(
+            validate_mtl("Kd 1 1 1\n", Path::new("t.mtl"))
                 .unwrap_err()
                 .to_string(),
             "t.mtl:1:1: expected `newmtl` before `Kd`"
