@@ -6,7 +6,7 @@ use super::program::{
     storage_row, Kind, Op, Program, DYNAMIC_FORWARDING, FORWARD_A_ROW, FORWARD_B_ROW, LATCH_ROW,
     REGISTER_ARRAY_ROWS, SHADOW_SWAP_ROW,
 };
-use crate::isa::registers::{EntryPoint, IMEM_WORDS};
+use crate::isa::registers::EntryPoint;
 use crate::isa::Instruction;
 use crate::scene::Triangle;
 
@@ -655,9 +655,6 @@ fn divide(a: Vec3, b: Vec3) -> Vec3 {
         lanes2(a, b, alu::div)
     }
 }
-
-/// Instruction memory capacity for user code, for messages.
-pub const USER_INSTRUCTIONS: usize = IMEM_WORDS - 12;
 
 #[cfg(test)]
 mod tests {

@@ -14,7 +14,7 @@
 
 use std::collections::HashMap;
 
-use crate::isa::registers::{EntryPoint, ENTRY_TABLE_LEN, IMEM_WORDS, USER_CODE_BIT};
+use crate::isa::registers::{Bank, EntryPoint, ENTRY_TABLE_LEN, IMEM_WORDS, USER_CODE_BIT};
 use crate::isa::{Instruction, Opcode, UNDEFINED_ROM_WORD};
 
 use super::alu;
@@ -272,13 +272,6 @@ fn relation_mask(relation: u16) -> u8 {
 }
 
 /// Whether an opcode's result reaches DST (hardware write rule, spec machine §1.4).
-fn writes_dst(op: Opcode) -> bool {
-    !matches!(
-        op,
-        Opcode::Nop | Opcode::DebugPrint | Opcode::Jmp | Opcode::Call | Opcode::Ret
-    ) && !op.is_conditional_jump()
-}
-
 /// A slot: one executable address.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Slot {
@@ -446,7 +439,7 @@ impl Program {
             op.imm = slot.address as u32;
             return op;
         };
-        if writes_dst(opcode) && (d.dst & 0x60) != 0 {
+        if opcode.writes_destination() && Bank::of(d.dst).core_writable() {
             op.d_row = row(d.dst);
         }
         let code = opcode as u8;
