@@ -71,13 +71,13 @@ pub fn mul64(a: u32, b: u32, unscaled: bool) -> u64 {
 /// the digit sum is the exact product and sign-magnitude truncation is the signed product
 /// truncated toward zero.
 #[inline(always)]
-fn exact_multiplicand(a: u32) -> bool {
+pub fn exact_multiplicand(a: u32) -> bool {
     a.wrapping_add(0x5555_5555) <= 0xAAAA_AAAA
 }
 
 /// [`exact_multiplicand`] for all three lanes, without branches.
 #[inline(always)]
-fn exact_multiplicands(a: Vec3) -> bool {
+pub fn exact_multiplicands(a: Vec3) -> bool {
     exact_multiplicand(a[0]) & exact_multiplicand(a[1]) & exact_multiplicand(a[2])
 }
 
@@ -139,6 +139,31 @@ pub fn div(a: u32, b: u32) -> u32 {
     }
 }
 
+/// [`div`] in double precision, without branches (it vectorises across cores), for every
+/// input: |a|·2^17 <= 2^48 and |b| <= 2^31 are exact doubles, and the correctly rounded
+/// quotient never reaches the next integer, since |b|·(q + 1) <= |a|·2^17 + |b| < 2^53, so
+/// truncating it gives the integer quotient q; q mod 2^31 is then exact too.
+#[inline(always)]
+pub fn div_by_float(a: u32, b: u32) -> u32 {
+    const TWO_31: f64 = 2_147_483_648.0;
+    let negative = (a ^ b) >> 31 == 1;
+    let dividend = magnitude32(a) as f64 * (1u32 << 17) as f64;
+    let divisor = magnitude32(b) as f64;
+    let q = (dividend / divisor).trunc();
+    let low = q - (q * (1.0 / TWO_31)).floor() * TWO_31;
+    // A zero divisor gives the divider's all-ones 28-bit quotient.
+    let quotient = if divisor == 0.0 {
+        0x0FFF_FFFF
+    } else {
+        low as u32
+    };
+    if negative {
+        quotient.wrapping_neg()
+    } else {
+        quotient
+    }
+}
+
 /// Square root: the RTL's 33-step digit loop on x = op << 17 with 32-bit sum/diff registers
 /// (= floor(sqrt(x)) for x < 2^60; wraps above).
 #[inline]
@@ -187,8 +212,7 @@ pub fn compare(x: u32, y: u32, relation: u16) -> bool {
 #[inline(always)]
 pub fn dot(a: Vec3, b: Vec3) -> u32 {
     if exact_multiplicands(a) {
-        let p = |i: usize| exact_scaled_product(a[i], b[i]);
-        return pack(p(0).wrapping_add(p(1)).wrapping_add(p(2)));
+        return dot_exact(a, b);
     }
     pack(
         mul64(a[0], b[0], false)
@@ -197,18 +221,31 @@ pub fn dot(a: Vec3, b: Vec3) -> u32 {
     )
 }
 
+/// [`dot`] for [`exact_multiplicands`] `a`, without branches (vectorises across cores).
+#[inline(always)]
+pub fn dot_exact(a: Vec3, b: Vec3) -> u32 {
+    let p = |i: usize| exact_scaled_product(a[i], b[i]);
+    pack(p(0).wrapping_add(p(1)).wrapping_add(p(2)))
+}
+
 /// CROSS: (pack(P(ay,bz) − P(az,by)), pack(P(az,bx) − P(ax,bz)), pack(P(ax,by) − P(ay,bx))).
 #[inline(always)]
 pub fn cross(a: Vec3, b: Vec3) -> Vec3 {
     if exact_multiplicands(a) {
-        let p = |i: usize, j: usize| exact_scaled_product(a[i], b[j]);
-        return [
-            pack(p(1, 2).wrapping_sub(p(2, 1))),
-            pack(p(2, 0).wrapping_sub(p(0, 2))),
-            pack(p(0, 1).wrapping_sub(p(1, 0))),
-        ];
+        return cross_exact(a, b);
     }
     let p = |i: usize, j: usize| mul64(a[i], b[j], false);
+    [
+        pack(p(1, 2).wrapping_sub(p(2, 1))),
+        pack(p(2, 0).wrapping_sub(p(0, 2))),
+        pack(p(0, 1).wrapping_sub(p(1, 0))),
+    ]
+}
+
+/// [`cross`] for [`exact_multiplicands`] `a`, without branches (vectorises across cores).
+#[inline(always)]
+pub fn cross_exact(a: Vec3, b: Vec3) -> Vec3 {
+    let p = |i: usize, j: usize| exact_scaled_product(a[i], b[j]);
     [
         pack(p(1, 2).wrapping_sub(p(2, 1))),
         pack(p(2, 0).wrapping_sub(p(0, 2))),
@@ -346,6 +383,12 @@ mod tests {
 
     #[test]
     fn div_edges() {
+        for div in [div, div_by_float] {
+            div_edges_of(div);
+        }
+    }
+
+    fn div_edges_of(div: fn(u32, u32) -> u32) {
         assert_eq!(div(q(3.0), q(2.0)), q(1.5));
         assert_eq!(div(q(-3.0), q(2.0)), q(-1.5));
         assert_eq!(div(q(1.0), q(3.0)), 0xAAAA);
@@ -529,6 +572,26 @@ mod tests {
             let magnitude = (q.unsigned_abs() % (1u128 << 31)) as u32;
             let expected = if q < 0 { magnitude.wrapping_neg() } else { magnitude };
             prop_assert_eq!(div(a as u32, b as u32), expected);
+        }
+
+        #[test]
+        fn div_by_float_equals_div(a: u32, b: u32) {
+            prop_assert_eq!(div_by_float(a, b), div(a, b));
+        }
+
+        #[test]
+        fn div_by_float_equals_div_at_whole_quotients(
+            b in prop_oneof![1u32..64, any::<u32>(), 0x7FFF_FFC0u32..=0x8000_0000],
+            q in any::<u32>(),
+            sign_a: bool,
+        ) {
+            // Dividends whose exact quotient is a whole number, or just below or above one.
+            let target = (q as u64 % (1 << 31)) * magnitude32(b) as u64;
+            for x in [target.saturating_sub(1 << 17), target, target + (1 << 17)] {
+                let a = (x >> 17).min(0x8000_0000) as u32;
+                let a = if sign_a { a.wrapping_neg() } else { a };
+                prop_assert_eq!(div_by_float(a, b), div(a, b), "a = {:#x}, b = {:#x}", a, b);
+            }
         }
 
         #[test]
