@@ -6,7 +6,7 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use crate::machine::{Machine, Render, RenderError, RenderOptions};
+use crate::machine::{Lockstep, Machine, Render, RenderError, RenderOptions};
 use crate::scene::obj::{self, MemoryAssets, ObjOptions};
 use crate::scene::{Scene, SceneError};
 
@@ -55,6 +55,8 @@ pub struct BenchRow {
     pub instructions: u64,
     /// Whether MAIN was culled for rejected triangles.
     pub culling: bool,
+    /// Whether the cores ran in lock-step groups on one core, and on all cores.
+    pub lockstep: (bool, bool),
 }
 
 impl BenchRow {
@@ -97,6 +99,7 @@ impl fmt::Display for BenchTable {
             "speed-up".into(),
             "M instr/s/core".into(),
         ];
+        let mark = |lockstep: bool| if lockstep { "+" } else { " " };
         let cells: Vec<[String; 7]> = self
             .rows
             .iter()
@@ -105,8 +108,8 @@ impl fmt::Display for BenchTable {
                     row.name.clone(),
                     row.triangles.to_string(),
                     row.frames.to_string(),
-                    format!("{:.1}", row.ms_one_core()),
-                    format!("{:.1}", row.ms_all_cores()),
+                    format!("{:.1}{}", row.ms_one_core(), mark(row.lockstep.0)),
+                    format!("{:.1}{}", row.ms_all_cores(), mark(row.lockstep.1)),
                     format!("{:.2}x", row.speedup()),
                     format!(
                         "{:.0}{}",
@@ -141,6 +144,12 @@ impl fmt::Display for BenchTable {
         line(f, &rule)?;
         for row in &cells {
             line(f, row)?;
+        }
+        if self.rows.iter().any(|r| r.lockstep.0 || r.lockstep.1) {
+            writeln!(
+                f,
+                "+ cores in lock-step groups, one SIMD lane per emulated core"
+            )?;
         }
         if self.rows.iter().any(|r| r.culling) {
             writeln!(
@@ -190,7 +199,7 @@ pub fn measure(
     pools: &Pools,
 ) -> Result<BenchRow, BenchError> {
     let (one_core, render) = time_frames(scene, options, &pools.one, frames)?;
-    let (all_cores, _) = time_frames(scene, options, &pools.all, frames)?;
+    let (all_cores, render_all) = time_frames(scene, options, &pools.all, frames)?;
     Ok(BenchRow {
         name: name.to_string(),
         triangles: scene.triangles.len(),
@@ -199,6 +208,7 @@ pub fn measure(
         all_cores,
         instructions: render.instructions,
         culling: render.culled > 0,
+        lockstep: (render.lockstep_groups > 0, render_all.lockstep_groups > 0),
     })
 }
 
@@ -260,20 +270,28 @@ pub fn run(options: &BenchOptions) -> Result<BenchTable, BenchError> {
     let defaults = RenderOptions::default();
     if let Some(dir) = &options.conformance_scene {
         let scene = crate::scene::mem::load_scene_dir(dir)?;
-        rows.push(measure(
-            "scenes_example3, interpreted",
-            &scene,
-            &culling_off,
-            options.frames,
-            &pools,
-        )?);
-        rows.push(measure(
-            "scenes_example3",
-            &scene,
-            &defaults,
-            options.frames,
-            &pools,
-        )?);
+        let core_by_core = RenderOptions {
+            lockstep: Lockstep::Never,
+            ..culling_off.clone()
+        };
+        let sixteen_cores = RenderOptions {
+            cores: Some(16),
+            ..culling_off.clone()
+        };
+        for (name, render_options) in [
+            ("scenes_example3, interpreted", &culling_off),
+            ("  same, each core on its own", &core_by_core),
+            ("  same, as 16 cores", &sixteen_cores),
+            ("scenes_example3", &defaults),
+        ] {
+            rows.push(measure(
+                name,
+                &scene,
+                render_options,
+                options.frames,
+                &pools,
+            )?);
+        }
     }
     let default_obj = obj::default_scene::load(&ObjOptions::default())?.scene;
     rows.push(measure(
@@ -315,6 +333,7 @@ mod tests {
             all_cores: Duration::from_millis(all),
             instructions: 64_000_000,
             culling,
+            lockstep: (false, false),
         }
     }
 
@@ -337,11 +356,11 @@ mod tests {
         );
         assert_eq!(
             lines[2],
-            "scenes_example3, interpreted        118       5            200.0             100.0     2.00x             320"
+            "scenes_example3, interpreted        118       5           200.0             100.0      2.00x             320"
         );
         assert_eq!(
             lines[3],
-            "x                                   118       5             50.0              40.0     1.25x           1280*"
+            "x                                   118       5            50.0              40.0      1.25x           1280*"
         );
         assert_eq!(
             lines[4],

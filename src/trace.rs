@@ -56,6 +56,7 @@ use std::io::{self, Write};
 use crate::core::alu::{magnitude32, Vec3};
 use crate::core::exec::{NoObserver, Observer, Step};
 use crate::core::program::Program;
+use crate::core::CoreState;
 use crate::isa::opcodes::{Opcode, Shape};
 use crate::isa::registers::{EntryPoint, USER_CODE_START};
 use crate::isa::{disassemble, Instruction};

@@ -4,7 +4,7 @@
 //! sign in the jumps, and the core's own rules (forwarding, bank 0, CALL/RET, hangs).
 
 use theia::core::exec::OutputMemory;
-use theia::core::{rom, Core, Fault, NoObserver, Program, RomVariant};
+use theia::core::{rom, Core, CoreState, Fault, NoObserver, Program, RomVariant};
 use theia::isa::registers::{register_address, EntryPoint};
 use theia::isa::{Instruction, Opcode};
 

@@ -104,13 +104,17 @@ pub fn summary(output: &Path, loaded: &LoadedScene, render: &Render) -> String {
         0 => (String::new(), ""),
         runs => (format!(" ({runs} triangle tests culled)"), " effective"),
     };
+    let cores = match render.lockstep_groups {
+        0 => format!("{} cores", render.cores),
+        1 => format!("{} cores in lock-step", render.cores),
+        groups => format!("{} cores in {groups} lock-step groups", render.cores),
+    };
     format!(
-        "{}: {}x{} pixels, {} triangles, {} cores, {} emulated instructions{culled}, {:.3} s ({rate:.0} M instructions/s{rate_kind})",
+        "{}: {}x{} pixels, {} triangles, {cores}, {} emulated instructions{culled}, {:.3} s ({rate:.0} M instructions/s{rate_kind})",
         output.display(),
         frame.width,
         frame.height,
         loaded.scene.triangles.len(),
-        render.cores,
         render.instructions,
         seconds,
     )

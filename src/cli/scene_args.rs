@@ -200,6 +200,7 @@ impl SceneArgs {
             imem,
             max_steps: self.max_steps,
             culling: !self.no_cull,
+            ..RenderOptions::default()
         })
     }
 }

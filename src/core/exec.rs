@@ -4,16 +4,13 @@
 use super::alu::{self, Vec3};
 use super::program::{
     storage_row, Kind, Op, Program, DYNAMIC_FORWARDING, FORWARD_A_ROW, FORWARD_B_ROW, LATCH_ROW,
-    REGISTER_ARRAY_ROWS, SHADOW_SWAP_ROW,
+    REGISTER_ARRAY_ROWS,
 };
+use super::state::CoreState;
 use crate::isa::registers::EntryPoint;
 use crate::isa::Instruction;
-use crate::scene::Triangle;
 
 const ZERO: Vec3 = [0; 3];
-
-/// Swap-memory rows the host writes a triangle into (CREG_V0..CREG_TRI_DIFFUSE).
-const TRIANGLE_ROW: usize = 44;
 
 /// How a routine stopped without returning.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -103,7 +100,7 @@ impl OutputMemory {
 
     /// Writes beyond the memory are lost, as in the RAM.
     #[inline]
-    fn write(&mut self, address: u32, value: u32) {
+    pub(super) fn write(&mut self, address: u32, value: u32) {
         let address = address as usize;
         if address >= self.words.len() {
             if address >= self.capacity {
@@ -129,22 +126,22 @@ impl OutputMemory {
 
 /// One THEIA core.
 pub struct Core<'a> {
-    program: &'a Program,
-    texture: &'a [u32],
+    pub(super) program: &'a Program,
+    pub(super) texture: &'a [u32],
     /// Storage rows (see [`storage_row`]); rows past the 160 real ones are the write sink
     /// and padding, so that any `u8` row indexes without a bounds check.
-    regs: [Vec3; REGISTER_ARRAY_ROWS],
+    pub(super) regs: [Vec3; REGISTER_ARRAY_ROWS],
     /// 0 or 1: which copy of the swap memory the execution unit sees.
-    parity: usize,
+    pub(super) parity: usize,
     /// The previous instruction's DST field, and the row holding its ALU result (the
     /// forwarding path): its destination row, or the latch row when it wrote nothing.
-    last_dst: u16,
-    last_row: u8,
+    pub(super) last_dst: u16,
+    pub(super) last_row: u8,
     /// CALL's single return register (no stack), as a program slot.
-    return_slot: u32,
+    pub(super) return_slot: u32,
     /// Instructions left before the watchdog stops the current pixel.
-    budget_left: u64,
-    budget: u64,
+    pub(super) budget_left: u64,
+    pub(super) budget: u64,
     /// Instructions executed since the core started (culled routines included).
     pub instructions: u64,
     /// Routines booked without being interpreted (culling).
@@ -171,111 +168,10 @@ impl<'a> Core<'a> {
         }
     }
 
-    /// A register as the execution unit would read it from the file (no forwarding).
-    pub fn register(&self, address: u16) -> Vec3 {
-        self.regs[storage_row(address, self.parity)]
-    }
-
-    /// A host (IO) write: bank-0 row `address & 31` and the IO-side swap copy's row both
-    /// receive it (spec isa_and_formats §2.1).
-    pub fn host_write(&mut self, address: u16, value: Vec3) {
-        let row = (address & 31) as usize;
-        self.regs[row] = value;
-        self.regs[self.io_swap_base() + row] = value;
-    }
-
-    #[inline(always)]
-    fn io_swap_base(&self) -> usize {
-        // The copy the execution unit does not see.
-        if self.parity == 0 {
-            SHADOW_SWAP_ROW
-        } else {
-            32
-        }
-    }
-
-    /// The host streams one triangle into the IO side, then the control unit flips the
-    /// swap memory so MAIN sees it.
-    #[inline]
-    pub fn load_triangle(&mut self, triangle: &Triangle) {
-        let io = self.io_swap_base() + (TRIANGLE_ROW - 32);
-        self.regs[io..io + triangle.len()].copy_from_slice(triangle);
-        // IO writes also land in bank 0 rows 12..18 (address bits 4..0).
-        let alias = TRIANGLE_ROW & 31;
-        self.regs[alias..alias + triangle.len()].copy_from_slice(triangle);
-        self.parity ^= 1;
-    }
-
-    /// Loads `triangles` one after another, as [`Core::load_triangle`] each would, writing
-    /// only the last two: the loads alternate between the two swap copies and each fills
-    /// the same rows (and bank 0's alias rows), so the last two overwrite everything the
-    /// earlier ones wrote, and only the number of flips remains of those.
-    pub fn load_triangles(&mut self, triangles: &[Triangle]) {
-        let skipped = triangles.len().saturating_sub(2);
-        self.parity ^= skipped & 1;
-        for triangle in &triangles[skipped..] {
-            self.load_triangle(triangle);
-        }
-    }
-
-    /// After the last triangle the host sends one more, never announced (words past the
-    /// list: undefined in the RTL, zero here). Only the IO side and bank 0 see it.
-    pub fn load_dummy_triangle(&mut self) {
-        let io = self.io_swap_base() + (TRIANGLE_ROW - 32);
-        let alias = TRIANGLE_ROW & 31;
-        for row in 0..7 {
-            self.regs[io + row] = ZERO;
-            self.regs[alias + row] = ZERO;
-        }
-    }
-
     /// Sets the per-pixel instruction budget and refills it.
     pub fn set_budget(&mut self, budget: u64) {
         self.budget = budget;
         self.budget_left = budget;
-    }
-
-    pub fn refill_budget(&mut self) {
-        self.budget_left = self.budget;
-    }
-
-    /// Instructions the watchdog still allows the current pixel.
-    pub fn budget_left(&self) -> u64 {
-        self.budget_left
-    }
-
-    /// Writes a register as the execution unit would (bank 0 writes are dropped).
-    pub(crate) fn write_register(&mut self, address: u16, value: Vec3) {
-        if address & 0x60 != 0 {
-            self.regs[storage_row(address, self.parity)] = value;
-        }
-    }
-
-    /// Books one routine of `instructions` the core is known to have executed without
-    /// interpreting it (the caller guarantees the budget covers them).
-    pub(crate) fn charge(&mut self, instructions: u64) {
-        debug_assert!(instructions <= self.budget_left);
-        self.budget_left -= instructions;
-        self.instructions += instructions;
-        self.culled_routines += 1;
-    }
-
-    /// Sets what a routine that ended with `RETURN imm` (DST field `return_dst`) leaves in
-    /// the control path: the forwarding latches, and the return register at
-    /// `return_address` (a CALL's return point).
-    pub(crate) fn set_routine_end_state(
-        &mut self,
-        return_dst: u16,
-        return_imm: u32,
-        return_address: u16,
-    ) {
-        self.last_dst = return_dst;
-        self.regs[LATCH_ROW as usize] = [return_imm; 3];
-        self.last_row = LATCH_ROW;
-        self.return_slot = self
-            .program
-            .slot_of(return_address)
-            .expect("a CALL's return point has a slot");
     }
 
     /// The address CALL's return register holds.
@@ -450,54 +346,9 @@ impl<'a> Core<'a> {
                 }};
             }
             // (result, taken); A and B feed only the observer for ops that read neither.
-            let (result, taken): (Vec3, Option<bool>) = match op.kind {
-                Kind::Nop => (ZERO, None),
-                Kind::Add => (lanes2(a!(), b!(), alu::add), None),
-                Kind::Sub => (lanes2(a!(), b!(), alu::sub), None),
-                Kind::Div => (divide(a!(), b!()), None),
-                Kind::Mul => (lanes2(a!(), b!(), alu::mul), None),
-                Kind::Imul => (lanes2(a!(), b!(), alu::imul), None),
-                Kind::Mag => ([alu::vector_magnitude(a!()); 3], None),
-                Kind::Copy => (a!(), None),
-                Kind::Zero => (ZERO, None),
-                Kind::Inc => (a!().map(alu::inc), None),
-                Kind::Dec => (a!().map(alu::dec), None),
-                Kind::IncX => {
-                    let a = a!();
-                    ([alu::inc(a[0]), a[1], a[2]], None)
-                }
-                Kind::IncY => {
-                    let a = a!();
-                    ([a[0], alu::inc(a[1]), a[2]], None)
-                }
-                Kind::IncZ => {
-                    let a = a!();
-                    ([a[0], a[1], alu::inc(a[2])], None)
-                }
-                Kind::Cross => (alu::cross(a!(), b!()), None),
-                Kind::Dot => ([alu::dot(a!(), b!()); 3], None),
-                Kind::Mulp => {
-                    let a = a!();
-                    ([a[0], a[1], alu::mul(a[0], a[1])], None)
-                }
-                Kind::Mod => (lanes2(a!(), b!(), alu::modulo), None),
-                Kind::Frac => (a!().map(alu::frac), None),
-                Kind::Intp => (a!().map(alu::intp), None),
-                Kind::Neg => (a!().map(alu::neg), None),
-                Kind::Unscale => (a!().map(alu::unscale), None),
-                Kind::Rescale => (a!().map(alu::rescale), None),
-                Kind::ExchangeX => {
-                    let (a, b) = (a!(), b!());
-                    ([b[0], a[1], a[2]], None)
-                }
-                Kind::ExchangeY => {
-                    let (a, b) = (a!(), b!());
-                    ([a[0], b[1], a[2]], None)
-                }
-                Kind::ExchangeZ => {
-                    let (a, b) = (a!(), b!());
-                    ([a[0], a[1], b[2]], None)
-                }
+            let (result, taken): (Vec3, Option<bool>) = datapath! {
+                match op.kind, a: a!(), b: b!(), imm: op.imm, texture: texture,
+                |result| (result, None), {
                 Kind::Omwrite => {
                     let (a, b) = (a!(), b!());
                     for lane in 0..3 {
@@ -505,24 +356,6 @@ impl<'a> Core<'a> {
                     }
                     (ZERO, None)
                 }
-                Kind::Tmread => {
-                    let texel = |address: u32| texture.get(address as usize).copied();
-                    (a!().map(|address| texel(address).unwrap_or(0)), None)
-                }
-                Kind::Lea => ([op.imm; 3], None),
-                Kind::SetX => {
-                    let b = b!();
-                    ([op.imm, b[1], b[2]], None)
-                }
-                Kind::SetY => {
-                    let b = b!();
-                    ([b[0], op.imm, b[2]], None)
-                }
-                Kind::SetZ => {
-                    let b = b!();
-                    ([b[0], b[1], op.imm], None)
-                }
-                Kind::Swizzle => (alu::swizzle(b!(), op.imm), None),
                 Kind::Jmp => {
                     jump!(op.imm as u16, ZERO, None);
                     (ZERO, None)
@@ -567,7 +400,7 @@ impl<'a> Core<'a> {
                         word: program.word(address),
                     });
                 }
-            };
+            }};
             regs[op.d_row as usize] = result;
             ld = op.dst;
             last_row = op.d_row;
@@ -618,6 +451,59 @@ impl<'a> Core<'a> {
     }
 }
 
+impl CoreState for Core<'_> {
+    #[inline(always)]
+    fn row(&self, row: usize) -> Vec3 {
+        self.regs[row]
+    }
+
+    #[inline(always)]
+    fn set_row(&mut self, row: usize, value: Vec3) {
+        self.regs[row] = value;
+    }
+
+    #[inline(always)]
+    fn parity(&self) -> usize {
+        self.parity
+    }
+
+    #[inline(always)]
+    fn flip_parity(&mut self) {
+        self.parity ^= 1;
+    }
+
+    fn program(&self) -> &Program {
+        self.program
+    }
+
+    #[inline(always)]
+    fn budget_left(&self) -> u64 {
+        self.budget_left
+    }
+
+    #[inline(always)]
+    fn set_budget_left(&mut self, budget: u64) {
+        self.budget_left = budget;
+    }
+
+    #[inline(always)]
+    fn budget(&self) -> u64 {
+        self.budget
+    }
+
+    #[inline(always)]
+    fn book(&mut self, instructions: u64, culled_routines: u64) {
+        self.instructions += instructions;
+        self.culled_routines += culled_routines;
+    }
+
+    fn set_latches(&mut self, last_dst: u16, last_row: u8, return_slot: u32) {
+        self.last_dst = last_dst;
+        self.last_row = last_row;
+        self.return_slot = return_slot;
+    }
+}
+
 /// The control state the interpreter loop carries.
 #[derive(Clone, Copy)]
 struct Registers {
@@ -634,21 +520,73 @@ struct Registers {
 impl Core<'_> {
     /// Books the instructions a routine executed.
     #[inline(always)]
-    fn settle(&mut self, budget_at_start: u64, budget_left: u64) {
+    pub(super) fn settle(&mut self, budget_at_start: u64, budget_left: u64) {
         self.instructions += budget_at_start - budget_left;
         self.budget_left = budget_left;
     }
 }
 
+/// Expands to a `match` on `$kind` with an arm for every instruction that only computes
+/// (no control transfer, no output write), giving `$wrap` its result `$result`, followed
+/// by the caller's `$rest` arms: the one definition of those opcodes' datapath, shared by
+/// [`Core::run`] and lock-step groups. The operand expressions `$a` (a register, type I)
+/// and `$b` are evaluated only by the arms that read them; type II reads `$imm`.
+macro_rules! datapath {
+    (
+        match $kind:expr, a: $a:expr, b: $b:expr, imm: $imm:expr, texture: $texture:expr,
+        |$result:ident| $wrap:expr, { $($rest:tt)* }
+    ) => {
+        match $kind {
+            $crate::core::program::Kind::Nop | $crate::core::program::Kind::Zero => { let $result: Vec3 = [0; 3]; $wrap }
+            $crate::core::program::Kind::Add => { let $result = $crate::core::exec::lanes2($a, $b, $crate::core::alu::add); $wrap }
+            $crate::core::program::Kind::Sub => { let $result = $crate::core::exec::lanes2($a, $b, $crate::core::alu::sub); $wrap }
+            $crate::core::program::Kind::Div => { let $result = $crate::core::exec::divide($a, $b); $wrap }
+            $crate::core::program::Kind::Mul => { let $result = $crate::core::exec::lanes2($a, $b, $crate::core::alu::mul); $wrap }
+            $crate::core::program::Kind::Imul => { let $result = $crate::core::exec::lanes2($a, $b, $crate::core::alu::imul); $wrap }
+            $crate::core::program::Kind::Mag => { let $result = [$crate::core::alu::vector_magnitude($a); 3]; $wrap }
+            $crate::core::program::Kind::Copy => { let $result: Vec3 = $a; $wrap }
+            $crate::core::program::Kind::Inc => { let $result = $a.map($crate::core::alu::inc); $wrap }
+            $crate::core::program::Kind::Dec => { let $result = $a.map($crate::core::alu::dec); $wrap }
+            $crate::core::program::Kind::IncX => { let a: Vec3 = $a; let $result = [$crate::core::alu::inc(a[0]), a[1], a[2]]; $wrap }
+            $crate::core::program::Kind::IncY => { let a: Vec3 = $a; let $result = [a[0], $crate::core::alu::inc(a[1]), a[2]]; $wrap }
+            $crate::core::program::Kind::IncZ => { let a: Vec3 = $a; let $result = [a[0], a[1], $crate::core::alu::inc(a[2])]; $wrap }
+            $crate::core::program::Kind::Cross => { let $result = $crate::core::alu::cross($a, $b); $wrap }
+            $crate::core::program::Kind::Dot => { let $result = [$crate::core::alu::dot($a, $b); 3]; $wrap }
+            $crate::core::program::Kind::Mulp => { let a: Vec3 = $a; let $result = [a[0], a[1], $crate::core::alu::mul(a[0], a[1])]; $wrap }
+            $crate::core::program::Kind::Mod => { let $result = $crate::core::exec::lanes2($a, $b, $crate::core::alu::modulo); $wrap }
+            $crate::core::program::Kind::Frac => { let $result = $a.map($crate::core::alu::frac); $wrap }
+            $crate::core::program::Kind::Intp => { let $result = $a.map($crate::core::alu::intp); $wrap }
+            $crate::core::program::Kind::Neg => { let $result = $a.map($crate::core::alu::neg); $wrap }
+            $crate::core::program::Kind::Unscale => { let $result = $a.map($crate::core::alu::unscale); $wrap }
+            $crate::core::program::Kind::Rescale => { let $result = $a.map($crate::core::alu::rescale); $wrap }
+            $crate::core::program::Kind::ExchangeX => { let (a, b): (Vec3, Vec3) = ($a, $b); let $result = [b[0], a[1], a[2]]; $wrap }
+            $crate::core::program::Kind::ExchangeY => { let (a, b): (Vec3, Vec3) = ($a, $b); let $result = [a[0], b[1], a[2]]; $wrap }
+            $crate::core::program::Kind::ExchangeZ => { let (a, b): (Vec3, Vec3) = ($a, $b); let $result = [a[0], a[1], b[2]]; $wrap }
+            $crate::core::program::Kind::Tmread => {
+                let texture: &[u32] = $texture;
+                let $result = $a.map(|address| texture.get(address as usize).copied().unwrap_or(0));
+                $wrap
+            }
+            $crate::core::program::Kind::Lea => { let $result = [$imm; 3]; $wrap }
+            $crate::core::program::Kind::SetX => { let b: Vec3 = $b; let $result = [$imm, b[1], b[2]]; $wrap }
+            $crate::core::program::Kind::SetY => { let b: Vec3 = $b; let $result = [b[0], $imm, b[2]]; $wrap }
+            $crate::core::program::Kind::SetZ => { let b: Vec3 = $b; let $result = [b[0], b[1], $imm]; $wrap }
+            $crate::core::program::Kind::Swizzle => { let $result = $crate::core::alu::swizzle($b, $imm); $wrap }
+            $($rest)*
+        }
+    };
+}
+pub(crate) use datapath;
+
 #[inline(always)]
-fn lanes2(a: Vec3, b: Vec3, f: impl Fn(u32, u32) -> u32) -> Vec3 {
+pub(super) fn lanes2(a: Vec3, b: Vec3, f: impl Fn(u32, u32) -> u32) -> Vec3 {
     [f(a[0], b[0]), f(a[1], b[1]), f(a[2], b[2])]
 }
 
 /// DIV per component. The ROM divides replicated scalars (x = y = z) most of the time, so
 /// compute such a quotient once: the result is the same bit for bit.
 #[inline(always)]
-fn divide(a: Vec3, b: Vec3) -> Vec3 {
+pub(super) fn divide(a: Vec3, b: Vec3) -> Vec3 {
     if a[0] == a[1] && a[1] == a[2] && b[0] == b[1] && b[1] == b[2] {
         [alu::div(a[0], b[0]); 3]
     } else {
@@ -657,15 +595,16 @@ fn divide(a: Vec3, b: Vec3) -> Vec3 {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     //! The interpreter against a reference model written the plain way (decode every word
     //! at every step, compare every operand address with the previous DST, count every
     //! instruction), on random programs that exercise forwarding through every kind of
     //! control flow, swap parity, aliases, CALL/RET, hangs and the watchdog.
     use super::*;
-    use crate::core::program::Decoded;
+    use crate::core::program::{Decoded, SHADOW_SWAP_ROW};
     use crate::core::rom::{rom, RomVariant};
     use crate::isa::{Opcode, OPCODES};
+    use crate::scene::Triangle;
     use proptest::prelude::*;
 
     /// The reference core: physical rows as in `Core` (160), decoded by address.
@@ -795,7 +734,7 @@ mod tests {
 
     /// Operand addresses: a few registers, their aliases (high bits, other bank copies),
     /// bank 0, the swap bank, address 0.
-    fn address() -> impl Strategy<Value = u16> {
+    pub(crate) fn address() -> impl Strategy<Value = u16> {
         prop_oneof![
             prop::sample::select(vec![
                 0u16, 1, 0x0C, 0x2C, 0x2D, 0x47, 0x48, 0x49, 0x76, 0x80, 0x8047, 0x4047, 0xAC,
@@ -807,7 +746,7 @@ mod tests {
 
     /// A random instruction of a program at 0x800C..0x800C+len: jumps and CALLs land in or
     /// just past it (or on the ROM's RETURN at 36), immediates are small or anything.
-    fn instruction(len: u16) -> impl Strategy<Value = Instruction> {
+    pub(crate) fn instruction(len: u16) -> impl Strategy<Value = Instruction> {
         let target = prop_oneof![
             4 => 0x800Cu16..0x800C + len + 2,
             1 => Just(36u16),
@@ -839,7 +778,7 @@ mod tests {
             })
     }
 
-    fn program_strategy() -> impl Strategy<Value = Vec<Instruction>> {
+    pub(crate) fn program_strategy() -> impl Strategy<Value = Vec<Instruction>> {
         (1u16..24).prop_flat_map(|len| {
             prop::collection::vec(instruction(len), len as usize).prop_map(|mut code| {
                 // End with a RETURN most of the time so that runs finish.

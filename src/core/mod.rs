@@ -3,9 +3,12 @@
 
 pub mod alu;
 pub mod exec;
+pub mod group;
 pub mod program;
 pub mod rom;
+pub mod state;
 
 pub use exec::{Core, Fault, NoObserver, Observer, Step};
 pub use program::Program;
 pub use rom::{rom, RomVariant};
+pub use state::CoreState;

@@ -48,8 +48,8 @@
 //! compares a skipped MAIN with an interpreted one register by register.
 
 use crate::core::alu::{self, Vec3};
-use crate::core::exec::Core;
 use crate::core::program::Program;
+use crate::core::CoreState;
 use crate::isa::registers::EntryPoint;
 use crate::isa::Instruction;
 use crate::scene::{config_row, Triangle};
@@ -238,7 +238,7 @@ impl Culler {
     }
 
     /// BIU's verdict for triangle `index` under `ray`: `Some(exit)` when it rejects.
-    #[inline]
+    #[inline(always)]
     pub fn rejects(&self, index: usize, ray: Vec3) -> Option<Exit> {
         let k = &self.triangles[index];
         let p = alu::cross(ray, k.e2);
@@ -340,7 +340,7 @@ pub fn verdict(h2: u32, h3: impl FnOnce() -> u32, delta: u32) -> Option<Exit> {
 /// MAIN 38 `JEQX 43, R99, CREG_ZERO` with BIU's `RET R99, 0` forwarded: whether MAIN then
 /// returns FALSE.
 #[inline]
-fn main_returns_false(core: &Core<'_>) -> bool {
+fn main_returns_false(core: &impl CoreState) -> bool {
     alu::compare(0, core.register(reg::ZERO)[0], JEQ)
 }
 
@@ -358,8 +358,8 @@ pub struct Pending {
 impl Culler {
     /// Skips MAIN for triangle `index` (already loaded) when BIU rejects it and the budget
     /// covers the path; returns whether it did.
-    #[inline]
-    pub fn try_skip(&self, core: &mut Core<'_>, index: usize, pending: &mut Pending) -> bool {
+    #[inline(always)]
+    pub fn try_skip(&self, core: &mut impl CoreState, index: usize, pending: &mut Pending) -> bool {
         let ray = core.register(reg::RAY_DIRECTION);
         let Some(exit) = self.rejects(index, ray) else {
             return false;
@@ -382,7 +382,7 @@ impl Culler {
 
     /// Writes what the pending skipped MAINs would have left in the core (module doc,
     /// point 4).
-    pub fn flush(&self, core: &mut Core<'_>, pending: &mut Pending) {
+    pub fn flush(&self, core: &mut impl CoreState, pending: &mut Pending) {
         let Some(last) = pending.last.take() else {
             return;
         };
@@ -425,7 +425,7 @@ impl Culler {
 mod tests {
     use super::*;
     use crate::core::rom::{rom, RomVariant};
-    use crate::core::NoObserver;
+    use crate::core::{Core, NoObserver};
     use proptest::prelude::*;
 
     /// A Q15.17 value: mostly small (so rays meet triangles), sometimes any word (so the

@@ -12,11 +12,13 @@ use std::time::{Duration, Instant};
 use rayon::prelude::*;
 
 use crate::core::exec::{Core, Fault, NoObserver, Observer, OutputMemory};
+use crate::core::group::{self, lanes_of, Abandoned, CoreGroup, LaneMask, LaneMut, LANES};
 use crate::core::program::Program;
 use crate::core::rom::{rom, RomVariant};
+use crate::core::CoreState;
 use crate::isa::registers::EntryPoint;
 use crate::isa::Instruction;
-use crate::scene::{Partition, Scene};
+use crate::scene::{Partition, Scene, Triangle};
 use cull::{Culler, Pending, Refusal};
 
 /// How to run a frame.
@@ -33,6 +35,23 @@ pub struct RenderOptions {
     /// would have left (identical output and instruction counts; see [`cull`]). On by
     /// default; refused automatically when MAIN/BIU are not the ROM's.
     pub culling: bool,
+    /// Whether cores run in lock-step groups ([`CoreGroup`]); identical output either way.
+    pub lockstep: Lockstep,
+}
+
+/// When to run cores in lock-step groups, one SIMD lane per core ([`CoreGroup`]), rather
+/// than each core on its own. The output is identical either way; only speed differs.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Lockstep {
+    /// When it is faster: the CPU has the vector unit the groups are compiled for, culling
+    /// does not apply (it leaves each core a different set of triangles to interpret, so
+    /// lanes would mostly idle), and every worker thread gets a nearly full group.
+    #[default]
+    Auto,
+    /// Whenever there are two cores or more (for tests and measurements).
+    Always,
+    /// Never: every core on its own.
+    Never,
 }
 
 impl Default for RenderOptions {
@@ -43,6 +62,7 @@ impl Default for RenderOptions {
             imem: None,
             max_steps: None,
             culling: true,
+            lockstep: Lockstep::Auto,
         }
     }
 }
@@ -97,6 +117,8 @@ pub struct Render {
     pub culled: u64,
     /// Why culling did not apply to this frame, if it did not.
     pub culling_refused: Option<Refusal>,
+    /// Lock-step groups the cores ran in; 0 when each core ran on its own.
+    pub lockstep_groups: usize,
 }
 
 /// A core stopped: which core, at which pixel, in which routine, and why.
@@ -130,6 +152,8 @@ pub struct Machine<'a> {
     pub max_steps: u64,
     /// The culling tables, or why this frame is rendered without culling.
     pub culler: Result<Culler, Refusal>,
+    /// Whether partitions run as lock-step groups ([`RenderOptions::lockstep`]).
+    pub lockstep: Lockstep,
 }
 
 impl<'a> Machine<'a> {
@@ -160,6 +184,7 @@ impl<'a> Machine<'a> {
             program,
             culler,
             partitions,
+            lockstep: options.lockstep,
             max_steps: options
                 .max_steps
                 .unwrap_or_else(|| default_max_steps(scene.triangles.len())),
@@ -170,15 +195,15 @@ impl<'a> Machine<'a> {
     /// finished pixels across all cores.
     pub fn render(&self, progress: Option<&AtomicU64>) -> Result<Render, RenderError> {
         let start = Instant::now();
-        let runs: Vec<Result<CoreRun, RenderError>> = self
-            .partitions
-            .par_iter()
-            .enumerate()
-            .map(|(index, partition)| self.run_core(index, partition, progress))
-            .collect();
-        // Every core runs to its end or its fault, so the error reported is always the
-        // lowest-numbered failing core's, whatever the threads' timing.
-        let cores = runs.into_iter().collect::<Result<Vec<_>, _>>()?;
+        let (cores, lockstep_groups) = match self.render_lockstep(progress) {
+            Some(grouped) => grouped,
+            None => {
+                if let Some(counter) = progress {
+                    counter.store(0, Ordering::Relaxed);
+                }
+                (self.render_core_by_core(progress)?, 0)
+            }
+        };
         let frame = self.assemble(&cores);
         Ok(Render {
             frame,
@@ -188,7 +213,62 @@ impl<'a> Machine<'a> {
             triangles: self.scene.triangles.len(),
             culled: cores.iter().map(|c| c.culled).sum(),
             culling_refused: self.culler.as_ref().err().cloned(),
+            lockstep_groups,
         })
+    }
+
+    /// Every core on its own, partitions in parallel.
+    fn render_core_by_core(
+        &self,
+        progress: Option<&AtomicU64>,
+    ) -> Result<Vec<CoreRun>, RenderError> {
+        let runs: Vec<Result<CoreRun, RenderError>> = self
+            .partitions
+            .par_iter()
+            .enumerate()
+            .map(|(index, partition)| self.run_core(index, partition, progress))
+            .collect();
+        // Every core runs to its end or its fault, so the error reported is always the
+        // lowest-numbered failing core's, whatever the threads' timing.
+        runs.into_iter().collect()
+    }
+
+    /// The cores in lock-step groups, one group per worker thread (more when there are
+    /// more cores than a group holds); `None` when lock-step does not apply or a core
+    /// faulted (the caller then renders core by core, which reports the fault exactly).
+    fn render_lockstep(&self, progress: Option<&AtomicU64>) -> Option<(Vec<CoreRun>, usize)> {
+        let cores = self.partitions.len();
+        let groups = rayon::current_num_threads()
+            .max(cores.div_ceil(LANES))
+            .min(cores);
+        let worthwhile = group::vectorised()
+            && self.culler.is_err()
+            // Measured: a group pays off from about 6 busy lanes of 8.
+            && cores >= groups * LANES * 3 / 4;
+        let lockstep = match self.lockstep {
+            Lockstep::Auto => worthwhile,
+            Lockstep::Always => cores > 1,
+            Lockstep::Never => false,
+        };
+        if !lockstep {
+            return None;
+        }
+        // Group g holds cores g, g + groups, ...: neighbouring bands often cost alike, so
+        // spreading them evens out the groups' work.
+        let members: Vec<Vec<usize>> = (0..groups)
+            .map(|g| (g..cores).step_by(groups).collect())
+            .collect();
+        let runs: Vec<Result<Vec<CoreRun>, Abandoned>> = members
+            .par_iter()
+            .map(|indices| self.run_group(indices, progress))
+            .collect();
+        let mut by_core: Vec<Option<CoreRun>> = (0..cores).map(|_| None).collect();
+        for (indices, runs) in members.iter().zip(runs) {
+            for (&index, run) in indices.iter().zip(runs.ok()?) {
+                by_core[index] = Some(run);
+            }
+        }
+        Some((by_core.into_iter().collect::<Option<_>>()?, groups))
     }
 
     /// Configures a core for `partition` (host writes of the 6 configuration rows and the
@@ -228,44 +308,102 @@ impl<'a> Machine<'a> {
         core: &mut Core<'_>,
         observer: &mut O,
     ) -> Result<bool, (EntryPoint, Fault)> {
-        core.refill_budget();
-        let run = |core: &mut Core<'_>, entry, observer: &mut O| {
-            core.run(entry, observer).map_err(|fault| (entry, fault))
-        };
-        run(core, EntryPoint::Rgu, observer)?;
-        let mut hit = false;
+        let mut lane = Single { core, observer };
+        Ok(self.run_pixels(&mut lane, 1, !O::ENABLED)? != 0)
+    }
+
+    /// One pixel on each lane of `active`, as [`Machine::run_pixel`]; the lanes whose NPG
+    /// asks for more pixels.
+    #[inline(always)]
+    fn run_pixels<L: Lanes>(
+        &self,
+        lanes: &mut L,
+        active: LaneMask,
+        cull: bool,
+    ) -> Result<LaneMask, L::Error> {
+        for lane in lanes_of(active) {
+            lanes.core(lane).refill_budget();
+        }
+        lanes.run(active, EntryPoint::Rgu)?;
+        let mut hit = 0;
         match &self.culler {
-            Ok(culler) if !O::ENABLED => {
+            Ok(culler) if cull => {
                 let triangles = &self.scene.triangles;
-                let mut pending = Pending::default();
+                let mut pending = [Pending::default(); LANES];
                 // Triangles before `loaded` are in the core; skipped MAINs do not read the
                 // swap memory, so the host's loads are caught up only before code runs.
-                let mut loaded = 0;
+                let mut loaded = [0; LANES];
                 for index in 0..triangles.len() {
-                    if culler.try_skip(core, index, &mut pending) {
-                        continue;
+                    let mut main = 0;
+                    for lane in lanes_of(active) {
+                        let mut core = lanes.core(lane);
+                        if culler.try_skip(&mut core, index, &mut pending[lane]) {
+                            continue;
+                        }
+                        core.load_triangles(&triangles[loaded[lane]..=index]);
+                        loaded[lane] = index + 1;
+                        culler.flush(&mut core, &mut pending[lane]);
+                        main |= 1 << lane;
                     }
-                    core.load_triangles(&triangles[loaded..=index]);
-                    loaded = index + 1;
-                    culler.flush(core, &mut pending);
-                    hit |= run(core, EntryPoint::Main, observer)?;
+                    if main != 0 {
+                        hit |= lanes.run(main, EntryPoint::Main)?;
+                    }
                 }
-                core.load_triangles(&triangles[loaded..]);
-                culler.flush(core, &mut pending);
+                for lane in lanes_of(active) {
+                    let mut core = lanes.core(lane);
+                    core.load_triangles(&triangles[loaded[lane]..]);
+                    culler.flush(&mut core, &mut pending[lane]);
+                }
             }
             _ => {
                 for triangle in &self.scene.triangles {
-                    core.load_triangle(triangle);
-                    hit |= run(core, EntryPoint::Main, observer)?;
+                    lanes.load_triangle(active, triangle);
+                    hit |= lanes.run(active, EntryPoint::Main)?;
                 }
             }
         }
-        core.load_dummy_triangle();
-        if hit {
-            run(core, EntryPoint::Psu2, observer)?;
+        for lane in lanes_of(active) {
+            lanes.core(lane).load_dummy_triangle();
         }
-        run(core, EntryPoint::PixelShader, observer)?;
-        run(core, EntryPoint::Npg, observer)
+        lanes.run(hit, EntryPoint::Psu2)?;
+        lanes.run(active, EntryPoint::PixelShader)?;
+        lanes.run(active, EntryPoint::Npg)
+    }
+
+    /// The cores `indices` (at most [`LANES`]) from boot to their last pixel in lock-step.
+    fn run_group(
+        &self,
+        indices: &[usize],
+        progress: Option<&AtomicU64>,
+    ) -> Result<Vec<CoreRun>, Abandoned> {
+        let mut cores = Vec::with_capacity(indices.len());
+        for &index in indices {
+            let core = self
+                .boot_core(index, &self.partitions[index], &mut NoObserver)
+                .map_err(|_| Abandoned)?;
+            cores.push(core);
+        }
+        let mut group = CoreGroup::new(cores);
+        let pixels: Vec<usize> = indices
+            .iter()
+            .map(|&index| self.partitions[index].pixel_count())
+            .collect();
+        let mut done = 0;
+        let mut active = group.all();
+        let mut reporter = ProgressReporter::new(progress);
+        while active != 0 {
+            let more = self.run_pixels(&mut group, active, true)?;
+            done += 1;
+            reporter.add(active.count_ones() as u64, more == 0);
+            for lane in lanes_of(active & more) {
+                if done >= pixels[lane] {
+                    // NPG runs past the partition: the core-by-core rerun reports it.
+                    return Err(Abandoned);
+                }
+            }
+            active &= more;
+        }
+        Ok(group.into_cores().into_iter().map(CoreRun::from).collect())
     }
 
     fn run_core(
@@ -278,22 +416,13 @@ impl<'a> Machine<'a> {
         let mut core = self.boot_core(index, partition, &mut observer)?;
         let pixels = partition.pixel_count();
         let mut done = 0;
-        // Progress is published in batches: one shared counter bumped per pixel by every
-        // core would bounce its cache line between them.
-        const PROGRESS_BATCH: u64 = 32;
-        let mut unreported = 0;
+        let mut reporter = ProgressReporter::new(progress);
         loop {
             let more = self
                 .run_pixel(&mut core, &mut observer)
                 .map_err(|(entry, fault)| self.fault(index, partition, done, entry, fault))?;
             done += 1;
-            unreported += 1;
-            if let Some(counter) = progress {
-                if unreported == PROGRESS_BATCH || !more {
-                    counter.fetch_add(unreported, Ordering::Relaxed);
-                    unreported = 0;
-                }
-            }
+            reporter.add(1, !more);
             if !more {
                 break;
             }
@@ -304,11 +433,7 @@ impl<'a> Machine<'a> {
                 });
             }
         }
-        Ok(CoreRun {
-            culled: core.culled_routines,
-            output: core.output,
-            instructions: core.instructions,
-        })
+        Ok(CoreRun::from(core))
     }
 
     fn fault(
@@ -362,6 +487,116 @@ struct CoreRun {
     output: OutputMemory,
     instructions: u64,
     culled: u64,
+}
+
+impl From<Core<'_>> for CoreRun {
+    fn from(core: Core<'_>) -> CoreRun {
+        CoreRun {
+            culled: core.culled_routines,
+            output: core.output,
+            instructions: core.instructions,
+        }
+    }
+}
+
+/// Publishes finished pixels in batches: one shared counter bumped per pixel by every
+/// worker would bounce its cache line between them.
+struct ProgressReporter<'p> {
+    counter: Option<&'p AtomicU64>,
+    unreported: u64,
+}
+
+impl<'p> ProgressReporter<'p> {
+    const BATCH: u64 = 32;
+
+    fn new(counter: Option<&'p AtomicU64>) -> Self {
+        ProgressReporter {
+            counter,
+            unreported: 0,
+        }
+    }
+
+    /// Counts `pixels` more; `last` publishes whatever is left.
+    fn add(&mut self, pixels: u64, last: bool) {
+        let Some(counter) = self.counter else {
+            return;
+        };
+        self.unreported += pixels;
+        if self.unreported >= Self::BATCH || last {
+            counter.fetch_add(self.unreported, Ordering::Relaxed);
+            self.unreported = 0;
+        }
+    }
+}
+
+/// Where [`Machine::run_pixels`] runs routines: one core (any observer) or a lock-step
+/// group.
+trait Lanes {
+    type Error;
+    type Core<'s>: CoreState
+    where
+        Self: 's;
+    fn core(&mut self, lane: usize) -> Self::Core<'_>;
+    /// The host streams `triangle` into the lanes of `lanes`.
+    fn load_triangle(&mut self, lanes: LaneMask, triangle: &Triangle) {
+        for lane in lanes_of(lanes) {
+            self.core(lane).load_triangle(triangle);
+        }
+    }
+    /// Runs `entry` on the lanes of `lanes`; the lanes whose RETURN value is true.
+    fn run(&mut self, lanes: LaneMask, entry: EntryPoint) -> Result<LaneMask, Self::Error>;
+}
+
+/// One core: lane 0.
+struct Single<'c, 'a, O> {
+    core: &'c mut Core<'a>,
+    observer: &'c mut O,
+}
+
+impl<'a, O: Observer> Lanes for Single<'_, 'a, O> {
+    type Error = (EntryPoint, Fault);
+    type Core<'s>
+        = &'s mut Core<'a>
+    where
+        Self: 's;
+
+    #[inline(always)]
+    fn core(&mut self, _lane: usize) -> &mut Core<'a> {
+        self.core
+    }
+
+    #[inline(always)]
+    fn run(&mut self, lanes: LaneMask, entry: EntryPoint) -> Result<LaneMask, Self::Error> {
+        if lanes == 0 {
+            return Ok(0);
+        }
+        match self.core.run(entry, self.observer) {
+            Ok(value) => Ok(value as LaneMask),
+            Err(fault) => Err((entry, fault)),
+        }
+    }
+}
+
+impl<'a> Lanes for CoreGroup<'a> {
+    type Error = Abandoned;
+    type Core<'s>
+        = LaneMut<'s, 'a>
+    where
+        Self: 's;
+
+    #[inline(always)]
+    fn core(&mut self, lane: usize) -> LaneMut<'_, 'a> {
+        self.lane(lane)
+    }
+
+    fn load_triangle(&mut self, lanes: LaneMask, triangle: &Triangle) {
+        CoreGroup::load_triangle(self, lanes, triangle)
+    }
+
+    #[inline(always)]
+    fn run(&mut self, lanes: LaneMask, entry: EntryPoint) -> Result<LaneMask, Abandoned> {
+        CoreGroup::run(self, lanes, entry)
+    }
 }
 
 /// Renders a scene with the given options.
