@@ -40,11 +40,13 @@ pub trait CoreState {
     fn set_latches(&mut self, last_dst: u16, last_row: u8, return_slot: u32);
 
     /// A register as the execution unit would read it from the file (no forwarding).
+    #[inline(always)]
     fn register(&self, address: u16) -> Vec3 {
         self.row(storage_row(address, self.parity()))
     }
 
     /// Writes a register as the execution unit would (bank 0 writes are dropped).
+    #[inline(always)]
     fn write_register(&mut self, address: u16, value: Vec3) {
         if address & 0x60 != 0 {
             self.set_row(storage_row(address, self.parity()), value);
@@ -85,6 +87,7 @@ pub trait CoreState {
     /// writing only the last two: the loads alternate between the two swap copies and each
     /// fills the same rows (and bank 0's alias rows), so the last two overwrite everything
     /// the earlier ones wrote, and only the number of flips remains of those.
+    #[inline(always)]
     fn load_triangles(&mut self, triangles: &[Triangle]) {
         let skipped = triangles.len().saturating_sub(2);
         if skipped & 1 == 1 {
@@ -113,6 +116,7 @@ pub trait CoreState {
 
     /// Books one routine of `instructions` the core is known to have executed without
     /// interpreting it (the caller guarantees the budget covers them).
+    #[inline(always)]
     fn charge(&mut self, instructions: u64) {
         debug_assert!(instructions <= self.budget_left());
         let left = self.budget_left() - instructions;
