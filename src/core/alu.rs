@@ -88,7 +88,7 @@ fn exact_product(a: u32, b: u32) -> i64 {
 
 /// mul64(a, b, false) for an [`exact_multiplicand`] `a`.
 #[inline(always)]
-fn exact_scaled_product(a: u32, b: u32) -> u64 {
+pub fn exact_scaled_product(a: u32, b: u32) -> u64 {
     let product = exact_product(a, b);
     // Arithmetic shift rounds toward -inf; adding 2^17 - 1 first to negative products
     // makes it round toward zero.

@@ -626,14 +626,14 @@ fn branch_taken(x: &Wide, y: &Wide, mask: u8) -> LaneMask {
 fn divide(a: &Row, b: &Row, active: &Wide) -> Row {
     let mut mixed = 0;
     for lane in 0..LANES {
-        let (x, y) = (a.lane(lane), b.lane(lane));
-        let replicated = x[0] == x[1] && x[1] == x[2] && y[0] == y[1] && y[1] == y[2];
-        mixed |= !replicated as u32 & active[lane];
+        let [x, y] = [a, b].map(|row| row.0.map(|component| component[lane]));
+        let differ = (x[0] ^ x[1]) | (x[1] ^ x[2]) | (y[0] ^ y[1]) | (y[1] ^ y[2]);
+        mixed |= differ & active[lane];
     }
     if mixed == 0 {
         let mut word = [0; LANES];
-        for (lane, word) in word.iter_mut().enumerate() {
-            *word = alu::div_by_float(a.0[0][lane], b.0[0][lane]);
+        for lane in 0..LANES {
+            word[lane] = alu::div_by_float(a.0[0][lane], b.0[0][lane]);
         }
         Row([word; 3])
     } else {
@@ -654,13 +654,21 @@ fn exact_multiplicands(a: &Row, active: &Wide) -> bool {
     inexact == 0
 }
 
-/// DOT in every lane ([`alu::dot`]), vectorised when the multiplicands allow.
+/// DOT in every lane ([`alu::dot`]), vectorised when the multiplicands allow: the sum
+/// of [`alu::dot_exact`] built one component at a time, a shape the vectoriser takes.
 #[inline(always)]
 fn dot(a: &Row, b: &Row, active: &Wide) -> Row {
     let mut word = [0; LANES];
     if exact_multiplicands(a, active) {
-        for (lane, word) in word.iter_mut().enumerate() {
-            *word = alu::dot_exact(a.lane(lane), b.lane(lane));
+        let mut sum = [0u64; LANES];
+        for component in 0..3 {
+            for lane in 0..LANES {
+                let (x, y) = (a.0[component][lane], b.0[component][lane]);
+                sum[lane] = sum[lane].wrapping_add(alu::exact_scaled_product(x, y));
+            }
+        }
+        for lane in 0..LANES {
+            word[lane] = alu::pack(sum[lane]);
         }
     } else {
         for (lane, word) in word.iter_mut().enumerate() {
@@ -670,13 +678,18 @@ fn dot(a: &Row, b: &Row, active: &Wide) -> Row {
     Row([word; 3])
 }
 
-/// CROSS in every lane ([`alu::cross`]), vectorised when the multiplicands allow.
+/// CROSS in every lane ([`alu::cross`]), vectorised when the multiplicands allow: the
+/// components of [`alu::cross_exact`] one at a time.
 #[inline(always)]
 fn cross(a: &Row, b: &Row, active: &Wide) -> Row {
     let mut out = Row::ZERO;
     if exact_multiplicands(a, active) {
-        for lane in 0..LANES {
-            out.set_lane(lane, alu::cross_exact(a.lane(lane), b.lane(lane)));
+        for (component, (i, j)) in [(1, 2), (2, 0), (0, 1)].into_iter().enumerate() {
+            for lane in 0..LANES {
+                let ij = alu::exact_scaled_product(a.0[i][lane], b.0[j][lane]);
+                let ji = alu::exact_scaled_product(a.0[j][lane], b.0[i][lane]);
+                out.0[component][lane] = alu::pack(ij.wrapping_sub(ji));
+            }
         }
     } else {
         for lane in 0..LANES {
