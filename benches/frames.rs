@@ -10,7 +10,7 @@ use criterion::{
     criterion_group, criterion_main, BenchmarkId, Criterion, SamplingMode, Throughput,
 };
 use theia::bench::{sphere_scene, Pools};
-use theia::machine::{Machine, RenderOptions};
+use theia::machine::{Lockstep, Machine, RenderOptions};
 use theia::scene::obj::{default_scene, ObjOptions};
 use theia::scene::Scene;
 
@@ -33,24 +33,33 @@ fn interpreter(c: &mut Criterion) {
     let Some(scene) = example3() else {
         return;
     };
-    let options = RenderOptions {
-        culling: false,
-        ..Default::default()
-    };
-    let machine = Machine::new(&scene, &options).expect("machine");
     let pools = pools();
-    let instructions = pools
-        .one
-        .install(|| machine.render(None))
-        .expect("renders")
-        .instructions;
     let mut group = c.benchmark_group("interpreter");
     group.sample_size(10);
     group.measurement_time(Duration::from_secs(5));
-    group.throughput(Throughput::Elements(instructions));
-    group.bench_function("scenes_example3 instructions, 1 core", |b| {
-        b.iter(|| pools.one.install(|| machine.render(None)).expect("renders"))
-    });
+    // On one core the 8 cores run as one lock-step group (Auto); core by core for
+    // comparison.
+    for (label, lockstep) in [
+        ("lock-step", Lockstep::Auto),
+        ("core by core", Lockstep::Never),
+    ] {
+        let options = RenderOptions {
+            culling: false,
+            lockstep,
+            ..Default::default()
+        };
+        let machine = Machine::new(&scene, &options).expect("machine");
+        let instructions = pools
+            .one
+            .install(|| machine.render(None))
+            .expect("renders")
+            .instructions;
+        group.throughput(Throughput::Elements(instructions));
+        group.bench_function(
+            BenchmarkId::new("scenes_example3 instructions, 1 core", label),
+            |b| b.iter(|| pools.one.install(|| machine.render(None)).expect("renders")),
+        );
+    }
     group.finish();
 }
 
