@@ -139,33 +139,43 @@ pub trait CoreState {
 
 /// A borrowed core is a core.
 impl<C: CoreState + ?Sized> CoreState for &mut C {
+    #[inline(always)]
     fn row(&self, row: usize) -> Vec3 {
         (**self).row(row)
     }
+    #[inline(always)]
     fn set_row(&mut self, row: usize, value: Vec3) {
         (**self).set_row(row, value)
     }
+    #[inline(always)]
     fn parity(&self) -> usize {
         (**self).parity()
     }
+    #[inline(always)]
     fn flip_parity(&mut self) {
         (**self).flip_parity()
     }
+    #[inline(always)]
     fn program(&self) -> &Program {
         (**self).program()
     }
+    #[inline(always)]
     fn budget_left(&self) -> u64 {
         (**self).budget_left()
     }
+    #[inline(always)]
     fn set_budget_left(&mut self, budget: u64) {
         (**self).set_budget_left(budget)
     }
+    #[inline(always)]
     fn budget(&self) -> u64 {
         (**self).budget()
     }
+    #[inline(always)]
     fn book(&mut self, instructions: u64, culled_routines: u64) {
         (**self).book(instructions, culled_routines)
     }
+    #[inline(always)]
     fn set_latches(&mut self, last_dst: u16, last_row: u8, return_slot: u32) {
         (**self).set_latches(last_dst, last_row, return_slot)
     }
