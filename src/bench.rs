@@ -259,7 +259,9 @@ pub fn sphere_scene(segments: u32, rings: u32, size: u32) -> Result<Scene, Scene
 }
 
 /// Runs every benchmark: scenes_example3 interpreted (culling off: the interpreter's
-/// speed) and with culling, the built-in OBJ scene, and the large UV sphere.
+/// speed; as the renderer chooses, each core on its own, and as 16 cores so that both
+/// columns can use full lock-step groups) and with culling, the built-in OBJ scene, and
+/// the large UV sphere.
 pub fn run(options: &BenchOptions) -> Result<BenchTable, BenchError> {
     let pools = Pools::new(options.threads)?;
     let mut rows = Vec::new();

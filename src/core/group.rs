@@ -9,7 +9,7 @@
 //! forward branch meet again at the join (the usual "minimum PC" rule of SIMT machines).
 //! A lane not in the running group keeps its registers: results are blended in by mask.
 //!
-//! The hot opcodes of the ROM (SUB, ADD, DOT, CROSS, SET, ZERO, COPY and the branches) run
+//! The hot opcodes of the ROM (SUB, ADD, DIV, DOT, CROSS, SET, ZERO, COPY, branches) run
 //! as lane-wide loops over the [`alu`] functions, which the compiler vectorises; the rest
 //! run lane by lane through the interpreter's own datapath (`exec::datapath!`).
 //!
