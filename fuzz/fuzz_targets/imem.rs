@@ -1,6 +1,8 @@
 //! Instruction memory as `Instructions.mem` or `render --shader` hands it over: any 64-bit
 //! words (entry table + user code) run on a small scene. Faults (hang, watchdog, runaway)
-//! are fine; panics are not. Input: big-endian 8-byte words, at most the 129 IMEM holds.
+//! are fine; panics are not. Each input renders twice, core by core and in one lock-step
+//! group, which must agree exactly: the same frame and instruction count, or the same
+//! error. Input: big-endian 8-byte words, at most the 129 IMEM holds.
 #![no_main]
 
 use std::path::Path;
@@ -9,7 +11,7 @@ use std::sync::OnceLock;
 use libfuzzer_sys::fuzz_target;
 use theia::isa::registers::IMEM_WORDS;
 use theia::isa::Instruction;
-use theia::machine::{render, RenderOptions};
+use theia::machine::{render, Lockstep, RenderOptions};
 use theia::scene::mem::{parse_params, parse_vertices};
 use theia::scene::Scene;
 
@@ -45,10 +47,31 @@ fuzz_target!(|data: &[u8]| {
         .take(IMEM_WORDS)
         .map(|chunk| Instruction(u64::from_be_bytes(chunk.try_into().unwrap())))
         .collect();
-    let options = RenderOptions {
-        imem: Some(words),
-        max_steps: Some(5_000),
-        ..Default::default()
-    };
-    let _ = render(scene(), &options);
+    // Culling applies when the entry table keeps the ROM's MAIN; let the input choose.
+    let culling = data.len() % 2 == 0;
+    let renders = [Lockstep::Never, Lockstep::Always].map(|lockstep| {
+        let options = RenderOptions {
+            // 4 bands of one row: 4 cores, one group of 4 lanes.
+            cores: Some(4),
+            imem: Some(words.clone()),
+            max_steps: Some(5_000),
+            culling,
+            lockstep,
+            ..Default::default()
+        };
+        render(scene(), &options)
+    });
+    match &renders {
+        [Ok(alone), Ok(grouped)] => {
+            assert!(alone.frame == grouped.frame, "the frames differ");
+            assert_eq!(alone.instructions, grouped.instructions);
+            assert_eq!(alone.culled, grouped.culled);
+        }
+        [Err(alone), Err(grouped)] => assert_eq!(alone.to_string(), grouped.to_string()),
+        [alone, grouped] => panic!(
+            "core by core: {:?}; lock-step: {:?}",
+            alone.as_ref().map(|r| r.instructions),
+            grouped.as_ref().map(|r| r.instructions)
+        ),
+    }
 });
