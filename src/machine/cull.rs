@@ -113,6 +113,9 @@ mod reg {
     pub const ZERO: u16 = 119;
 }
 
+/// CREG_RAY_DIRECTION, the register whose value [`Culler::try_skip_with`] takes.
+pub const RAY_DIRECTION: u16 = reg::RAY_DIRECTION;
+
 /// Jump relations as the opcodes encode them (bits 2..0): JGE and JLE.
 const JGE: u16 = 4;
 const JLE: u16 = 5;
@@ -361,6 +364,21 @@ impl Culler {
     #[inline(always)]
     pub fn try_skip(&self, core: &mut impl CoreState, index: usize, pending: &mut Pending) -> bool {
         let ray = core.register(reg::RAY_DIRECTION);
+        self.try_skip_with(core, index, ray, pending)
+    }
+
+    /// [`Culler::try_skip`] for a core whose CREG_RAY_DIRECTION is `ray`. (Only RGU writes
+    /// it: neither MAIN's reject path, nor [`Culler::flush`], nor the host's triangle loads
+    /// do, so a caller may read it once per pixel and again after each MAIN it runs.)
+    #[inline(always)]
+    pub fn try_skip_with(
+        &self,
+        core: &mut impl CoreState,
+        index: usize,
+        ray: Vec3,
+        pending: &mut Pending,
+    ) -> bool {
+        debug_assert_eq!(ray, core.register(reg::RAY_DIRECTION));
         let Some(exit) = self.rejects(index, ray) else {
             return false;
         };

@@ -319,14 +319,16 @@ impl<'a> Machine<'a> {
                 let triangles = &self.scene.triangles;
                 let mut pending = Pending::default();
                 let mut loaded = 0;
+                let mut ray = core.register(cull::RAY_DIRECTION);
                 for index in 0..triangles.len() {
-                    if culler.try_skip(core, index, &mut pending) {
+                    if culler.try_skip_with(core, index, ray, &mut pending) {
                         continue;
                     }
                     core.load_triangles(&triangles[loaded..=index]);
                     loaded = index + 1;
                     culler.flush(core, &mut pending);
                     hit |= run(core, EntryPoint::Main, observer)?;
+                    ray = core.register(cull::RAY_DIRECTION);
                 }
                 core.load_triangles(&triangles[loaded..]);
                 culler.flush(core, &mut pending);
