@@ -105,6 +105,7 @@ pub fn summary(output: &Path, loaded: &LoadedScene, render: &Render) -> String {
         runs => (format!(" ({runs} triangle tests culled)"), " effective"),
     };
     let cores = match render.lockstep_groups {
+        0 if render.cores == 1 => "1 core".to_string(),
         0 => format!("{} cores", render.cores),
         1 => format!("{} cores in lock-step", render.cores),
         groups => format!("{} cores in {groups} lock-step groups", render.cores),
