@@ -3,8 +3,8 @@
 
 use super::alu::{self, Vec3};
 use super::program::{
-    storage_row, Kind, Op, Program, DYNAMIC_FORWARDING, FORWARD_A_ROW, FORWARD_B_ROW, LATCH_ROW,
-    REGISTER_ARRAY_ROWS,
+    jump_taken, operand_row, storage_row, Kind, Op, Program, DYNAMIC_FORWARDING, FORWARD_A_ROW,
+    FORWARD_B_ROW, LATCH_ROW, REGISTER_ARRAY_ROWS,
 };
 use super::state::CoreState;
 use crate::isa::registers::EntryPoint;
@@ -280,15 +280,10 @@ impl<'a> Core<'a> {
             let regs = &mut self.regs;
             if op.flags & DYNAMIC_FORWARDING != 0 {
                 // Reached by paths that disagree about forwarding: compare addresses now.
-                let source = |address: u16, home: u8| {
-                    if address == ld {
-                        last_row
-                    } else {
-                        home
-                    }
-                };
-                regs[FORWARD_A_ROW as usize] = regs[source(op.a_addr, op.a_home) as usize];
-                regs[FORWARD_B_ROW as usize] = regs[source(op.b_addr, op.b_home) as usize];
+                let a = operand_row(op.a_addr, op.a_home, ld, last_row);
+                let b = operand_row(op.b_addr, op.b_home, ld, last_row);
+                regs[FORWARD_A_ROW as usize] = regs[a as usize];
+                regs[FORWARD_B_ROW as usize] = regs[b as usize];
             }
             // Operands are read where the arms use them (a load folded into the arithmetic);
             // the observer gets them before the result is written.
@@ -337,10 +332,7 @@ impl<'a> Core<'a> {
             }
             macro_rules! branch {
                 ($x:expr, $y:expr) => {{
-                    let (x, y) = ($x, $y);
-                    let greater = (x as i32) > (y as i32);
-                    let equal = alu::magnitude32(x) == alu::magnitude32(y);
-                    let jump = (op.mask >> ((greater as u8) << 1 | equal as u8)) & 1 != 0;
+                    let jump = jump_taken(op.mask, $x, $y);
                     jump!(if jump { op.imm as u16 } else { pc }, ZERO, Some(jump));
                     (ZERO, Some(jump))
                 }};
@@ -536,43 +528,48 @@ macro_rules! datapath {
         match $kind:expr, a: $a:expr, b: $b:expr, imm: $imm:expr, texture: $texture:expr,
         |$result:ident| $wrap:expr, { $($rest:tt)* }
     ) => {
-        match $kind {
-            $crate::core::program::Kind::Nop | $crate::core::program::Kind::Zero => { let $result: Vec3 = [0; 3]; $wrap }
-            $crate::core::program::Kind::Add => { let $result = $crate::core::exec::lanes2($a, $b, $crate::core::alu::add); $wrap }
-            $crate::core::program::Kind::Sub => { let $result = $crate::core::exec::lanes2($a, $b, $crate::core::alu::sub); $wrap }
-            $crate::core::program::Kind::Div => { let $result = $crate::core::exec::divide($a, $b); $wrap }
-            $crate::core::program::Kind::Mul => { let $result = $crate::core::exec::lanes2($a, $b, $crate::core::alu::mul); $wrap }
-            $crate::core::program::Kind::Imul => { let $result = $crate::core::exec::lanes2($a, $b, $crate::core::alu::imul); $wrap }
-            $crate::core::program::Kind::Mag => { let $result = [$crate::core::alu::vector_magnitude($a); 3]; $wrap }
-            $crate::core::program::Kind::Copy => { let $result: Vec3 = $a; $wrap }
-            $crate::core::program::Kind::Inc => { let $result = $a.map($crate::core::alu::inc); $wrap }
-            $crate::core::program::Kind::Dec => { let $result = $a.map($crate::core::alu::dec); $wrap }
-            $crate::core::program::Kind::IncX => { let a: Vec3 = $a; let $result = [$crate::core::alu::inc(a[0]), a[1], a[2]]; $wrap }
-            $crate::core::program::Kind::IncY => { let a: Vec3 = $a; let $result = [a[0], $crate::core::alu::inc(a[1]), a[2]]; $wrap }
-            $crate::core::program::Kind::IncZ => { let a: Vec3 = $a; let $result = [a[0], a[1], $crate::core::alu::inc(a[2])]; $wrap }
-            $crate::core::program::Kind::Cross => { let $result = $crate::core::alu::cross($a, $b); $wrap }
-            $crate::core::program::Kind::Dot => { let $result = [$crate::core::alu::dot($a, $b); 3]; $wrap }
-            $crate::core::program::Kind::Mulp => { let a: Vec3 = $a; let $result = [a[0], a[1], $crate::core::alu::mul(a[0], a[1])]; $wrap }
-            $crate::core::program::Kind::Mod => { let $result = $crate::core::exec::lanes2($a, $b, $crate::core::alu::modulo); $wrap }
-            $crate::core::program::Kind::Frac => { let $result = $a.map($crate::core::alu::frac); $wrap }
-            $crate::core::program::Kind::Intp => { let $result = $a.map($crate::core::alu::intp); $wrap }
-            $crate::core::program::Kind::Neg => { let $result = $a.map($crate::core::alu::neg); $wrap }
-            $crate::core::program::Kind::Unscale => { let $result = $a.map($crate::core::alu::unscale); $wrap }
-            $crate::core::program::Kind::Rescale => { let $result = $a.map($crate::core::alu::rescale); $wrap }
-            $crate::core::program::Kind::ExchangeX => { let (a, b): (Vec3, Vec3) = ($a, $b); let $result = [b[0], a[1], a[2]]; $wrap }
-            $crate::core::program::Kind::ExchangeY => { let (a, b): (Vec3, Vec3) = ($a, $b); let $result = [a[0], b[1], a[2]]; $wrap }
-            $crate::core::program::Kind::ExchangeZ => { let (a, b): (Vec3, Vec3) = ($a, $b); let $result = [a[0], a[1], b[2]]; $wrap }
-            $crate::core::program::Kind::Tmread => {
-                let texture: &[u32] = $texture;
-                let $result = $a.map(|address| texture.get(address as usize).copied().unwrap_or(0));
-                $wrap
+        {
+            use $crate::core::alu::{self, Vec3};
+            use $crate::core::exec::{divide, lanes2};
+            use $crate::core::program::Kind;
+            match $kind {
+                Kind::Nop | Kind::Zero => { let $result: Vec3 = [0; 3]; $wrap }
+                Kind::Add => { let $result = lanes2($a, $b, alu::add); $wrap }
+                Kind::Sub => { let $result = lanes2($a, $b, alu::sub); $wrap }
+                Kind::Div => { let $result = divide($a, $b); $wrap }
+                Kind::Mul => { let $result = lanes2($a, $b, alu::mul); $wrap }
+                Kind::Imul => { let $result = lanes2($a, $b, alu::imul); $wrap }
+                Kind::Mag => { let $result = [alu::vector_magnitude($a); 3]; $wrap }
+                Kind::Copy => { let $result: Vec3 = $a; $wrap }
+                Kind::Inc => { let $result = $a.map(alu::inc); $wrap }
+                Kind::Dec => { let $result = $a.map(alu::dec); $wrap }
+                Kind::IncX => { let a: Vec3 = $a; let $result = [alu::inc(a[0]), a[1], a[2]]; $wrap }
+                Kind::IncY => { let a: Vec3 = $a; let $result = [a[0], alu::inc(a[1]), a[2]]; $wrap }
+                Kind::IncZ => { let a: Vec3 = $a; let $result = [a[0], a[1], alu::inc(a[2])]; $wrap }
+                Kind::Cross => { let $result = alu::cross($a, $b); $wrap }
+                Kind::Dot => { let $result = [alu::dot($a, $b); 3]; $wrap }
+                Kind::Mulp => { let a: Vec3 = $a; let $result = [a[0], a[1], alu::mul(a[0], a[1])]; $wrap }
+                Kind::Mod => { let $result = lanes2($a, $b, alu::modulo); $wrap }
+                Kind::Frac => { let $result = $a.map(alu::frac); $wrap }
+                Kind::Intp => { let $result = $a.map(alu::intp); $wrap }
+                Kind::Neg => { let $result = $a.map(alu::neg); $wrap }
+                Kind::Unscale => { let $result = $a.map(alu::unscale); $wrap }
+                Kind::Rescale => { let $result = $a.map(alu::rescale); $wrap }
+                Kind::ExchangeX => { let (a, b): (Vec3, Vec3) = ($a, $b); let $result = [b[0], a[1], a[2]]; $wrap }
+                Kind::ExchangeY => { let (a, b): (Vec3, Vec3) = ($a, $b); let $result = [a[0], b[1], a[2]]; $wrap }
+                Kind::ExchangeZ => { let (a, b): (Vec3, Vec3) = ($a, $b); let $result = [a[0], a[1], b[2]]; $wrap }
+                Kind::Tmread => {
+                    let texture: &[u32] = $texture;
+                    let $result = $a.map(|address| texture.get(address as usize).copied().unwrap_or(0));
+                    $wrap
+                }
+                Kind::Lea => { let $result = [$imm; 3]; $wrap }
+                Kind::SetX => { let b: Vec3 = $b; let $result = [$imm, b[1], b[2]]; $wrap }
+                Kind::SetY => { let b: Vec3 = $b; let $result = [b[0], $imm, b[2]]; $wrap }
+                Kind::SetZ => { let b: Vec3 = $b; let $result = [b[0], b[1], $imm]; $wrap }
+                Kind::Swizzle => { let $result = alu::swizzle($b, $imm); $wrap }
+                $($rest)*
             }
-            $crate::core::program::Kind::Lea => { let $result = [$imm; 3]; $wrap }
-            $crate::core::program::Kind::SetX => { let b: Vec3 = $b; let $result = [$imm, b[1], b[2]]; $wrap }
-            $crate::core::program::Kind::SetY => { let b: Vec3 = $b; let $result = [b[0], $imm, b[2]]; $wrap }
-            $crate::core::program::Kind::SetZ => { let b: Vec3 = $b; let $result = [b[0], b[1], $imm]; $wrap }
-            $crate::core::program::Kind::Swizzle => { let $result = $crate::core::alu::swizzle($b, $imm); $wrap }
-            $($rest)*
         }
     };
 }
@@ -734,7 +731,7 @@ pub(crate) mod tests {
 
     /// Operand addresses: a few registers, their aliases (high bits, other bank copies),
     /// bank 0, the swap bank, address 0.
-    pub(crate) fn address() -> impl Strategy<Value = u16> {
+    fn address() -> impl Strategy<Value = u16> {
         prop_oneof![
             prop::sample::select(vec![
                 0u16, 1, 0x0C, 0x2C, 0x2D, 0x47, 0x48, 0x49, 0x76, 0x80, 0x8047, 0x4047, 0xAC,
@@ -746,7 +743,7 @@ pub(crate) mod tests {
 
     /// A random instruction of a program at 0x800C..0x800C+len: jumps and CALLs land in or
     /// just past it (or on the ROM's RETURN at 36), immediates are small or anything.
-    pub(crate) fn instruction(len: u16) -> impl Strategy<Value = Instruction> {
+    fn instruction(len: u16) -> impl Strategy<Value = Instruction> {
         let target = prop_oneof![
             4 => 0x800Cu16..0x800C + len + 2,
             1 => Just(36u16),

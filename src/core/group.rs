@@ -23,8 +23,8 @@
 use super::alu::{self, Vec3};
 use super::exec::{datapath, Core, OutputMemory};
 use super::program::{
-    Kind, Op, Program, DYNAMIC_FORWARDING, FORWARD_A_ROW, FORWARD_B_ROW, LATCH_ROW,
-    REGISTER_ARRAY_ROWS,
+    jump_taken, operand_row, Kind, Op, Program, DYNAMIC_FORWARDING, FORWARD_A_ROW, FORWARD_B_ROW,
+    LATCH_ROW, REGISTER_ARRAY_ROWS,
 };
 use super::state::{triangle_rows, CoreState};
 use crate::isa::registers::EntryPoint;
@@ -196,11 +196,6 @@ impl<'a> CoreGroup<'a> {
             group.outputs.push(core.output);
         }
         group
-    }
-
-    /// Cores in the group.
-    pub fn lanes(&self) -> usize {
-        self.lanes
     }
 
     /// Every lane.
@@ -389,15 +384,9 @@ impl<'a> CoreGroup<'a> {
                     } else {
                         (lane_ld[lane], lane_row[lane])
                     };
-                    let source = |address: u16, home: u8| {
-                        if address == lane_ld {
-                            lane_last
-                        } else {
-                            home
-                        }
-                    };
-                    let a = rows[source(op.a_addr, op.a_home) as usize].lane(lane);
-                    let b = rows[source(op.b_addr, op.b_home) as usize].lane(lane);
+                    let a = operand_row(op.a_addr, op.a_home, lane_ld, lane_last);
+                    let b = operand_row(op.b_addr, op.b_home, lane_ld, lane_last);
+                    let (a, b) = (rows[a as usize].lane(lane), rows[b as usize].lane(lane));
                     rows[FORWARD_A_ROW as usize].set_lane(lane, a);
                     rows[FORWARD_B_ROW as usize].set_lane(lane, b);
                 }
@@ -502,9 +491,7 @@ impl<'a> CoreGroup<'a> {
                         lane_row[lane] = last_row;
                     }
                     uniform = false;
-                    let joining = lanes_of(waiting)
-                        .filter(|&lane| lane_pc[lane] == pc)
-                        .fold(0, |mask, lane| mask | 1 << lane);
+                    let joining = lanes_at(&lane_pc, waiting, pc);
                     group |= joining;
                     waiting &= !joining;
                     meeting = lowest(&lane_pc, waiting);
@@ -562,9 +549,7 @@ impl<'a> CoreGroup<'a> {
             }
             let running = group | waiting;
             pc = lowest(&lane_pc, running);
-            group = lanes_of(running)
-                .filter(|&lane| lane_pc[lane] == pc)
-                .fold(0, |mask, lane| mask | 1 << lane);
+            group = lanes_at(&lane_pc, running, pc);
             waiting = running & !group;
             meeting = lowest(&lane_pc, waiting);
             active = spread(group);
@@ -582,6 +567,16 @@ enum Next {
     /// Each lane to its `lane_pc`.
     Split(Row),
     Return,
+}
+
+/// The lanes of `mask` at slot `pc`.
+#[inline(always)]
+fn lanes_at(lane_pc: &[u16; LANES], mask: LaneMask, pc: u16) -> LaneMask {
+    let mut at = 0;
+    for lane in lanes_of(mask) {
+        at |= ((lane_pc[lane] == pc) as LaneMask) << lane;
+    }
+    at
 }
 
 /// The lowest slot among the lanes of `mask` (`u16::MAX` for none).
@@ -606,16 +601,12 @@ fn charge(budget_left: &mut [u64; LANES], mask: LaneMask, run: u64) -> Result<()
     Ok(())
 }
 
-/// The lanes whose conditional jump is taken: `mask` is the relation's truth table over
-/// (greater, magnitude-equal), as `program::relation_mask` builds it.
+/// The lanes whose conditional jump with truth table `mask` is taken.
 #[inline(always)]
 fn branch_taken(x: &Wide, y: &Wide, mask: u8) -> LaneMask {
     let mut taken = 0;
     for lane in 0..LANES {
-        let greater = (x[lane] as i32) > (y[lane] as i32);
-        let equal = alu::magnitude32(x[lane]) == alu::magnitude32(y[lane]);
-        let jump = (mask >> ((greater as u8) << 1 | equal as u8)) & 1;
-        taken |= (jump as LaneMask) << lane;
+        taken |= (jump_taken(mask, x[lane], y[lane]) as LaneMask) << lane;
     }
     taken
 }

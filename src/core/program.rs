@@ -225,7 +225,7 @@ fn resolve_forwarding(ops: &mut [Op], slots: &[Slot], entries: &[u32], return_po
         let source = |address: u16, home: u8| -> Option<u8> {
             let mut rows = preds
                 .iter()
-                .map(|&(dst, row)| if dst == address { row } else { home });
+                .map(|&(dst, row)| operand_row(address, home, dst, row));
             let first = rows.next().unwrap_or(home);
             rows.all(|row| row == first).then_some(first)
         };
@@ -257,6 +257,27 @@ fn resolve_forwarding(ops: &mut [Op], slots: &[Slot], entries: &[u32], return_po
             ops[i + 1].run.saturating_add(1)
         };
     }
+}
+
+/// The row an operand at `address` (own row `home`) is read from when the previous
+/// instruction had DST field `last_dst` and left its result in `last_row`: the forwarding
+/// path on an address match (spec machine §1.2), the register file otherwise.
+#[inline(always)]
+pub(crate) fn operand_row(address: u16, home: u8, last_dst: u16, last_row: u8) -> u8 {
+    if address == last_dst {
+        last_row
+    } else {
+        home
+    }
+}
+
+/// Whether a conditional jump with truth table `mask` (see [`relation_mask`]) is taken on
+/// components `x` and `y`.
+#[inline(always)]
+pub(crate) fn jump_taken(mask: u8, x: u32, y: u32) -> bool {
+    let greater = (x as i32) > (y as i32);
+    let equal = alu::magnitude32(x) == alu::magnitude32(y);
+    (mask >> ((greater as u8) << 1 | equal as u8)) & 1 != 0
 }
 
 /// Truth table of a jump relation over `(greater, magnitude-equal)`, bit `2g + e`, read off

@@ -13,8 +13,20 @@ const TRIANGLE_ROW: usize = 44;
 /// parity `parity`: the IO-side swap copy's, and bank 0's (IO writes also land there,
 /// address bits 4..0).
 pub(crate) fn triangle_rows(parity: usize) -> (usize, usize) {
-    let io_swap_base = if parity == 0 { SHADOW_SWAP_ROW } else { 32 };
-    (io_swap_base + (TRIANGLE_ROW - 32), TRIANGLE_ROW & 31)
+    (
+        io_swap_base(parity) + (TRIANGLE_ROW - 32),
+        TRIANGLE_ROW & 31,
+    )
+}
+
+/// The first storage row of the swap copy the execution unit does not see (the IO side)
+/// at swap parity `parity`.
+fn io_swap_base(parity: usize) -> usize {
+    if parity == 0 {
+        SHADOW_SWAP_ROW
+    } else {
+        32
+    }
 }
 
 const ZERO: Vec3 = [0; 3];
@@ -33,7 +45,8 @@ pub trait CoreState {
     fn set_budget_left(&mut self, budget: u64);
     /// The per-pixel budget [`CoreState::refill_budget`] restores.
     fn budget(&self) -> u64;
-    /// Books `instructions` executed, `culled` of them as whole routines not interpreted.
+    /// Books `instructions` executed and `culled_routines` routines that were booked
+    /// without being interpreted (culling).
     fn book(&mut self, instructions: u64, culled_routines: u64);
     /// Sets the forwarding latches (the previous DST and the row of its result) and CALL's
     /// return register, as a program slot.
@@ -55,11 +68,7 @@ pub trait CoreState {
 
     /// The first row of the swap copy the execution unit does not see (the IO side).
     fn io_swap_base(&self) -> usize {
-        if self.parity() == 0 {
-            SHADOW_SWAP_ROW
-        } else {
-            32
-        }
+        io_swap_base(self.parity())
     }
 
     /// A host (IO) write: bank-0 row `address & 31` and the IO-side swap copy's row both

@@ -318,6 +318,8 @@ impl<'a> Machine<'a> {
             Ok(culler) if !O::ENABLED => {
                 let triangles = &self.scene.triangles;
                 let mut pending = Pending::default();
+                // Triangles before `loaded` are in the core; skipped MAINs do not read the
+                // swap memory, so the host's loads are caught up only before code runs.
                 let mut loaded = 0;
                 let mut ray = core.register(cull::RAY_DIRECTION);
                 for index in 0..triangles.len() {
