@@ -643,10 +643,7 @@ impl Observer for Tracer<'_> {
         self.callee_row = None;
         self.routine_row = self.stats.row(entry, None, || entry.name().to_string());
         self.stats.routines[self.routine_row].calls += 1;
-        self.shown = self
-            .only
-            .as_ref()
-            .map_or(true, |only| only.contains(&entry));
+        self.shown = self.only.as_ref().is_none_or(|only| only.contains(&entry));
         let triangle = (entry == EntryPoint::Main).then(|| {
             self.triangle += 1;
             (self.triangle, self.triangles)
