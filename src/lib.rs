@@ -4,6 +4,7 @@
 //! - [`core`]: one emulated core (register banks, ALU, control flow, forwarding) and the ROM.
 //! - [`machine`]: the host, swap memory, texture and output memories, partitions on rayon.
 //! - [`scene`]: loaders for the original `.mem` scenes and for OBJ scenes.
+//! - [`stage`]: the pixel stage THEIA microcode, R500 and PICA200 programs implement.
 //! - [`image`]: PPM/PNG output and image comparison.
 //! - [`trace`]: one pixel instruction by instruction, with cycle estimates.
 //! - [`bench`]: frame benchmarks (one core vs all cores) as a printable table.
@@ -14,4 +15,5 @@ pub mod image;
 pub mod isa;
 pub mod machine;
 pub mod scene;
+pub mod stage;
 pub mod trace;

@@ -19,6 +19,12 @@ pub enum Fault {
     Hang { address: u16, word: Instruction },
     /// The instruction budget ran out (a shader that never returns).
     Watchdog { address: u16, budget: u64 },
+    /// A foreign pixel stage (R500, PICA200) cannot go on at instruction `pc`.
+    Stage {
+        isa: &'static str,
+        pc: u32,
+        reason: &'static str,
+    },
 }
 
 impl std::fmt::Display for Fault {
@@ -34,9 +40,14 @@ impl std::fmt::Display for Fault {
                 f,
                 "no RETURN within {budget} instructions; stopped at {address:#06x} (raise --max-steps if it is meant to run this long)"
             ),
+            Fault::Stage { isa, pc, reason } => {
+                write!(f, "the {isa} program stops at instruction {pc}: {reason}")
+            }
         }
     }
 }
+
+impl std::error::Error for Fault {}
 
 /// What one executed instruction did, for tracing.
 #[derive(Clone, Copy, Debug)]
@@ -172,6 +183,18 @@ impl<'a> Core<'a> {
     pub fn set_budget(&mut self, budget: u64) {
         self.budget = budget;
         self.budget_left = budget;
+    }
+
+    /// The texture memory TMREAD reads.
+    pub fn texture(&self) -> &'a [u32] {
+        self.texture
+    }
+
+    /// What OMWRITE does with its operands: output word `addresses[i]` := `values[i]`.
+    pub fn omwrite(&mut self, addresses: Vec3, values: Vec3) {
+        for lane in 0..3 {
+            self.output.write(addresses[lane], values[lane]);
+        }
     }
 
     /// The address CALL's return register holds.

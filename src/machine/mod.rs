@@ -7,10 +7,12 @@
 pub mod cull;
 
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use rayon::prelude::*;
 
+use crate::core::alu::Vec3;
 use crate::core::exec::{Core, Fault, NoObserver, Observer, OutputMemory};
 use crate::core::group::{self, lanes_of, Abandoned, CoreGroup, LaneMask, LANES};
 use crate::core::program::Program;
@@ -19,6 +21,7 @@ use crate::core::CoreState;
 use crate::isa::registers::EntryPoint;
 use crate::isa::Instruction;
 use crate::scene::{Partition, Scene};
+use crate::stage::{PixelStage, ShadingCore, TheiaPixelShader};
 use cull::{Culler, Pending, Refusal};
 
 /// How to run a frame.
@@ -37,6 +40,8 @@ pub struct RenderOptions {
     pub culling: bool,
     /// Whether cores run in lock-step groups ([`CoreGroup`]); identical output either way.
     pub lockstep: Lockstep,
+    /// The program that shades each pixel; `None`: THEIA's PIXELSHADER routine.
+    pub stage: Option<Arc<dyn PixelStage>>,
 }
 
 /// When to run cores in lock-step groups, one SIMD lane per core ([`CoreGroup`]), rather
@@ -63,6 +68,7 @@ impl Default for RenderOptions {
             max_steps: None,
             culling: true,
             lockstep: Lockstep::Auto,
+            stage: None,
         }
     }
 }
@@ -154,6 +160,8 @@ pub struct Machine<'a> {
     pub culler: Result<Culler, Refusal>,
     /// Whether partitions run as lock-step groups ([`RenderOptions::lockstep`]).
     pub lockstep: Lockstep,
+    /// The program that shades each pixel ([`RenderOptions::stage`]).
+    pub stage: Arc<dyn PixelStage>,
 }
 
 impl<'a> Machine<'a> {
@@ -185,6 +193,10 @@ impl<'a> Machine<'a> {
             culler,
             partitions,
             lockstep: options.lockstep,
+            stage: options
+                .stage
+                .clone()
+                .unwrap_or_else(|| Arc::new(TheiaPixelShader)),
             max_steps: options
                 .max_steps
                 .unwrap_or_else(|| default_max_steps(scene.triangles.len())),
@@ -241,6 +253,8 @@ impl<'a> Machine<'a> {
         let groups = rayon::current_num_threads()
             .max(cores.div_ceil(LANES))
             .min(cores);
+        // Groups run the pixel stage lane-wide, which only THEIA microcode can do.
+        self.stage.microcode_routine()?;
         let worthwhile = group::vectorised()
             && self.culler.is_err()
             // Measured: a group pays off from about 6 busy lanes of 8.
@@ -346,7 +360,14 @@ impl<'a> Machine<'a> {
         if hit {
             run(core, EntryPoint::Psu2, observer)?;
         }
-        run(core, EntryPoint::PixelShader, observer)?;
+        let mut shading = Shading {
+            core: &mut *core,
+            observer: &mut *observer,
+            hit,
+        };
+        self.stage
+            .shade(&mut shading)
+            .map_err(|fault| (EntryPoint::PixelShader, fault))?;
         run(core, EntryPoint::Npg, observer)
     }
 
@@ -403,7 +424,11 @@ impl<'a> Machine<'a> {
             group.lane(lane).load_dummy_triangle();
         }
         group.run(hit, EntryPoint::Psu2)?;
-        group.run(active, EntryPoint::PixelShader)?;
+        let shader = self
+            .stage
+            .microcode_routine()
+            .expect("lock-step groups run only microcode pixel stages");
+        group.run(active, shader)?;
         group.run(active, EntryPoint::Npg)
     }
 
@@ -517,6 +542,46 @@ impl<'a> Machine<'a> {
             }
         }
         frame
+    }
+}
+
+/// A core as its pixel stage sees it (see [`ShadingCore`]): microcode routines run through
+/// the machine's observer.
+struct Shading<'c, 'a, O> {
+    core: &'c mut Core<'a>,
+    observer: &'c mut O,
+    hit: bool,
+}
+
+impl<O: Observer> ShadingCore for Shading<'_, '_, O> {
+    fn run_routine(&mut self, entry: EntryPoint) -> Result<bool, Fault> {
+        self.core.run(entry, self.observer)
+    }
+
+    fn register(&self, address: u16) -> Vec3 {
+        self.core.register(address)
+    }
+
+    fn hit(&self) -> bool {
+        self.hit
+    }
+
+    fn texture(&self) -> &[u32] {
+        self.core.texture()
+    }
+
+    fn omwrite(&mut self, addresses: Vec3, values: Vec3) {
+        self.core.omwrite(addresses, values);
+    }
+
+    fn budget_left(&self) -> u64 {
+        self.core.budget_left()
+    }
+
+    fn charge(&mut self, instructions: u64) {
+        let left = self.core.budget_left() - instructions.min(self.core.budget_left());
+        self.core.set_budget_left(left);
+        self.core.book(instructions, 0);
     }
 }
 
