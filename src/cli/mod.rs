@@ -5,6 +5,7 @@ mod asm;
 mod bench;
 mod compare;
 mod render;
+mod run_shader;
 mod scene_args;
 mod shader;
 mod trace;
@@ -44,6 +45,8 @@ enum Command {
     Bench(bench::BenchArgs),
     /// Run one pixel and print every instruction it executes (operands, results, branches)
     Trace(trace::TraceArgs),
+    /// Run an R500 or PICA200 program once on given inputs and print its outputs
+    RunShader(run_shader::RunShaderArgs),
 }
 
 /// What a command reports when it ends normally.
@@ -62,6 +65,7 @@ pub fn main() -> ExitCode {
         Command::Disasm(args) => asm::run_disasm(args),
         Command::Bench(args) => bench::run(args),
         Command::Trace(args) => trace::run(args),
+        Command::RunShader(args) => run_shader::run(args),
     };
     match result {
         Ok(Outcome::Success) => ExitCode::SUCCESS,

@@ -9,6 +9,7 @@ use clap::Args;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 use super::scene_args::{LoadedScene, SceneArgs};
+use super::shader::ShaderArgs;
 use super::Outcome;
 use theia::image::write_frame;
 use theia::machine::{Machine, Render, RenderError};
@@ -27,10 +28,8 @@ pub struct RenderArgs {
     /// Render again whenever the scene or the shader file changes
     #[arg(long)]
     pub watch: bool,
-    /// THEIA assembly (.shdr) whose ENTRYPOINT_ADRR_* sections replace the scene's entry
-    /// points and user code (pixel shader, user constants, …)
-    #[arg(long, value_name = "FILE.shdr")]
-    pub shader: Option<PathBuf>,
+    #[command(flatten)]
+    pub shader: ShaderArgs,
 }
 
 /// Renders shorter than this never show a progress bar.
@@ -60,11 +59,8 @@ pub fn render_once(args: &RenderArgs) -> anyhow::Result<()> {
         print_notes(&loaded.notes);
     }
     let output = args.output_path();
-    let imem = match &args.shader {
-        Some(path) => Some(super::shader::load(path, args.quiet)?.imem),
-        None => None,
-    };
-    let options = args.scene.render_options(imem)?;
+    let shader = args.shader.load(args.quiet)?;
+    let options = args.scene.render_options(shader.as_ref())?;
     let machine = Machine::new(&loaded.scene, &options)?;
     if let (Err(refusal), false) = (&machine.culler, args.quiet || args.scene.no_cull) {
         eprintln!("note: {refusal}; every triangle test is interpreted");

@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 use anyhow::bail;
 use clap::Args;
 
+use super::shader::Shader;
 use theia::core::RomVariant;
 use theia::machine::RenderOptions;
 use theia::scene::mem::load_scene_dir;
@@ -185,19 +186,17 @@ impl SceneArgs {
         Ok(())
     }
 
-    /// Machine options, with `imem` (entry table and user code) when a shader replaces the
-    /// scene's.
-    pub fn render_options(
-        &self,
-        imem: Option<Vec<theia::isa::Instruction>>,
-    ) -> anyhow::Result<RenderOptions> {
+    /// Machine options, with the `--shader`'s instruction memory (entry table and user
+    /// code) or pixel stage when there is one.
+    pub fn render_options(&self, shader: Option<&Shader>) -> anyhow::Result<RenderOptions> {
         if self.cores == Some(0) {
             bail!("--cores must be at least 1");
         }
         Ok(RenderOptions {
             rom: self.rom,
             cores: self.cores,
-            imem,
+            imem: shader.and_then(Shader::imem),
+            stage: shader.and_then(Shader::stage),
             max_steps: self.max_steps,
             culling: !self.no_cull,
             ..RenderOptions::default()

@@ -2,16 +2,16 @@
 //! instruction, on stdout (format: [`theia::trace`]).
 
 use std::io::Write;
-use std::path::PathBuf;
 
 use clap::Args;
 
 use super::render::print_notes;
 use super::scene_args::SceneArgs;
+use super::shader::{Shader, ShaderArgs};
 use super::Outcome;
 use theia::isa::EntryPoint;
 use theia::machine::Machine;
-use theia::trace::{trace_pixel, SourceMap, TraceError, TraceOptions};
+use theia::trace::{trace_pixel, TraceError, TraceOptions};
 
 #[derive(Args)]
 pub struct TraceArgs {
@@ -20,10 +20,8 @@ pub struct TraceArgs {
     /// The pixel to trace: column and row, from the top-left corner
     #[arg(long, value_name = "X,Y", value_parser = parse_pixel)]
     pub pixel: (u32, u32),
-    /// THEIA assembly (.shdr) replacing the scene's entry points and user code, as in
-    /// `render --shader`
-    #[arg(long, value_name = "FILE.shdr")]
-    pub shader: Option<PathBuf>,
+    #[command(flatten)]
+    pub shader: ShaderArgs,
     /// After the trace, print instructions and estimated cycles per routine
     #[arg(long)]
     pub stats: bool,
@@ -60,19 +58,13 @@ pub fn run(args: TraceArgs) -> anyhow::Result<Outcome> {
     if !args.quiet {
         print_notes(&loaded.notes);
     }
-    let (imem, source) = match &args.shader {
-        Some(path) => {
-            let assembly = super::shader::load(path, args.quiet)?;
-            // Each user instruction's source line, so the trace can point back at it.
-            let source = SourceMap {
-                file: path.display().to_string(),
-                lines: assembly.lines,
-            };
-            (Some(assembly.imem), Some(source))
-        }
-        None => (None, None),
+    let shader = args.shader.load(args.quiet)?;
+    // Each user instruction's source line, so the trace can point back at it.
+    let source = match &shader {
+        Some(Shader::Theia { source, .. }) => Some(source.clone()),
+        _ => None,
     };
-    let options = args.scene.render_options(imem)?;
+    let options = args.scene.render_options(shader.as_ref())?;
     let machine = Machine::new(&loaded.scene, &options)?;
     let trace_options = TraceOptions {
         boot: args.boot,

@@ -16,7 +16,7 @@ use super::{report, Outcome};
 const SETTLE: Duration = Duration::from_millis(150);
 
 pub fn run(args: &RenderArgs) -> anyhow::Result<Outcome> {
-    let shader = args.shader.clone();
+    let shader = args.shader.shader.clone();
     let mut dirs = args.scene.watch_dirs();
     if let Some(shader) = &shader {
         dirs.push(parent_dir(shader));
