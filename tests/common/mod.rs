@@ -23,6 +23,22 @@ pub fn shared(relative: &str) -> Option<PathBuf> {
     None
 }
 
+/// `../shared/<relative>` next to the project. For tests marked
+/// `#[cfg_attr(not(conformance_data), ignore = "needs ../shared")]`: the build script sets
+/// `conformance_data` only when `../shared/conformance` exists or
+/// `THEIA_REQUIRE_CONFORMANCE=1`, so reaching this without the data is a failure.
+pub fn shared_path(relative: &str) -> PathBuf {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../shared")
+        .join(relative);
+    assert!(
+        path.exists(),
+        "{} is missing (THEIA_REQUIRE_CONFORMANCE=1, or the test was run with --ignored)",
+        path.display()
+    );
+    path
+}
+
 /// A conformance scene directory, e.g. `scenes_example3`.
 pub fn conformance(scene: &str) -> Option<PathBuf> {
     shared(&format!("conformance/{scene}"))

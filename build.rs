@@ -1,0 +1,26 @@
+//! Tells the tests whether the conformance data is here: with `../shared/conformance`
+//! beside the project (or `THEIA_REQUIRE_CONFORMANCE=1`, which makes its absence a test
+//! failure), the cfg `conformance_data` is set; without it, tests marked
+//! `#[cfg_attr(not(conformance_data), ignore = "…")]` show as ignored in `cargo test`'s
+//! summary instead of passing without checking anything.
+
+use std::path::Path;
+
+fn main() {
+    println!("cargo::rustc-check-cfg=cfg(conformance_data)");
+    println!("cargo::rerun-if-changed=build.rs");
+    println!("cargo::rerun-if-env-changed=THEIA_REQUIRE_CONFORMANCE");
+    let manifest = std::env::var("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR");
+    let shared = Path::new(&manifest).join("../shared/conformance");
+    // Notice the data arriving or going: the directory itself, or where it would appear.
+    let watched = if shared.is_dir() {
+        shared.clone()
+    } else {
+        Path::new(&manifest).join("..")
+    };
+    println!("cargo::rerun-if-changed={}", watched.display());
+    let required = std::env::var("THEIA_REQUIRE_CONFORMANCE").as_deref() == Ok("1");
+    if shared.is_dir() || required {
+        println!("cargo::rustc-cfg=conformance_data");
+    }
+}
