@@ -243,7 +243,7 @@ impl Pools {
 
 /// The UV sphere scene of the large-scene benchmark.
 pub fn sphere_scene(segments: u32, rings: u32, size: u32) -> Result<Scene, SceneError> {
-    let text = obj::uv_sphere_obj(segments, rings);
+    let text = crate::scene::generate::uv_sphere_obj(segments, rings);
     let options = ObjOptions {
         width: size,
         height: size,

@@ -7,7 +7,8 @@ use std::time::Instant;
 use theia::core::RomVariant;
 use theia::image::Rgb8;
 use theia::machine::{render, RenderOptions};
-use theia::scene::obj::{default_scene, load_obj, load_obj_text, uv_sphere_obj, ObjOptions};
+use theia::scene::generate::uv_sphere_obj;
+use theia::scene::obj::{default_scene, load_obj, load_obj_text, ObjOptions};
 use theia::scene::{Partition, Scene};
 
 const RED: [u8; 3] = [255, 0, 0];

@@ -1,6 +1,7 @@
 //! Scenes: everything the host streams into the machine (configuration rows, per-core
 //! partitions, triangles, texture memory and optionally user code), and their loaders.
 
+pub mod generate;
 pub mod mem;
 pub mod obj;
 
