@@ -341,6 +341,7 @@ mod tests {
             ],
             written: vec![true; 12],
             partitions: vec![Partition::rows(2, 0, 1), Partition::rows(2, 1, 2)],
+            hits: vec![Default::default(); 4],
         }
     }
 

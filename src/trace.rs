@@ -60,7 +60,8 @@ use crate::core::CoreState;
 use crate::isa::opcodes::{Opcode, Shape};
 use crate::isa::registers::{EntryPoint, USER_CODE_START};
 use crate::isa::{disassemble, Instruction};
-use crate::machine::{Machine, RenderError};
+use crate::machine::hits::{Artifact, PixelHit};
+use crate::machine::{Machine, PixelDone, RenderError};
 
 /// Version of the text format written by [`Tracer`]; bumped whenever a column changes.
 pub const FORMAT_VERSION: u32 = 1;
@@ -323,8 +324,8 @@ pub fn trace_pixel(
         tracer.comment(&format!("pixel ({x}, {y})"));
     }
     tracer.triangle = 0;
-    let (more_pixels, fault) = match machine.run_pixel(&mut core, &mut tracer) {
-        Ok(more) => (Some(more), None),
+    let (done, fault) = match machine.run_pixel(&mut core, &mut tracer) {
+        Ok(done) => (Some(done), None),
         Err((entry, fault)) => (
             None,
             Some(RenderError::Core {
@@ -341,13 +342,8 @@ pub fn trace_pixel(
     let registers = (0..REGISTER_ADDRESSES as u16)
         .map(|address| core.register(address))
         .collect();
-    write_footer(
-        &mut tracer,
-        first_word,
-        &output,
-        more_pixels,
-        fault.as_ref(),
-    );
+    write_footer(&mut tracer, first_word, &output, done, fault.as_ref());
+    let more_pixels = done.map(|done| done.more);
     let (stats, error) = tracer.finish();
     if let Some(error) = error {
         return Err(TraceError::Io(error));
@@ -408,7 +404,7 @@ fn write_footer(
     tracer: &mut Tracer<'_>,
     first_word: usize,
     output: &[Option<u32>; 3],
-    more_pixels: Option<bool>,
+    done: Option<PixelDone>,
     fault: Option<&RenderError>,
 ) {
     if let Some(fault) = fault {
@@ -435,7 +431,17 @@ fn write_footer(
             " (-------- never written, reads as 0)"
         }
     ));
-    if let Some(more) = more_pixels {
+    if let Some(PixelHit::Artifact(artifact)) = done.map(|done| done.hit) {
+        tracer.comment(&format!(
+            "the pixel shows an artifact hit ({}); --rom fixed rejects it",
+            match artifact {
+                Artifact::WrappedSum => "u or v above 1.0: u + v wrapped",
+                Artifact::NotInFront => "t <= 0: behind the camera",
+                Artifact::NoneKept => "BIU kept no hit closer than 250.0: stale hit registers",
+            }
+        ));
+    }
+    if let Some(more) = done.map(|done| done.more) {
         tracer.comment(&format!(
             "NPG returned {}",
             if more {
@@ -553,6 +559,43 @@ pub fn format_routine_end(entry: EntryPoint, value: bool) -> String {
     )
 }
 
+/// Why a hit BIU accepted is an artifact of its arithmetic, from its three DIVs (t, u, v as
+/// (dividend, divisor, quotient), in BIU's order); `None` for a real hit or other code.
+pub fn hit_artifact(quotients: &[(u32, u32, u32)]) -> Option<String> {
+    let &[t, u, v] = quotients else {
+        return None;
+    };
+    let number = |word: u32| word as i32 as f64 / 131_072.0;
+    for (name, (dividend, divisor, quotient)) in [("t", t), ("u", u), ("v", v)] {
+        let wide =
+            (u64::from(magnitude32(dividend)) << 17) / u64::from(magnitude32(divisor).max(1));
+        if divisor != 0 && wide >= 1 << 31 && quotient == crate::core::alu::div(dividend, divisor) {
+            return Some(format!(
+                "DIV wrapped: {name} = {:.6} / {:.6} is {:.1}, not {:.6}",
+                number(dividend),
+                number(divisor),
+                number(dividend) / number(divisor),
+                number(quotient)
+            ));
+        }
+    }
+    let one = crate::core::alu::ONE as i32;
+    if u.2 as i32 > one || v.2 as i32 > one {
+        return Some(format!(
+            "u + v wrapped: u = {:.6}, v = {:.6}",
+            number(u.2),
+            number(v.2)
+        ));
+    }
+    if t.2 as i32 <= 0 {
+        return Some(format!(
+            "t = {:.6} is not in front of the camera",
+            number(t.2)
+        ));
+    }
+    None
+}
+
 /// The tracing observer: writes every event as a line and counts instructions and cycles
 /// per routine. Writing stops at the first I/O error, which [`Tracer::finish`] returns.
 pub struct Tracer<'w> {
@@ -561,6 +604,8 @@ pub struct Tracer<'w> {
     triangles: usize,
     /// MAIN runs seen in the current pixel (the k-th MAIN works on triangle k).
     triangle: usize,
+    /// The current MAIN's DIVs (dividend, divisor, quotient): BIU's t, u, v.
+    quotients: Vec<(u32, u32, u32)>,
     only: Option<Vec<EntryPoint>>,
     source: Option<SourceMap>,
     stats: Stats,
@@ -586,6 +631,7 @@ impl<'w> Tracer<'w> {
             program,
             triangles,
             triangle: 0,
+            quotients: Vec::with_capacity(3),
             only: options.only.clone(),
             source: options.source.clone(),
             stats: Stats::default(),
@@ -644,6 +690,7 @@ impl Observer for Tracer<'_> {
         self.routine_row = self.stats.row(entry, None, || entry.name().to_string());
         self.stats.routines[self.routine_row].calls += 1;
         self.shown = self.only.as_ref().is_none_or(|only| only.contains(&entry));
+        self.quotients.clear();
         let triangle = (entry == EntryPoint::Main).then(|| {
             self.triangle += 1;
             (self.triangle, self.triangles)
@@ -669,6 +716,9 @@ impl Observer for Tracer<'_> {
                 }
             }
             Some(Opcode::Ret) => self.callee_row = None,
+            Some(Opcode::Div) if self.entry == Some(EntryPoint::Main) => {
+                self.quotients.push((step.a[0], step.b[0], step.result[0]));
+            }
             _ => {}
         }
         if self.shown && self.error.is_none() {
@@ -686,6 +736,13 @@ impl Observer for Tracer<'_> {
         self.callee_row = None;
         if self.shown {
             self.line(&format_routine_end(entry, value));
+            if entry == EntryPoint::Main && value {
+                if let Some(why) = hit_artifact(&self.quotients) {
+                    self.comment(&format!(
+                        "ARTIFACT: this hit exists only because {why}; --rom fixed rejects it"
+                    ));
+                }
+            }
         }
     }
 }
@@ -705,6 +762,47 @@ mod tests {
             taken: None,
             next: 0x0030,
         }
+    }
+
+    #[test]
+    fn artifact_hits_are_named_from_bius_quotients() {
+        use crate::core::alu::div;
+        let q = |x: f64| (x * 131_072.0).round() as i32 as u32;
+        let quotient = |h: u32, d: u32| (h, d, div(h, d));
+        // A real hit: t = 2, u = 0.25, v = 0.5.
+        let (one, delta) = (q(1.0), q(0.5));
+        let real = [
+            quotient(one, delta),
+            quotient(q(0.125), delta),
+            quotient(q(0.25), delta),
+        ];
+        assert_eq!(hit_artifact(&real), None);
+        // The teapot's stray pixel: u + v wrapped (u = 13757.8, v = 2626.4 from tiny Δ).
+        let delta = q(-0.000404);
+        let wrapped_sum = [
+            quotient(q(2.089), delta),
+            quotient(q(-5.558), delta),
+            quotient(q(-1.061), delta),
+        ];
+        let why = hit_artifact(&wrapped_sum).unwrap();
+        assert!(why.starts_with("u + v wrapped: u = 13"), "{why}");
+        // Behind the camera.
+        let behind = [
+            quotient(q(-1.0), q(0.5)),
+            quotient(q(0.1), q(0.5)),
+            quotient(q(0.1), q(0.5)),
+        ];
+        assert!(hit_artifact(&behind).unwrap().starts_with("t = -2.000000"));
+        // DIV wrapped: 1.0 / 2^-17 is 131072, whose raw quotient 2^34 wraps mod 2^31 to 0.
+        let wrapped_div = [quotient(one, q(0.5)), quotient(one, 1), quotient(0, q(0.5))];
+        assert_eq!(wrapped_div[1].2, 0);
+        let why = hit_artifact(&wrapped_div).unwrap();
+        assert!(
+            why.starts_with("DIV wrapped: u = 1.000000 / 0.000008"),
+            "{why}"
+        );
+        // Not BIU's three DIVs: nothing is said.
+        assert_eq!(hit_artifact(&real[..2]), None);
     }
 
     #[test]

@@ -474,7 +474,7 @@ fn faithful_rom_equals_the_spec_rom_words() {
 
 #[test]
 fn rom_source_warns_exactly_about_its_dropped_bank0_writes() {
-    let assembly = assemble_rom(ROM_SOURCE, Path::new("shaders/rom.shdr")).unwrap();
+    let assembly = assemble_rom(ROM_SOURCE, Path::new("shaders/rom/rom.shdr")).unwrap();
     let warned: Vec<usize> = assembly
         .warnings
         .iter()

@@ -106,8 +106,18 @@ pub fn summary(output: &Path, loaded: &LoadedScene, render: &Render) -> String {
         1 => format!("{} cores in lock-step", render.cores),
         groups => format!("{} cores in {groups} lock-step groups", render.cores),
     };
+    let artifacts = match frame.artifact_pixels() {
+        0 => String::new(),
+        1 => "; 1 pixel shows a hit that only wrap-around or a negative t made possible \
+              (--rom fixed removes it)"
+            .to_string(),
+        n => format!(
+            "; {n} pixels show hits that only wrap-around or a negative t made possible \
+             (--rom fixed removes them)"
+        ),
+    };
     format!(
-        "{}: {}x{} pixels, {} triangles, {cores}, {} emulated instructions{culled}, {:.3} s ({rate:.0} M instructions/s{rate_kind})",
+        "{}: {}x{} pixels, {} triangles, {cores}, {} emulated instructions{culled}, {:.3} s ({rate:.0} M instructions/s{rate_kind}){artifacts}",
         output.display(),
         frame.width,
         frame.height,

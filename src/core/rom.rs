@@ -1,5 +1,5 @@
 //! The microcode ROM, assembled once (at first use) from our own assembly source,
-//! `shaders/rom.shdr`, which is compiled into the library.
+//! `shaders/rom/rom.shdr`, which is compiled into the library.
 
 use std::path::Path;
 use std::sync::OnceLock;
@@ -8,19 +8,26 @@ use crate::isa::asm::{assemble_rom, RomAssembly};
 use crate::isa::Instruction;
 
 /// The ROM source: the default microcode of the original THEIA, commented.
-pub const ROM_SOURCE: &str = include_str!("../../shaders/rom.shdr");
+pub const ROM_SOURCE: &str = include_str!("../../shaders/rom/rom.shdr");
 
 /// Words in the ROM (addresses 0..279); other ROM addresses read an undefined word.
 pub const ROM_LEN: usize = 280;
 
-/// The `fixed` variant (README decision 2), as assembly: each line replaces the instruction
-/// at a label of `rom.shdr`. Patch lines are assembled on their own in ROM mode.
-pub const FIXES: [(&str, &str); 3] = [
+/// The `fixed` ROM's additions to BIU, assembled after [`ROM_SOURCE`] (addresses 280..).
+pub const FIXED_EXTENSION_SOURCE: &str = include_str!("../../shaders/rom/fixed.shdr");
+
+/// The `fixed` variant (README decision 2; issue 9), as assembly: each line replaces the
+/// instruction at a label of `rom.shdr`, and [`FIXED_EXTENSION_SOURCE`] is appended. Patch
+/// lines are assembled in ROM mode at the end of the combined source, so they may name
+/// labels of either file.
+pub const FIXES: [(&str, &str); 4] = [
     // Missed pixels stay black instead of (3.0, 0, 0), which comes out red.
     ("NPG_MISS_COLOR", "SETX CREG_TEXTURE_COLOR 32'h0"),
     // Bilinear weights w1 and w4 on their own texels: c4 * w1 and c3 * w4.
     ("PSU2_WEIGHT1", "MUL R1 CREG_TEX_COLOR4 CREG_TEXWEIGHT1"),
     ("PSU2_WEIGHT4", "MUL R4 CREG_TEX_COLOR3 CREG_TEXWEIGHT4"),
+    // BIU: no hit that only wrap-around or a negative t makes (fixed.shdr).
+    ("LABEL_BIU3", "JMP FIXED_BIU_GUARDS VOID VOID"),
 ];
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
@@ -52,7 +59,7 @@ impl std::str::FromStr for RomVariant {
     }
 }
 
-/// The ROM words of a variant (exactly [`ROM_LEN`] of them).
+/// The ROM words of a variant: [`ROM_LEN`] of them, then the fixed variant's extension.
 pub fn rom(variant: RomVariant) -> &'static [Instruction] {
     static FAITHFUL: OnceLock<Vec<Instruction>> = OnceLock::new();
     static FIXED: OnceLock<Vec<Instruction>> = OnceLock::new();
@@ -67,7 +74,7 @@ pub fn rom(variant: RomVariant) -> &'static [Instruction] {
 fn faithful() -> &'static RomAssembly {
     static ASSEMBLY: OnceLock<RomAssembly> = OnceLock::new();
     ASSEMBLY.get_or_init(|| {
-        let assembly = assemble_rom(ROM_SOURCE, Path::new("shaders/rom.shdr"))
+        let assembly = assemble_rom(ROM_SOURCE, Path::new("shaders/rom/rom.shdr"))
             .unwrap_or_else(|errors| panic!("the built-in ROM does not assemble:\n{errors}"));
         assert_eq!(assembly.words.len(), ROM_LEN, "built-in ROM length");
         assembly
@@ -76,12 +83,24 @@ fn faithful() -> &'static RomAssembly {
 
 fn fixed() -> Vec<Instruction> {
     let base = faithful();
-    let mut words = base.words.clone();
+    let source = format!("{ROM_SOURCE}\n{FIXED_EXTENSION_SOURCE}");
+    let file = Path::new("shaders/rom/rom.shdr + shaders/rom/fixed.shdr");
+    let combined = assemble_rom(&source, file)
+        .unwrap_or_else(|errors| panic!("the fixed ROM does not assemble:\n{errors}"));
+    assert_eq!(
+        &combined.words[..ROM_LEN],
+        &base.words[..],
+        "the fixed ROM's extension must only append words"
+    );
+    let mut words = combined.words;
     for (label, line) in FIXES {
         let address = base.labels[label] as usize;
-        let patch = assemble_rom(line, Path::new(label))
+        let patched = assemble_rom(&format!("{source}\n{line}"), Path::new(label))
             .unwrap_or_else(|errors| panic!("ROM fix {label} does not assemble:\n{errors}"));
-        words[address] = patch.words[0];
+        words[address] = *patched
+            .words
+            .last()
+            .expect("the patch line is an instruction");
     }
     words
 }
@@ -103,13 +122,20 @@ mod tests {
     }
 
     #[test]
-    fn fixed_variant_differs_exactly_at_the_three_fixes() {
+    fn fixed_variant_differs_exactly_at_the_fixes_and_appends_biu_guards() {
         let (faithful, fixed) = (rom(RomVariant::Faithful), rom(RomVariant::Fixed));
-        assert_eq!((faithful.len(), fixed.len()), (ROM_LEN, ROM_LEN));
+        assert_eq!((faithful.len(), fixed.len()), (ROM_LEN, ROM_LEN + 23));
         let differ: Vec<usize> = (0..ROM_LEN).filter(|&i| faithful[i] != fixed[i]).collect();
-        assert_eq!(differ, [56, 268, 271]);
+        assert_eq!(differ, [56, 179, 268, 271]);
         assert_eq!(fixed[56], Instruction::type2(Opcode::Setx, 110, 0));
         assert_eq!(fixed[268], Instruction::type1(Opcode::Mul, 71, 56, 112));
         assert_eq!(fixed[271], Instruction::type1(Opcode::Mul, 74, 55, 115));
+        // 179 (LABEL_BIU3) jumps to the first appended word; the last three are the
+        // "not closer" test, the jump back to 180 (LABEL_BIU_KEEP) and the wrap exit.
+        assert_eq!(fixed[179], Instruction::type1(Opcode::Jmp, 280, 0, 0));
+        assert_eq!(fixed[280], Instruction::type1(Opcode::Jlx, 282, 103, 73));
+        assert_eq!(fixed[300], faithful[179]);
+        assert_eq!(fixed[301], Instruction::type1(Opcode::Jmp, 180, 0, 0));
+        assert_eq!(fixed[302], Instruction::type1(Opcode::Ret, 118, 0, 0));
     }
 }

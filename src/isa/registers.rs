@@ -99,6 +99,14 @@ pub const REGISTERS: &[(&str, u16)] = &[
     ("OREG_ADDR_O", 131),
 ];
 
+/// Addresses the emulator itself reads by name (the test below ties them to [`REGISTERS`]).
+pub mod address {
+    pub const CREG_RAY_DIRECTION: u16 = 85;
+    pub const CREG_LAST_T: u16 = 95;
+    pub const CREG_LAST_U: u16 = 96;
+    pub const CREG_LAST_V: u16 = 97;
+}
+
 /// `VOID`: the placeholder operand, address 0.
 pub const VOID: u16 = 0;
 
@@ -297,6 +305,14 @@ mod tests {
         assert_eq!(register_name(8), Some("CREG_FIRST_LIGTH"));
         assert_eq!(register_address("CREG_FIRST_LIGTH_DIFFUSE"), Some(8));
         assert_eq!(register_address("creg_zero"), None);
+        for (name, constant) in [
+            ("CREG_RAY_DIRECTION", address::CREG_RAY_DIRECTION),
+            ("CREG_LAST_t", address::CREG_LAST_T),
+            ("CREG_LAST_u", address::CREG_LAST_U),
+            ("CREG_LAST_v", address::CREG_LAST_V),
+        ] {
+            assert_eq!(register_address(name), Some(constant), "{name}");
+        }
     }
 
     #[test]

@@ -5,6 +5,7 @@
 //! identical results ([`cull`]).
 
 pub mod cull;
+pub mod hits;
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -18,11 +19,12 @@ use crate::core::group::{self, lanes_of, Abandoned, CoreGroup, LaneMask, LANES};
 use crate::core::program::Program;
 use crate::core::rom::{rom, RomVariant};
 use crate::core::CoreState;
-use crate::isa::registers::EntryPoint;
+use crate::isa::registers::{address, EntryPoint};
 use crate::isa::Instruction;
 use crate::scene::{Partition, Scene};
 use crate::stage::{PixelStage, ShadingCore, TheiaPixelShader};
 use cull::{Culler, Pending, Refusal};
+use hits::PixelHit;
 
 /// How to run a frame.
 #[derive(Clone, Debug)]
@@ -84,6 +86,8 @@ pub struct Frame {
     pub written: Vec<bool>,
     /// The partition each core rendered (for the PPM's band-relative row comments).
     pub partitions: Vec<Partition>,
+    /// What each pixel's ray hit, row-major ([`PixelHit`]).
+    pub hits: Vec<PixelHit>,
 }
 
 impl Frame {
@@ -100,6 +104,14 @@ impl Frame {
             .zip(&self.written)
             .map(|(&w, &written)| if written { Frame::channel_byte(w) } else { 0 })
             .collect()
+    }
+
+    /// Pixels whose closest hit only wrap-around or a negative t made possible.
+    pub fn artifact_pixels(&self) -> usize {
+        self.hits
+            .iter()
+            .filter(|hit| matches!(hit, PixelHit::Artifact(_)))
+            .count()
     }
 
     /// Pixels with at least one channel no OMWRITE wrote.
@@ -314,14 +326,15 @@ impl<'a> Machine<'a> {
     }
 
     /// One pixel: RGU, MAIN per triangle, PSU2 on a hit, the pixel shader and NPG.
-    /// Returns NPG's answer (more pixels to come). Culls when the machine has a culler and
-    /// the observer is disabled (a trace always sees every instruction).
+    /// Returns NPG's answer (more pixels to come) and what the ray hit. Culls when the
+    /// machine has a culler and the observer is disabled (a trace always sees every
+    /// instruction).
     #[inline]
     pub fn run_pixel<O: Observer>(
         &self,
         core: &mut Core<'_>,
         observer: &mut O,
-    ) -> Result<bool, (EntryPoint, Fault)> {
+    ) -> Result<PixelDone, (EntryPoint, Fault)> {
         core.refill_budget();
         let run = |core: &mut Core<'_>, entry, observer: &mut O| {
             core.run(entry, observer).map_err(|fault| (entry, fault))
@@ -357,6 +370,7 @@ impl<'a> Machine<'a> {
             }
         }
         core.load_dummy_triangle();
+        let pixel_hit = classify(core, hit);
         if hit {
             run(core, EntryPoint::Psu2, observer)?;
         }
@@ -368,7 +382,10 @@ impl<'a> Machine<'a> {
         self.stage
             .shade(&mut shading)
             .map_err(|fault| (EntryPoint::PixelShader, fault))?;
-        run(core, EntryPoint::Npg, observer)
+        Ok(PixelDone {
+            more: run(core, EntryPoint::Npg, observer)?,
+            hit: pixel_hit,
+        })
     }
 
     /// One pixel on each lane of `active`, as [`Machine::run_pixel`] on each core; the
@@ -378,6 +395,7 @@ impl<'a> Machine<'a> {
         &self,
         group: &mut CoreGroup<'_>,
         active: LaneMask,
+        hits: &mut [Vec<PixelHit>],
     ) -> Result<LaneMask, Abandoned> {
         for lane in lanes_of(active) {
             group.lane(lane).refill_budget();
@@ -421,7 +439,9 @@ impl<'a> Machine<'a> {
             }
         }
         for lane in lanes_of(active) {
-            group.lane(lane).load_dummy_triangle();
+            let mut core = group.lane(lane);
+            core.load_dummy_triangle();
+            hits[lane].push(classify(&core, hit & (1 << lane) != 0));
         }
         group.run(hit, EntryPoint::Psu2)?;
         let shader = self
@@ -453,8 +473,9 @@ impl<'a> Machine<'a> {
         let mut done = 0;
         let mut active = group.all();
         let mut reporter = ProgressReporter::new(progress);
+        let mut hits: Vec<Vec<PixelHit>> = pixels.iter().map(|&n| Vec::with_capacity(n)).collect();
         while active != 0 {
-            let more = self.run_group_pixel(&mut group, active)?;
+            let more = self.run_group_pixel(&mut group, active, &mut hits)?;
             done += 1;
             reporter.add(active.count_ones() as u64, more == 0);
             for lane in lanes_of(active & more) {
@@ -465,7 +486,12 @@ impl<'a> Machine<'a> {
             }
             active &= more;
         }
-        Ok(group.into_cores().into_iter().map(CoreRun::from).collect())
+        Ok(group
+            .into_cores()
+            .into_iter()
+            .zip(hits)
+            .map(|(core, hits)| CoreRun::new(core, hits))
+            .collect())
     }
 
     fn run_core(
@@ -479,10 +505,12 @@ impl<'a> Machine<'a> {
         let pixels = partition.pixel_count();
         let mut done = 0;
         let mut reporter = ProgressReporter::new(progress);
+        let mut hits = Vec::with_capacity(pixels);
         loop {
-            let more = self
+            let PixelDone { more, hit } = self
                 .run_pixel(&mut core, &mut observer)
                 .map_err(|(entry, fault)| self.fault(index, partition, done, entry, fault))?;
+            hits.push(hit);
             done += 1;
             reporter.add(1, !more);
             if !more {
@@ -495,7 +523,7 @@ impl<'a> Machine<'a> {
                 });
             }
         }
-        Ok(CoreRun::from(core))
+        Ok(CoreRun::new(core, hits))
     }
 
     fn fault(
@@ -529,10 +557,15 @@ impl<'a> Machine<'a> {
             words: vec![0; size],
             written: vec![false; size],
             partitions: self.partitions.clone(),
+            hits: vec![PixelHit::Miss; size / 3],
         };
         for (partition, core) in self.partitions.iter().zip(cores) {
             for (k, (x, y)) in partition.pixels().enumerate() {
-                let at = (y as usize * width as usize + x as usize) * 3;
+                let pixel = y as usize * width as usize + x as usize;
+                if let Some(&hit) = core.hits.get(k) {
+                    frame.hits[pixel] = hit;
+                }
+                let at = pixel * 3;
                 for c in 0..3 {
                     if let Some(word) = core.output.read(3 * k + c) {
                         frame.words[at + c] = word;
@@ -585,18 +618,39 @@ impl<O: Observer> ShadingCore for Shading<'_, '_, O> {
     }
 }
 
+/// One pixel done: NPG's answer and what the ray hit.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PixelDone {
+    /// Whether NPG asks for another pixel.
+    pub more: bool,
+    pub hit: PixelHit,
+}
+
+/// A pixel's [`PixelHit`] from the control unit's hit flag and the closest hit BIU kept.
+fn classify(core: &impl CoreState, hit: bool) -> PixelHit {
+    PixelHit::classify(
+        hit,
+        core.register(address::CREG_LAST_T)[0],
+        core.register(address::CREG_LAST_U)[0],
+        core.register(address::CREG_LAST_V)[0],
+    )
+}
+
 struct CoreRun {
     output: OutputMemory,
     instructions: u64,
     culled: u64,
+    /// What each pixel hit, in NPG order.
+    hits: Vec<PixelHit>,
 }
 
-impl From<Core<'_>> for CoreRun {
-    fn from(core: Core<'_>) -> CoreRun {
+impl CoreRun {
+    fn new(core: Core<'_>, hits: Vec<PixelHit>) -> CoreRun {
         CoreRun {
             culled: core.culled_routines,
             output: core.output,
             instructions: core.instructions,
+            hits,
         }
     }
 }

@@ -1,0 +1,84 @@
+//! Issue 9: the fixed ROM keeps no hit that only the hardware's wrap-around or a negative t
+//! makes, so fine meshes show no stray pixels; the faithful ROM keeps them and says so.
+
+use std::path::Path;
+
+use theia::core::rom::RomVariant;
+use theia::machine::hits::{isolated_hits, PixelHit};
+use theia::machine::{render, Frame, RenderOptions};
+use theia::scene::generate::{displaced_icosphere_obj, uv_sphere_obj};
+use theia::scene::obj::{load_obj_text, MemoryAssets, ObjOptions};
+use theia::scene::Scene;
+
+fn scene(obj: &str, size: u32) -> Scene {
+    let options = ObjOptions {
+        width: size,
+        height: size,
+        ..Default::default()
+    };
+    load_obj_text(
+        obj,
+        Path::new("generated.obj"),
+        &MemoryAssets(&[]),
+        &options,
+    )
+    .expect("the generated mesh loads")
+    .scene
+}
+
+fn frame(scene: &Scene, rom: RomVariant) -> Frame {
+    let options = RenderOptions {
+        rom,
+        ..Default::default()
+    };
+    render(scene, &options).expect("renders").frame
+}
+
+fn hits(frame: &Frame) -> usize {
+    frame.hits.iter().filter(|h| h.is_hit()).count()
+}
+
+#[test]
+fn a_fine_mesh_has_stray_hits_in_the_faithful_rom_and_none_in_the_fixed_one() {
+    let mesh = scene(&displaced_icosphere_obj(6, 0.08), 64);
+    assert_eq!(mesh.triangles.len(), 81_920);
+    let faithful = frame(&mesh, RomVariant::Faithful);
+    let fixed = frame(&mesh, RomVariant::Fixed);
+    let stray_faithful = isolated_hits(&faithful.hits, 64, 64);
+    let stray_fixed = isolated_hits(&fixed.hits, 64, 64);
+    println!(
+        "64x64 mesh: faithful {} hits, {} artifacts, {} isolated; fixed {} hits, {} isolated",
+        hits(&faithful),
+        faithful.artifact_pixels(),
+        stray_faithful.len(),
+        hits(&fixed),
+        stray_fixed.len()
+    );
+    assert!(
+        faithful.artifact_pixels() > 0,
+        "the mesh provokes no artifact"
+    );
+    assert!(!stray_faithful.is_empty(), "the mesh provokes no stray hit");
+    assert_eq!(stray_fixed, []);
+    assert_eq!(fixed.artifact_pixels(), 0);
+    // The object itself is the same: only artifact pixels differ in what they hit.
+    for (pixel, (a, b)) in faithful.hits.iter().zip(&fixed.hits).enumerate() {
+        if matches!(a, PixelHit::Hit) {
+            assert!(
+                b.is_hit(),
+                "pixel ({}, {}): a real hit became a miss",
+                pixel % 64,
+                pixel / 64
+            );
+        }
+    }
+}
+
+#[test]
+fn the_generated_sphere_has_no_stray_hits_in_the_fixed_rom() {
+    let sphere = scene(&uv_sphere_obj(64, 41), 128);
+    let fixed = frame(&sphere, RomVariant::Fixed);
+    assert!(hits(&fixed) > 128 * 128 / 4, "the sphere fills the view");
+    assert_eq!(isolated_hits(&fixed.hits, 128, 128), []);
+    assert_eq!(fixed.artifact_pixels(), 0);
+}
