@@ -13,7 +13,7 @@ use theia::core::alu::{self, Vec3, ONE};
 use theia::isa::asm::{assemble, Assembly, MAX_USER_INSTRUCTIONS};
 use theia::isa::{EntryPoint, Instruction};
 use theia::machine::{render, Frame, RenderOptions};
-use theia::scene::generate::uv_sphere_obj;
+use theia::scene::generate::{displaced_icosphere_obj, uv_sphere_obj};
 use theia::scene::mem::load_scene_dir;
 use theia::scene::obj::{default_scene, load_obj_text, MemoryAssets, ObjOptions};
 use theia::scene::Scene;
@@ -500,6 +500,95 @@ fn lambert_lights_the_texture_by_the_triangle_normal() {
             let fixed = as_f64(factor(k, hit));
             assert!(
                 (fixed - real).abs() < 2e-3,
+                "{name}: pixel {k}: {fixed} vs {real}"
+            );
+        }
+    }
+}
+
+/// An untextured OBJ scene, lit (its default) or flat.
+fn untextured_scene(obj: &str, size: u32, flat: bool) -> Scene {
+    let options = ObjOptions {
+        width: size,
+        height: size,
+        flat,
+        ..ObjOptions::default()
+    };
+    load_obj_text(
+        obj,
+        Path::new("untextured.obj"),
+        &MemoryAssets(&[]),
+        &options,
+    )
+    .unwrap()
+    .scene
+}
+
+#[test]
+fn untextured_obj_scenes_are_lit_by_the_headlight_shader() {
+    let (ambient, headlight) = (q(0.2), q(0.8));
+    let objs = [
+        ("sphere", uv_sphere_obj(24, 12)),
+        ("bumpy", displaced_icosphere_obj(3, 0.1)),
+    ];
+    for (name, obj) in objs {
+        let flat = untextured_scene(&obj, 64, true);
+        let lit = untextured_scene(&obj, 64, false);
+        assert_eq!(flat.program, None, "{name}: --flat keeps the ROM's shader");
+        assert_eq!(
+            lit.program.as_deref(),
+            Some(&shader("headlight.shdr").imem[..])
+        );
+        let plain = frame(&flat, None);
+        let shaded = frame(&lit, None);
+        let hits = hits(&lit);
+        assert!(hits.iter().filter(|h| h.is_some()).count() > 1000, "{name}");
+        let unit = |v: Vec3| {
+            let length = alu::vector_magnitude(v);
+            v.map(|c| alu::div(c, length))
+        };
+        let factor = |k: usize, hit: &Hit| {
+            let record = hit.record(&lit);
+            let e1 = unit(lanes2(record[2], record[0], alu::sub));
+            let e2 = unit(lanes2(record[4], record[0], alu::sub));
+            let n = unit(alu::cross(e1, e2));
+            let d = unit(primary_ray(&lit, k as u32 % 64, k as u32 / 64));
+            let cosine = alu::dot(n, d);
+            let cosine = if cosine as i32 > 0 {
+                cosine
+            } else {
+                alu::neg(cosine)
+            };
+            alu::add(alu::mul(cosine, headlight), ambient)
+        };
+        assert_pixels(name, &plain, &shaded, |k, colour| match &hits[k] {
+            Some(hit) => {
+                let f = factor(k, hit);
+                colour.map(|c| alu::mul(c, f))
+            }
+            None => colour,
+        });
+        // The same light in floating point: |cos| between the face normal and the ray.
+        for (k, hit) in hits.iter().enumerate() {
+            let Some(hit) = hit else { continue };
+            let record = hit.record(&lit);
+            let v = |i: usize| record[i].map(as_f64);
+            let (a, b) = (
+                [0, 1, 2].map(|i| v(2)[i] - v(0)[i]),
+                [0, 1, 2].map(|i| v(4)[i] - v(0)[i]),
+            );
+            let n = [
+                a[1] * b[2] - a[2] * b[1],
+                a[2] * b[0] - a[0] * b[2],
+                a[0] * b[1] - a[1] * b[0],
+            ];
+            let d = primary_ray(&lit, k as u32 % 64, k as u32 / 64).map(as_f64);
+            let dot = n[0] * d[0] + n[1] * d[1] + n[2] * d[2];
+            let length = |x: [f64; 3]| (x[0] * x[0] + x[1] * x[1] + x[2] * x[2]).sqrt();
+            let real = 0.2 + 0.8 * (dot / (length(n) * length(d))).abs();
+            let fixed = as_f64(factor(k, hit));
+            assert!(
+                (fixed - real).abs() < 0.01,
                 "{name}: pixel {k}: {fixed} vs {real}"
             );
         }

@@ -41,8 +41,13 @@ pub struct SceneArgs {
     /// Vertical field of view in degrees (OBJ scenes) [default: 40]
     #[arg(long, value_name = "DEG")]
     pub fov: Option<f32>,
+    /// Untextured OBJ scenes: show the material colours unlit, as the ROM's own pixel
+    /// shader does, instead of lighting them with shaders/headlight.shdr
+    #[arg(long)]
+    pub flat: bool,
     /// Microcode ROM: `faithful` (the hardware's, defects included) or `fixed` (correct
-    /// bilinear texel pairing, black background)
+    /// bilinear texel pairing, black background, no hits that only wrap-around or a
+    /// negative t make)
     #[arg(long, value_name = "ROM", default_value = "faithful")]
     pub rom: RomVariant,
     /// Per-pixel instruction budget before the watchdog stops a runaway shader
@@ -160,6 +165,7 @@ impl SceneArgs {
             look_at: self.look_at,
             fov_degrees: self.fov.unwrap_or(defaults.fov_degrees),
             cores: self.cores.unwrap_or(DEFAULT_OBJ_CORES),
+            flat: self.flat,
             ..defaults
         }
     }
@@ -171,6 +177,7 @@ impl SceneArgs {
             ("--camera", self.camera.is_some()),
             ("--look-at", self.look_at.is_some()),
             ("--fov", self.fov.is_some()),
+            ("--flat", self.flat),
         ]
         .iter()
         .filter(|(_, set)| *set)

@@ -85,6 +85,7 @@ mod parse;
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
 
 use glam::DVec3;
 
@@ -92,6 +93,8 @@ pub use atlas::{MEMORY_SIDE, MEMORY_WORDS, RESAMPLE_FILTER};
 pub use fit::{FIT_DISTANCE, HORIZON, MAX_FIT_RADIUS, MIN_FIT_RADIUS};
 
 use super::{Partition, Scene, SceneError, Triangle};
+use crate::isa::asm::assemble;
+use crate::isa::Instruction;
 use atlas::{Atlas, AtlasError, TileSource};
 use fit::{FitError, Framing, View};
 use load::{Material, ObjModel};
@@ -119,6 +122,25 @@ pub struct ObjOptions {
     pub resample_textures: bool,
     /// Row bands (emulated cores) written into the scene's partitions.
     pub cores: u32,
+    /// Leave untextured scenes unlit (the ROM's own pixel shader: flat material colours)
+    /// instead of giving them [`HEADLIGHT_SHADER`].
+    pub flat: bool,
+}
+
+/// The pixel shader of OBJ scenes none of whose materials has a texture:
+/// `shaders/headlight.shdr`, the material colour lit by a light at the camera.
+pub const HEADLIGHT_SHADER: &str = include_str!("../../../shaders/headlight.shdr");
+
+/// [`HEADLIGHT_SHADER`]'s instruction memory image, assembled once.
+pub fn headlight_program() -> &'static [Instruction] {
+    static PROGRAM: OnceLock<Vec<Instruction>> = OnceLock::new();
+    PROGRAM.get_or_init(|| {
+        assemble(HEADLIGHT_SHADER, Path::new("shaders/headlight.shdr"))
+            .unwrap_or_else(|errors| {
+                panic!("the built-in headlight shader does not assemble:\n{errors}")
+            })
+            .imem
+    })
 }
 
 impl Default for ObjOptions {
@@ -132,6 +154,7 @@ impl Default for ObjOptions {
             texture_size: MEMORY_SIDE,
             resample_textures: true,
             cores: 4,
+            flat: false,
         }
     }
 }
@@ -219,6 +242,12 @@ pub fn load_obj_text(
             path.display(),
             valid.unknown.join(", ")
         ));
+    }
+    if let Some((first, count)) = &valid.ignored {
+        notes.push(match count {
+            1 => format!("warning: {first}"),
+            n => format!("warning: {first} (and {} more like it)", n - 1),
+        });
     }
     let load::Loaded { model, materials } = load::load(&valid, path, assets, &mut notes)?;
     let (sources, tile_of_material) = tile_sources(&model, &materials, assets, &mut notes);
@@ -311,6 +340,14 @@ pub fn load_obj_text(
             "the projection window is outside the Q15.17 range after fitting".into(),
         ));
     }
+    let untextured = atlas.tiles.iter().all(|tile| tile.flat);
+    let program = (untextured && !options.flat).then(|| {
+        notes.push(
+            "note: no material has a texture: lit by shaders/headlight.shdr (--flat for the unlit colours)"
+                .to_string(),
+        );
+        headlight_program().to_vec()
+    });
     let side = atlas.side << 17;
     let config = [
         [0, ONE, 0],
@@ -332,7 +369,7 @@ pub fn load_obj_text(
             triangles,
             texture: atlas.memory,
             control_register: 7,
-            program: None,
+            program,
         },
         notes,
         scale: view.scale,
