@@ -147,25 +147,27 @@ fn decoded_ppm_bytes_get_the_same_checks() {
 /// obj target: a texture or normal index reaching before the first `vt`/`vn` overflows
 /// `vt * 2` / `vn * 3` inside tobj 4.0.5 (lib.rs:852 and :860, "attempt to multiply with
 /// overflow") in builds with overflow checks (release builds wrap and then refuse the
-/// index). The OBJ validator (src/scene/obj/parse.rs) refuses it before tobj sees it.
+/// index). The OBJ validator (src/scene/obj/parse.rs) refuses a bad `vt` index before tobj
+/// sees it, and drops every `vn` index (normals are not used).
 #[test]
-fn obj_relative_index_before_the_first_vt_or_vn_is_an_error() {
+fn obj_relative_index_before_the_first_vt_or_vn_is_an_error_or_a_warning() {
     let options = ObjOptions {
         width: 16,
         height: 16,
         ..Default::default()
     };
-    for (text, message) in [
-        (
-            "v 4 0 4\nvt 0 8\nf 1/-7 8 8",
-            "fuzz.obj:3:3: vt index -7 does not exist: 1 `vt` line so far",
-        ),
-        (
-            "v 4 0 4\nvn 0 0 1\nf 1//-7 1 1\n",
-            "fuzz.obj:3:3: vn index -7 does not exist: 1 `vn` line so far",
-        ),
-    ] {
-        let result = load_obj_text(text, Path::new("fuzz.obj"), &MemoryAssets(&[]), &options);
-        assert_eq!(result.expect_err(text).to_string(), message);
-    }
+    let text = "v 4 0 4\nvt 0 8\nf 1/-7 8 8";
+    let result = load_obj_text(text, Path::new("fuzz.obj"), &MemoryAssets(&[]), &options);
+    assert_eq!(
+        result.expect_err(text).to_string(),
+        "fuzz.obj:3:3: vt index -7 does not exist: 1 `vt` line so far"
+    );
+    // Normals are not used: the bad index is a warning, and tobj never sees it.
+    let text = "v 4 0 4\nv 0 0 0\nv 0 4 0\nvn 0 0 1\nf 1//-7 2 3\n";
+    let loaded = load_obj_text(text, Path::new("fuzz.obj"), &MemoryAssets(&[]), &options)
+        .expect("a bad vn index does not stop the load");
+    assert_eq!(
+        loaded.notes[0],
+        "warning: fuzz.obj:5:6: vn index -7 does not exist: 1 `vn` line so far; normals are not used, so it is ignored"
+    );
 }

@@ -420,6 +420,43 @@ fn parse_errors_name_file_line_column_and_what_was_expected() {
 }
 
 #[test]
+fn normal_indices_without_normals_load_with_a_warning_and_render_the_same() {
+    let with_bad_normals = "v -1 -1 0\nv 1 -1 0\nv 0 1 0\nvt 0 0\nf 1/1/1 2/1/1 3/1/1\n";
+    let without = "v -1 -1 0\nv 1 -1 0\nv 0 1 0\nvt 0 0\nf 1/1 2/1 3/1\n";
+    let load = |text: &str| {
+        let options = ObjOptions {
+            width: 32,
+            height: 32,
+            ..ObjOptions::default()
+        };
+        load_obj_text(
+            text,
+            Path::new("t.obj"),
+            &theia::scene::obj::DirAssets(".".into()),
+            &options,
+        )
+        .expect("loads")
+    };
+    let (bad, good) = (load(with_bad_normals), load(without));
+    assert!(
+        bad.notes.contains(
+            &"warning: t.obj:5:7: vn index 1 does not exist: 0 `vn` lines so far; normals are not used, so it is ignored (and 2 more like it)"
+                .to_string()
+        ),
+        "{:?}",
+        bad.notes
+    );
+    assert!(
+        !good.notes.iter().any(|n| n.contains("vn")),
+        "{:?}",
+        good.notes
+    );
+    assert_eq!(bad.scene.triangles, good.scene.triangles);
+    let frame = |scene| render(scene, &RenderOptions::default()).unwrap().frame;
+    assert_eq!(frame(&bad.scene), frame(&good.scene));
+}
+
+#[test]
 fn a_missing_texture_warns_and_shows_the_diffuse_colour() {
     let dir = scene_dir(&[
         ("quad.obj", QUAD_OBJ.as_bytes()),

@@ -8,8 +8,9 @@
 //! read is checked here first, and tobj gets the checked statements in a form it reads as
 //! this loader means them ([`ValidObj::text`], [`validate_mtl`]).
 //!
-//! OBJ: `v`, `vt`, `vn` (counted for index checks), `f` (any polygon, fan-triangulated;
-//! `v`, `v/vt`, `v//vn`, `v/vt/vn`, negative indices count back from the last vertex),
+//! OBJ: `v`, `vt`, `vn` (counted only), `f` (any polygon, fan-triangulated; `v`, `v/vt`,
+//! `v//vn`, `v/vt/vn`, negative indices count back from the last vertex; the renderer never
+//! uses normals, so a `vn` index that does not exist is a warning, and tobj never sees one),
 //! `usemtl`, `mtllib`. `o`, `g`, `s`, lines and points are ignored; other statements are
 //! listed once in the notes. MTL: `newmtl`, `Kd`, `map_Kd` (its options are skipped);
 //! everything else (lighting, other maps) means nothing to the hardware and is ignored.
@@ -24,8 +25,8 @@ pub struct ValidObj {
     /// The statements tobj reads, comments and ignored statements removed: every `mtllib`
     /// first, one file each with `/` for `\` (tobj resolves `usemtl` against the
     /// libraries read so far and takes the rest of the line as one name); `v x y z` (tobj
-    /// would divide by a `w` or take colours); `vt u v` (v is 0 when absent); `vn 0 0 0`
-    /// (normals only count for indices); `f` and `usemtl` as written.
+    /// would divide by a `w` or take colours); `vt u v` (v is 0 when absent); `f` with
+    /// every corner's `vn` index dropped (normals are not used); `usemtl` as written.
     pub text: String,
     /// `mtllib` file names with the line that named them, in the order tobj reads them.
     pub libraries: Vec<(String, usize)>,
@@ -33,6 +34,9 @@ pub struct ValidObj {
     pub material_names: Vec<(String, usize)>,
     /// Statement keywords the loader does not know, each once.
     pub unknown: Vec<String>,
+    /// What was wrong but changes nothing the renderer uses (a `vn` index that does not
+    /// exist), as `file:line:col: message`: the first case, and how many there were.
+    pub ignored: Option<(String, usize)>,
     /// Which corners have a `vt` index, per triangle of the fans in file order (tobj
     /// repeats the previous texture coordinate for a corner without one).
     pub has_texcoord: Vec<[bool; 3]>,
@@ -131,10 +135,7 @@ pub fn validate_obj(text: &str, file: &Path) -> Result<ValidObj, SceneError> {
                 texcoords += 1;
                 statements.push_str(&format!("vt {} {v}\n", fields[0]));
             }
-            "vn" => {
-                normals += 1;
-                statements.push_str("vn 0 0 0\n");
-            }
+            "vn" => normals += 1,
             "f" => {
                 if fields.len() < 3 {
                     return Err(line.error(
@@ -145,16 +146,26 @@ pub fn validate_obj(text: &str, file: &Path) -> Result<ValidObj, SceneError> {
                         ),
                     ));
                 }
-                let has_texcoord = fields
-                    .iter()
-                    .map(|token| check_corner(&line, token, [positions, texcoords, normals]))
-                    .collect::<Result<Vec<_>, _>>()?;
+                let mut has_texcoord = Vec::with_capacity(fields.len());
+                let mut corners = Vec::with_capacity(fields.len());
+                for token in &fields {
+                    let corner = check_corner(&line, token, [positions, texcoords, normals])?;
+                    if let Some(warning) = corner.ignored {
+                        let (_, count) = valid.ignored.get_or_insert((warning.to_string(), 0));
+                        *count += 1;
+                    }
+                    has_texcoord.push(corner.texcoord.is_some());
+                    corners.push(match corner.texcoord {
+                        Some(vt) => format!("{}/{vt}", corner.position),
+                        None => corner.position.to_string(),
+                    });
+                }
                 // tobj's triangulation: a fan around the first corner, exact for the
                 // convex polygons OBJ exporters write.
                 for pair in has_texcoord[1..].windows(2) {
                     valid.has_texcoord.push([has_texcoord[0], pair[0], pair[1]]);
                 }
-                statements.push_str(&format!("f {}\n", fields.join(" ")));
+                statements.push_str(&format!("f {}\n", corners.join(" ")));
             }
             "usemtl" => {
                 let name = rest_after(text, keyword);
@@ -196,9 +207,21 @@ pub fn validate_obj(text: &str, file: &Path) -> Result<ValidObj, SceneError> {
     Ok(valid)
 }
 
+/// One checked `f` field: its `v` and `vt` indices as written, and a `vn` index that did not
+/// check out (a warning: normals are not used).
+struct Corner<'a> {
+    position: &'a str,
+    texcoord: Option<&'a str>,
+    ignored: Option<SceneError>,
+}
+
 /// Checks one `f` field (`v`, `v/vt`, `v//vn` or `v/vt/vn`) against the `v`, `vt` and `vn`
-/// counts so far; whether it has a `vt` index.
-fn check_corner(line: &Line, token: &str, counts: [usize; 3]) -> Result<bool, SceneError> {
+/// counts so far. A bad `v` or `vt` index is an error; a bad `vn` index only a warning.
+fn check_corner<'a>(
+    line: &Line,
+    token: &'a str,
+    counts: [usize; 3],
+) -> Result<Corner<'a>, SceneError> {
     let parts: Vec<&str> = token.split('/').collect();
     let shape_error = || {
         line.error(
@@ -209,27 +232,44 @@ fn check_corner(line: &Line, token: &str, counts: [usize; 3]) -> Result<bool, Sc
     if parts.len() > 3 || parts[0].is_empty() || (parts.len() == 2 && parts[1].is_empty()) {
         return Err(shape_error());
     }
+    let mut ignored = None;
     for ((part, count), kind) in parts.iter().zip(counts).zip(["v", "vt", "vn"]) {
         if part.is_empty() {
             continue;
         }
-        let index: i64 = part.parse().map_err(|_| shape_error())?;
-        let resolved = if index < 0 {
-            count as i64 + index
-        } else {
-            index - 1
+        let problem = match part.parse::<i64>() {
+            Err(_) if kind == "vn" => Some(format!("expected a normal index, found `{part}`")),
+            Err(_) => return Err(shape_error()),
+            Ok(index) => {
+                let resolved = if index < 0 {
+                    count as i64 + index
+                } else {
+                    index - 1
+                };
+                (index == 0 || resolved < 0 || resolved >= count as i64).then(|| {
+                    format!(
+                        "{kind} index {index} does not exist: {count} `{kind}` line{} so far",
+                        if count == 1 { "" } else { "s" }
+                    )
+                })
+            }
         };
-        if index == 0 || resolved < 0 || resolved >= count as i64 {
-            return Err(line.error(
-                token,
-                format!(
-                    "{kind} index {index} does not exist: {count} `{kind}` line{} so far",
-                    if count == 1 { "" } else { "s" }
-                ),
-            ));
+        match problem {
+            Some(message) if kind == "vn" => {
+                ignored = Some(line.error(
+                    part,
+                    format!("{message}; normals are not used, so it is ignored"),
+                ))
+            }
+            Some(message) => return Err(line.error(token, message)),
+            None => {}
         }
     }
-    Ok(parts.get(1).is_some_and(|part| !part.is_empty()))
+    Ok(Corner {
+        position: parts[0],
+        texcoord: parts.get(1).copied().filter(|part| !part.is_empty()),
+        ignored,
+    })
 }
 
 /// Checks MTL text; `file` names it in errors. Returns the statements tobj reads:
@@ -353,12 +393,40 @@ mod tests {
         let valid = obj("# c\nv 0 0 0 2 # w\nvt 1\nvn x y z\ng a\nusemtl m n\nf 1/1 -1/1/\t1\nmtllib a\\b.mtl c.mtl\nbevel on\n").unwrap();
         assert_eq!(
             valid.text,
-            "mtllib a/b.mtl\nmtllib c.mtl\nv 0 0 0\nvt 1 0\nvn 0 0 0\nusemtl m n\nf 1/1 -1/1/ 1\n"
+            "mtllib a/b.mtl\nmtllib c.mtl\nv 0 0 0\nvt 1 0\nusemtl m n\nf 1/1 -1/1 1\n"
         );
+        assert_eq!(valid.ignored, None);
         assert_eq!(valid.material_names, vec![("m n".to_string(), 6)]);
         assert_eq!(valid.libraries[1], ("c.mtl".to_string(), 8));
         assert_eq!(valid.unknown, vec!["bevel".to_string()]);
         assert_eq!(valid.has_texcoord, vec![[true, true, false]]);
+    }
+
+    #[test]
+    fn normal_indices_that_do_not_exist_are_warnings_and_dropped() {
+        // `f 1/1/1` with no `vn` at all, as some exporters write it.
+        let valid =
+            obj("v 0 0 0\nv 1 0 0\nv 0 1 0\nvt 0 0\nf 1/1/1 2/1/1 3/1/1\nf 1//x 2 3\n").unwrap();
+        assert_eq!(
+            valid.text,
+            "v 0 0 0\nv 1 0 0\nv 0 1 0\nvt 0 0\nf 1/1 2/1 3/1\nf 1 2 3\n"
+        );
+        assert_eq!(
+            valid.ignored,
+            Some((
+                "t.obj:5:7: vn index 1 does not exist: 0 `vn` lines so far; normals are not used, so it is ignored".to_string(),
+                4
+            ))
+        );
+        // Normals that exist are dropped too, silently.
+        let valid = obj("v 0 0 0\nv 1 0 0\nv 0 1 0\nvn 0 0 1\nf 1//1 2//1 3//-1\n").unwrap();
+        assert_eq!(valid.text, "v 0 0 0\nv 1 0 0\nv 0 1 0\nf 1 2 3\n");
+        assert_eq!(valid.ignored, None);
+        // What the image depends on stays an error.
+        assert_eq!(
+            obj("v 0 0 0\nf 1/2/1 1 1\n").unwrap_err(),
+            "t.obj:2:3: vt index 2 does not exist: 0 `vt` lines so far"
+        );
     }
 
     #[test]
