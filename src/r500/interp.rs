@@ -1,0 +1,3 @@
+//! Placeholder.
+pub struct Program;
+pub struct Constants;
