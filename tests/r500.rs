@@ -2,6 +2,7 @@
 //! through the disassembler; the interpreter's ops at their edges; the pixel stage.
 
 mod common;
+mod model;
 
 use std::path::{Path, PathBuf};
 
@@ -582,4 +583,169 @@ fn assembler_errors_name_file_line_and_column() {
         error("FC\n  JUMP 512 ;\n"),
         "x.fs.asm:2:8: expected a jump address (0 to 511), found `512`"
     );
+}
+
+// ---------------------------------------------------------------------------------------
+// The example programs in shaders/r500 as the pixel stage, against pixels predicted
+// without the interpreter: from the plain render's colour words, or from the pixel's
+// position and the independent model of the ROM's closest hit (tests/model).
+
+use std::sync::Arc;
+use theia::core::alu::{Vec3, ONE};
+use theia::machine::{render, Frame, RenderOptions};
+use theia::scene::obj::{default_scene, load_obj_text, uv_sphere_obj, MemoryAssets, ObjOptions};
+use theia::scene::Scene;
+
+fn example(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("shaders/r500")
+        .join(name)
+}
+
+fn small_options() -> ObjOptions {
+    ObjOptions {
+        width: 64,
+        height: 48,
+        ..ObjOptions::default()
+    }
+}
+
+/// The built-in scene (every ray hits a wall or a box) and a sphere (with misses).
+fn scenes() -> Vec<(&'static str, Scene)> {
+    let sphere = load_obj_text(
+        &uv_sphere_obj(16, 8),
+        Path::new("sphere.obj"),
+        &MemoryAssets(&[]),
+        &small_options(),
+    )
+    .unwrap()
+    .scene;
+    vec![
+        (
+            "default",
+            default_scene::load(&small_options()).unwrap().scene,
+        ),
+        ("sphere", sphere),
+    ]
+}
+
+fn render_with(scene: &Scene, stage: Option<&Path>) -> Frame {
+    let stage = stage.map(|path| {
+        let words = r500::load_words(path).unwrap();
+        Arc::new(Program::new(&words, Constants::default()).unwrap()) as _
+    });
+    let options = RenderOptions {
+        stage,
+        ..RenderOptions::default()
+    };
+    render(scene, &options).unwrap().frame
+}
+
+fn pixel_words(frame: &Frame, k: usize) -> Vec3 {
+    std::array::from_fn(|c| frame.words[3 * k + c])
+}
+
+/// `value` in Q15.17, rounded to nearest.
+fn q17(value: f64) -> u32 {
+    (value * ONE as f64).round() as i32 as u32
+}
+
+#[test]
+fn every_example_assembles_and_says_how_to_run_it() {
+    let mut names: Vec<String> = std::fs::read_dir(example(""))
+        .unwrap()
+        .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    assert_eq!(
+        names,
+        ["checker.fs.asm", "position.fs.asm", "texture.fs.asm"]
+    );
+    for name in names {
+        let path = example(&name);
+        let words = r500::assemble_file(&path).unwrap_or_else(|e| panic!("{e}"));
+        assert!(r500::decode_program(&words).is_ok());
+        let source = std::fs::read_to_string(&path).unwrap();
+        assert!(
+            source.contains(&format!("theia render --shader shaders/r500/{name}")),
+            "{name}"
+        );
+    }
+}
+
+#[test]
+fn texture_example_is_the_plain_render_clamped_to_one() {
+    for (name, scene) in scenes() {
+        let plain = render_with(&scene, None);
+        let shaded = render_with(&scene, Some(&example("texture.fs.asm")));
+        assert_eq!(shaded.unwritten_pixels(), 0, "{name}");
+        let mut clamped = 0;
+        for k in 0..(plain.width * plain.height) as usize {
+            // The ROM's colour words; the miss colour 3.0 (red) clamps to 1.0.
+            let want = pixel_words(&plain, k).map(|w| (w as i32).clamp(0, ONE as i32) as u32);
+            clamped += (want != pixel_words(&plain, k)) as usize;
+            assert_eq!(pixel_words(&shaded, k), want, "{name}: pixel {k}");
+        }
+        assert_eq!(
+            clamped > 0,
+            name == "sphere",
+            "{name}: {clamped} pixels clamped"
+        );
+    }
+}
+
+#[test]
+fn position_example_shows_the_pixel_centre_and_the_hit_flag() {
+    for (name, scene) in scenes() {
+        let shaded = render_with(&scene, Some(&example("position.fs.asm")));
+        let hits = model::hits(&scene);
+        let (w, h) = (scene.width() as usize, scene.height() as usize);
+        let mut misses = 0;
+        for k in 0..w * h {
+            let (col, row) = ((k % w) as f64, (k / w) as f64);
+            // 0.5·x + 0.5 = (col + ½)/W; 0.5·y + 0.5 = 1 − (row + ½)/H (y up).
+            let want = [
+                q17((col + 0.5) / w as f64),
+                q17(1.0 - (row + 0.5) / h as f64),
+                if hits[k].is_some() { ONE } else { 0 },
+            ];
+            misses += hits[k].is_none() as usize;
+            assert_eq!(pixel_words(&shaded, k), want, "{name}: pixel {k}");
+        }
+        assert_eq!(misses > 0, name == "sphere", "{name}");
+    }
+}
+
+#[test]
+fn checker_example_halves_the_colour_on_dark_squares() {
+    for (name, scene) in scenes() {
+        let plain = render_with(&scene, None);
+        let shaded = render_with(&scene, Some(&example("checker.fs.asm")));
+        let (w, h) = (scene.width() as usize, scene.height() as usize);
+        let mut dark = 0;
+        for k in 0..w * h {
+            let x = 2.0 * ((k % w) as f64 + 0.5) / w as f64 - 1.0;
+            let y = 1.0 - 2.0 * ((k / w) as f64 + 0.5) / h as f64;
+            // Squares of side ¼ in [-1, 1]²: frc(2x) >= ½ exactly when floor(4x) is odd, so
+            // a square is light when floor(4x) and floor(4y) agree in parity.
+            let light = ((4.0 * x).floor() + (4.0 * y).floor()).rem_euclid(2.0) == 0.0;
+            dark += !light as usize;
+            let want = pixel_words(&plain, k).map(|word| {
+                let word = word as i32 as i64;
+                // Halving rounds a half unit up (to nearest, ties away from 0); clamp at 1.
+                let value = if light {
+                    word
+                } else {
+                    (word + 1).div_euclid(2)
+                };
+                value.clamp(0, ONE as i64) as u32
+            });
+            assert_eq!(
+                pixel_words(&shaded, k),
+                want,
+                "{name}: pixel {k} light {light}"
+            );
+        }
+        assert!(dark > w * h / 3, "{name}: {dark}");
+    }
 }
