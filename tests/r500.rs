@@ -789,3 +789,170 @@ fn random_valid_instructions_round_trip_through_the_text() {
     }
     assert!(tried.iter().all(|&n| n > 4000), "{tried:?}");
 }
+
+// ---------------------------------------------------------------------------------------
+// The command line: run-shader, asm/disasm --isa r500, render --shader with constants.
+
+fn theia_ok(dir: &Path, args: &[&str]) -> String {
+    let output = common::theia(dir, args);
+    assert!(
+        output.status.success(),
+        "{args:?}: {}",
+        common::text(&output.stderr)
+    );
+    common::text(&output.stdout)
+}
+
+fn theia_error(dir: &Path, args: &[&str]) -> String {
+    let output = common::theia(dir, args);
+    assert!(!output.status.success(), "{args:?} succeeded");
+    common::text(&output.stderr)
+}
+
+#[test]
+fn run_shader_prints_each_output_in_shortest_form() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    // (0.5·-1 + 0.5, 0.5·1 + 0.5, hit 1).
+    assert_eq!(
+        theia_ok(
+            root,
+            &[
+                "run-shader",
+                "shaders/r500/position.fs.asm",
+                "--in",
+                "temp3=-1,1,0,1",
+                "--in",
+                "temp[2]=0,0,5,1"
+            ]
+        ),
+        "out[0] = 0 1 1 1\n"
+    );
+    let dir = tempfile::tempdir().unwrap();
+    // out[0] = (c0.r·temp0.r, -0·1 → 0, 1/0 → inf, c0.a) and depth = c0.a: shortest forms.
+    std::fs::write(
+        dir.path().join("p.fs.asm"),
+        "src0.a = temp[0] :\n  temp[1].a = RCP src0.a ;\n\
+         OUT W_OMASK\nsrc0.rgb = temp[0], src1.rgb = const[0], src0.a = const[0], src1.a = temp[1] :\n  \
+         out[0].a = MAX src0.a src0.a ,\n  out[0].rgb = OMOD_DISABLE MAX src0.r0r src1.r0b ;\n\
+         OUT\nsrc0.a = temp[1] :\n  out[0].b = SOP ,\n  MAX src0.a src0.a ;\n",
+    )
+    .unwrap();
+    let out = theia_ok(
+        dir.path(),
+        &[
+            "run-shader",
+            "p.fs.asm",
+            "--in",
+            "temp0=0.1,0,0,0",
+            "--const",
+            "c0=-0,0,nan,-2.5",
+        ],
+    );
+    assert_eq!(out, "out[0] = 0.1 0 inf -2.5\ndepth = -2.5 0 0 0\n");
+    // A constants file beside the program, overridden by --const.
+    std::fs::write(
+        dir.path().join("p.fs.asm.consts"),
+        "# test\nc0=0.5,0,0,7 -- seven\n",
+    )
+    .unwrap();
+    let out = theia_ok(
+        dir.path(),
+        &["run-shader", "p.fs.asm", "--in", "temp0=0.25,0,0,0"],
+    );
+    assert_eq!(out, "out[0] = 0.5 0 inf 7\ndepth = 7 0 0 0\n");
+    let out = theia_ok(
+        dir.path(),
+        &[
+            "run-shader",
+            "p.fs.asm",
+            "--in",
+            "temp0=0.25,0,0,0",
+            "--const",
+            "c0=0,0,0,1",
+        ],
+    );
+    assert_eq!(out, "out[0] = 0.25 0 inf 1\ndepth = 1 0 0 0\n");
+    // Errors say where and what.
+    std::fs::write(dir.path().join("bad.fs.asm.consts"), "c0=1\nz9=1\n").unwrap();
+    std::fs::write(dir.path().join("bad.fs.asm"), ":\n ;\n").unwrap();
+    let error = theia_error(dir.path(), &["run-shader", "bad.fs.asm"]);
+    assert!(
+        error.contains("bad.fs.asm.consts:2:1: `z9` is no R500 constant"),
+        "{error}"
+    );
+    let error = theia_error(dir.path(), &["run-shader", "p.fs.asm", "--in", "v0=1"]);
+    assert!(error.contains("`v0` is no R500 input"), "{error}");
+}
+
+#[test]
+fn asm_and_disasm_take_isa_r500() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let source = root.join("shaders/r500/checker.fs.asm");
+    let bin = dir.path().join("checker.fs.bin");
+    theia_ok(
+        root,
+        &["asm", source.to_str().unwrap(), "-o", bin.to_str().unwrap()],
+    );
+    let words = r500::load_words(&bin).unwrap();
+    assert_eq!(words, r500::assemble_file(&source).unwrap());
+    // Hex words on stdout, from a name without the usual extension given --isa.
+    std::fs::copy(&source, dir.path().join("checker.txt.src")).unwrap();
+    let hex = theia_ok(dir.path(), &["asm", "--isa", "r500", "checker.txt.src"]);
+    assert_eq!(hex, r500::words_to_hex(&words));
+    let text = theia_ok(dir.path(), &["disasm", "checker.fs.bin"]);
+    assert_eq!(r500::assemble(&text, "x").unwrap(), words);
+    assert!(
+        text.starts_with("src0.rgb = temp[3] :\n  temp[4].rg = 2.0 * MAD"),
+        "{text}"
+    );
+    let error = theia_error(dir.path(), &["asm", "--isa", "r500", "missing.fs.asm"]);
+    assert!(error.contains("missing.fs.asm"), "{error}");
+}
+
+#[test]
+fn render_takes_an_r500_shader_and_its_constants() {
+    let dir = tempfile::tempdir().unwrap();
+    // out[0].rgb = const[0].rgb everywhere.
+    std::fs::write(
+        dir.path().join("flat.fs.asm"),
+        "OUT\nsrc0.rgb = const[0] :\n  out[0].rgb = MAX src0.rgb src0.rgb ;\n",
+    )
+    .unwrap();
+    std::fs::write(dir.path().join("flat.fs.asm.consts"), "c0=1,0.5,0,1\n").unwrap();
+    theia_ok(
+        dir.path(),
+        &[
+            "render",
+            "--width",
+            "8",
+            "--height",
+            "6",
+            "--shader",
+            "flat.fs.asm",
+            "-o",
+            "flat.png",
+        ],
+    );
+    let image = image::open(dir.path().join("flat.png")).unwrap().to_rgb8();
+    assert_eq!(image.dimensions(), (8, 6));
+    // 1.0 -> 255, 0.5 (0x10000 >> 9 = 128) -> 128, as any OMWRITE of these words.
+    assert!(
+        image.pixels().all(|p| p.0 == [255, 128, 0]),
+        "{:?}",
+        image.get_pixel(0, 0)
+    );
+    let error = theia_error(
+        dir.path(),
+        &[
+            "render",
+            "--shader",
+            "flat.fs.asm",
+            "--const",
+            "c300=1",
+            "-o",
+            "x.png",
+        ],
+    );
+    assert!(error.contains("--const c300"), "{error}");
+}
