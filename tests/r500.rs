@@ -701,15 +701,16 @@ fn position_example_shows_the_pixel_centre_and_the_hit_flag() {
         let hits = model::hits(&scene);
         let (w, h) = (scene.width() as usize, scene.height() as usize);
         let mut misses = 0;
-        for k in 0..w * h {
+        assert_eq!(hits.len(), w * h);
+        for (k, hit) in hits.iter().enumerate() {
             let (col, row) = ((k % w) as f64, (k / w) as f64);
             // 0.5·x + 0.5 = (col + ½)/W; 0.5·y + 0.5 = 1 − (row + ½)/H (y up).
             let want = [
                 q17((col + 0.5) / w as f64),
                 q17(1.0 - (row + 0.5) / h as f64),
-                if hits[k].is_some() { ONE } else { 0 },
+                if hit.is_some() { ONE } else { 0 },
             ];
-            misses += hits[k].is_none() as usize;
+            misses += hit.is_none() as usize;
             assert_eq!(pixel_words(&shaded, k), want, "{name}: pixel {k}");
         }
         assert_eq!(misses > 0, name == "sphere", "{name}");

@@ -497,16 +497,18 @@ impl Program {
 
     fn alu(&self, pixel: &mut Pixel, alu: &Alu) {
         // Slot k: R, G, B through the RGB address, A through the alpha address (A.4).
-        let mut slots = [[0.0f32; 4]; 4];
-        for k in 0..3 {
+        let slot = |k: usize| {
             let rgb = self.read(pixel, &alu.rgb_sources[k]);
             let alpha = self.read(pixel, &alu.alpha_sources[k]);
-            slots[k] = [rgb[0], rgb[1], rgb[2], alpha[3]];
-        }
-        for c in 0..3 {
-            slots[3][c] = presubtract(alu.rgb_srcp, slots[0][c], slots[1][c]);
-        }
-        slots[3][3] = presubtract(alu.alpha_srcp, slots[0][3], slots[1][3]);
+            [rgb[0], rgb[1], rgb[2], alpha[3]]
+        };
+        let (s0, s1, s2) = (slot(0), slot(1), slot(2));
+        // srcp: RGB channels by the RGB address word's SRCP_OP, alpha by the alpha word's.
+        let srcp: [f32; 4] = std::array::from_fn(|c| {
+            let op = if c == 3 { alu.alpha_srcp } else { alu.rgb_srcp };
+            presubtract(op, s0[c], s1[c])
+        });
+        let slots = [s0, s1, s2, srcp];
 
         let rgb_arg = |i: usize| -> [f32; 3] {
             let arg = &alu.rgb_args[i];
@@ -630,9 +632,9 @@ impl Program {
             }
         } else {
             // On an ALU instruction OMASK and TARGET update the predicate bits.
-            for ch in 0..3 {
+            for (ch, &value) in rgb.iter().enumerate() {
                 if common.rgb_omask >> ch & 1 == 1 {
-                    pixel.predicate[ch] = compare(rgb[ch], alu.rgb_target);
+                    pixel.predicate[ch] = compare(value, alu.rgb_target);
                 }
             }
             if common.alpha_omask {
