@@ -1,5 +1,5 @@
 //! R500 fragment programs from untrusted input: `.fs.asm` text through the assembler, and
-//! the same bytes as `.fs.bin` words and as `.fs.inc` hex text through the decoder. Besides
+//! the same bytes as `.fs.bin` words, as `.fs.inc` hex text and as a `.consts` file. Besides
 //! "no panic": every program that assembles or decodes survives words -> text -> words, and
 //! runs a bounded number of steps without panicking.
 #![no_main]
@@ -28,6 +28,8 @@ fuzz_target!(|data: &[u8]| {
         if let Ok(program) = r500::words_from_hex(text, "fuzz.fs.inc") {
             check(&program);
         }
+        // The same text as a FILE.consts beside a program.
+        let _ = Constants::parse(text, "fuzz.fs.asm.consts");
     }
     if let Ok(program) = r500::words_from_bin(data, "fuzz.fs.bin") {
         check(&program);
