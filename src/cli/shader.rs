@@ -9,6 +9,7 @@ use anyhow::{bail, Context};
 use clap::{Args, ValueEnum};
 use theia::isa::asm::{assemble, Assembly};
 use theia::isa::Instruction;
+use theia::r500;
 use theia::stage::{ForeignProgram, NamedVec4, PixelStage};
 use theia::trace::SourceMap;
 
@@ -130,15 +131,37 @@ pub fn load_foreign(
     path: &Path,
     consts: &[NamedVec4],
 ) -> anyhow::Result<Arc<dyn ForeignProgram>> {
-    let _ = consts;
     match isa {
         Isa::Theia => bail!(
             "{}: a THEIA shader is code for the instruction memory, not a pixel stage",
             path.display()
         ),
-        Isa::R500 => bail!("{}: R500 programs cannot be run yet", path.display()),
+        Isa::R500 => Ok(Arc::new(load_r500(path, consts)?)),
         Isa::Pica200 => bail!("{}: PICA200 programs cannot be run yet", path.display()),
     }
+}
+
+/// An R500 program (`.fs.asm` source, `.fs.bin` words, `.fs.inc`/`.fs.txt` hex words)
+/// with its constants: `FILE.consts` beside it if present, then `--const` values on top.
+pub fn load_r500(path: &Path, consts: &[NamedVec4]) -> anyhow::Result<r500::Program> {
+    let words = r500::load_words(path).map_err(anyhow::Error::msg)?;
+    let mut constants = r500::Constants::default();
+    let mut consts_path = path.as_os_str().to_owned();
+    consts_path.push(".consts");
+    let consts_path = PathBuf::from(consts_path);
+    if consts_path.exists() {
+        let text = std::fs::read_to_string(&consts_path)
+            .with_context(|| consts_path.display().to_string())?;
+        constants
+            .apply_text(&text, &consts_path.display().to_string())
+            .map_err(anyhow::Error::msg)?;
+    }
+    for named in consts {
+        constants
+            .set(named)
+            .map_err(|e| anyhow::anyhow!("--const {}: {e}", named.name))?;
+    }
+    r500::Program::new(&words, constants).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))
 }
 
 /// Assembles THEIA source; `Assembly::imem` is the instruction memory image (entry table +
