@@ -101,7 +101,9 @@ pub fn test_bench_ppm(frame: &Frame) -> String {
 }
 
 /// Writes `bytes` to `path` through a temporary file in the same directory and a rename,
-/// so a reader never sees a partial file and a failed render leaves no file behind.
+/// so a reader never sees a partial file and a failed render leaves no file behind. The
+/// file gets the mode any new file gets (0666 less the umask), not the temporary file's
+/// private 0600: an image is for other users and web servers to read too.
 pub fn write_atomically(path: &Path, bytes: &[u8]) -> Result<(), ImageError> {
     let io = |source| ImageError::Io {
         path: path.to_path_buf(),
@@ -111,7 +113,14 @@ pub fn write_atomically(path: &Path, bytes: &[u8]) -> Result<(), ImageError> {
         Some(parent) if !parent.as_os_str().is_empty() => parent,
         _ => Path::new("."),
     };
-    let mut file = tempfile::NamedTempFile::new_in(dir).map_err(io)?;
+    let mut builder = tempfile::Builder::new();
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        // Passed to open(2) as the creation mode, so the umask applies as for any new file.
+        builder.permissions(std::fs::Permissions::from_mode(0o666));
+    }
+    let mut file = builder.tempfile_in(dir).map_err(io)?;
     file.write_all(bytes).map_err(io)?;
     file.persist(path).map_err(|e| io(e.error))?;
     Ok(())
@@ -320,6 +329,20 @@ pub fn difference_image(a: &Rgb8, b: &Rgb8) -> Rgb8 {
 mod tests {
     use super::*;
     use crate::scene::Partition;
+
+    #[cfg(unix)]
+    #[test]
+    fn written_images_get_the_mode_of_any_new_file() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let image = dir.path().join("image.png");
+        write_atomically(&image, b"png").unwrap();
+        let plain = dir.path().join("plain");
+        std::fs::File::create(&plain).unwrap();
+        let mode = |path: &Path| std::fs::metadata(path).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode(&image), mode(&plain));
+        assert_eq!(std::fs::read(&image).unwrap(), b"png");
+    }
 
     fn frame_2x2() -> Frame {
         Frame {
