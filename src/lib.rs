@@ -4,6 +4,7 @@
 //! - [`core`]: one emulated core (register banks, ALU, control flow, forwarding) and the ROM.
 //! - [`machine`]: the host, swap memory, texture and output memories, partitions on rayon.
 //! - [`scene`]: loaders for the original `.mem` scenes and for OBJ scenes.
+//! - [`pica200`]: PICA200 (3DS) shader programs: assembler, disassembler, SHBIN, interpreter.
 //! - [`stage`]: the pixel stage THEIA microcode, R500 and PICA200 programs implement.
 //! - [`image`]: PPM/PNG output and image comparison.
 //! - [`trace`]: one pixel instruction by instruction, with cycle estimates.
@@ -14,6 +15,7 @@ pub mod core;
 pub mod image;
 pub mod isa;
 pub mod machine;
+pub mod pica200;
 pub mod scene;
 pub mod stage;
 pub mod trace;

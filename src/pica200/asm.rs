@@ -1,0 +1,1 @@
+//! picasso-syntax assembler.

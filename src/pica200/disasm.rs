@@ -1,0 +1,1 @@
+//! Words to picasso-syntax text.
