@@ -5,7 +5,10 @@
 mod common;
 
 use serde_json::Value;
+use std::path::Path;
 use theia::pica200::interp::State;
+
+use theia::pica200::asm::{self, Options};
 use theia::pica200::{f24, Program, Shader};
 
 fn json(relative: &str) -> Value {
@@ -235,4 +238,50 @@ fn float_vectors_decode_exactly() {
         count += 1;
     }
     assert_eq!(count, 51 + 20);
+}
+
+fn assemble_text(source: &str, options: Options) -> Result<Program, String> {
+    asm::assemble(source, Path::new("case.v.pica"), options)
+        .map(|a| a.program)
+        .map_err(|e| e.to_string())
+}
+
+#[test]
+#[cfg_attr(not(conformance_data), ignore = "needs ../shared")]
+fn every_vector_program_assembles_to_picassos_words() {
+    let vectors = json("vectors.json");
+    let mut exact = 0;
+    for case in vectors["cases"].as_array().unwrap() {
+        let name = case["name"].as_str().unwrap();
+        let source = case["program"].as_str().unwrap();
+        let words = &case["words"];
+        let expected = program_of(words);
+        let accepted = words["picasso_accepts"].as_bool().unwrap();
+        let strict = assemble_text(source, Options::default());
+        let program = if accepted {
+            strict.unwrap_or_else(|e| panic!("{name}: {e}"))
+        } else {
+            let error = strict.expect_err(name);
+            assert!(
+                error.starts_with(
+                    "case.v.pica:2:2: error: source operands must be different input registers"
+                ),
+                "{name}: {error}"
+            );
+            let lifted = Options {
+                allow_input_pairs: true,
+                ..Options::default()
+            };
+            assemble_text(source, lifted).unwrap_or_else(|e| panic!("{name}: {e}"))
+        };
+        assert_eq!(
+            (&program.code, &program.descriptors, program.entry),
+            (&expected.code, &expected.descriptors, expected.entry),
+            "{name}: {:08X?} {:08X?}",
+            program.code,
+            program.descriptors
+        );
+        exact += 1;
+    }
+    assert_eq!(exact, 71);
 }
