@@ -285,3 +285,123 @@ fn every_vector_program_assembles_to_picassos_words() {
     }
     assert_eq!(exact, 71);
 }
+
+/// A program around `body`: `pad` NOPs first, so that addresses match the golden words.
+fn golden_program(preamble: &str, pad: usize, body: &str, after: &str) -> Program {
+    let source = format!(
+        "{preamble}\n.proc main\n{}{body}\n    end\n.end\n{after}\n",
+        "    nop\n".repeat(pad)
+    );
+    assemble_text(&source, Options::default()).unwrap_or_else(|e| panic!("{e}\n{source}"))
+}
+
+const DECLARATIONS: &str = ".fvec mtx[4]\n.fvec arr[4]\n.constf k(0.0, 1.0, 2.0, 3.0)\n\
+                            .consti li(3, 0, 1, 0)\n.bool bb";
+
+/// Spec foreign_isas §B.10: the golden words picasso 2.7.1 gave, each assembled here at the
+/// same address with the same names. `desc_bits` are the descriptor bits the instruction
+/// reads (its descriptor index depends on the rest of picasso's test program).
+#[test]
+fn golden_words_of_the_spec() {
+    // (line, words before it, golden word, descriptor-index bits, golden descriptor, bits)
+    let arithmetic: &[(&str, u32, u32, u32, u32)] = &[
+        ("mov r0, v0", 0x4E000000, 0x7F, 0x0D86C36F, 0x1FFF),
+        (
+            "dp4 o0.x, mtx[0], r0",
+            0x08020802,
+            0x7F,
+            0x0006C368,
+            0x3FFFFF,
+        ),
+        (
+            "add r1, k.yyyy, -v1",
+            0x0227F086,
+            0x7F,
+            0x0006EAAF,
+            0x3FFFFF,
+        ),
+        ("dph r3, r1, mtx[0]", 0x62645000, 0x7F, 0x0D86C36F, 0x3FFFFF),
+        (
+            "mad r6, r1, mtx[0], r2",
+            0xF6228240,
+            0x1F,
+            0x0D86C36F,
+            0x7FFFFFFF,
+        ),
+        (
+            "mad r7, r1, r2, mtx[1]",
+            0xD7232420,
+            0x1F,
+            0x0D86C36F,
+            0x7FFFFFFF,
+        ),
+        ("mova a0.xy, k.yz", 0x4807F00B, 0x7F, 0x00000D4C, 0x1E1F),
+        ("mov r15, mtx[a0.x+1]", 0x4FEA1000, 0x7F, 0x0D86C36F, 0x1FFF),
+        ("cmp k.x, ge, lt, r1", 0xBD47F881, 0x7F, 0, 0),
+        ("dst r0, arr[0], r1", 0x12020880, 0x7F, 0, 0),
+        ("dst r0, r1, arr[0]", 0x66045000, 0x7F, 0, 0),
+        ("litp r2, r1", 0x1E411000, 0x7F, 0, 0),
+        ("mad r3, r1, arr[a0.x], r2", 0xF3628240, 0x1F, 0, 0),
+        ("mad r3, r1, r2, arr[aL+2]", 0xD3E32440, 0x1F, 0, 0),
+        ("setemit 2, prim inv", 0xAEC00000, 0, 0, 0),
+        ("nop", 0x84000000, 0, 0, 0),
+        ("emit", 0xA8000000, 0, 0, 0),
+        ("breakc cmp.x", 0x8F800000, 0, 0, 0),
+    ];
+    // In picasso's t2.g.pica `arr` and `mtx` both start at c0.
+    for &(line, golden, index_bits, golden_desc, desc_bits) in arithmetic {
+        let preamble = if line.contains("arr") {
+            ".fvec arr[4]\n.constf k(0.0, 1.0, 2.0, 3.0)"
+        } else {
+            DECLARATIONS
+        };
+        let program = golden_program(preamble, 0, &format!("    {line}"), "");
+        let word = program.code[0];
+        assert_eq!(
+            word & !index_bits,
+            golden & !index_bits,
+            "{line}: {word:08X}"
+        );
+        if desc_bits != 0 {
+            let desc = program.descriptors[(word & index_bits) as usize];
+            assert_eq!(
+                desc & desc_bits,
+                golden_desc & desc_bits,
+                "{line}: {desc:08X}"
+            );
+        }
+    }
+    let end = golden_program("", 0, "", "");
+    assert_eq!(end.code, [0x88000000]);
+
+    // Flow control at the golden addresses.
+    let ifc = golden_program(
+        DECLARATIONS,
+        23,
+        "    ifc cmp.x && !cmp.y\n    mov r0, v0\n    .else\n    mov r1, v0\n    .end",
+        "",
+    );
+    assert_eq!(ifc.code[23], 0xA2406401);
+    let ifu = golden_program(DECLARATIONS, 26, "    ifu bb\n    mov r0, v0\n    .end", "");
+    assert_eq!(ifu.code[26], 0x9C007000);
+    let for_loop = golden_program(DECLARATIONS, 28, "    for li\n    mov r0, v0\n    .end", "");
+    assert_eq!(for_loop.code[28], 0xA4C07400);
+    // main: call, end, 34 NOPs, end: sub1 starts at 37.
+    let call = golden_program(
+        DECLARATIONS,
+        0,
+        &format!("    call sub1\n    end\n{}", "    nop\n".repeat(34)),
+        ".proc sub1\n    mov r0, v0\n.end",
+    );
+    assert_eq!(call.code[0], 0x90009401);
+    let jmpu = golden_program(
+        DECLARATIONS,
+        0,
+        &format!(
+            "    jmpu !bb, done\n{}done:\n    nop",
+            "    nop\n".repeat(34)
+        ),
+        "",
+    );
+    assert_eq!(jmpu.code[0], 0xB4008C01);
+}

@@ -1453,6 +1453,11 @@ impl Assembler {
                 };
                 self.used_inputs |= 1 << register;
                 self.define(words[0], register, false, IDENTITY)?;
+                self.program.uniforms.push(Uniform {
+                    name: words[0].text.to_string(),
+                    first: register as u8,
+                    last: register as u8,
+                });
             }
             "out" => self.out(&words(), at)?,
             "entry" => {
