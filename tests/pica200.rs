@@ -9,6 +9,8 @@ use std::path::Path;
 use theia::pica200::interp::State;
 
 use theia::pica200::asm::{self, Options};
+use theia::pica200::decode::Instruction;
+use theia::pica200::{disasm, shbin};
 use theia::pica200::{f24, Program, Shader};
 
 fn json(relative: &str) -> Value {
@@ -404,4 +406,174 @@ fn golden_words_of_the_spec() {
         "",
     );
     assert_eq!(jmpu.code[0], 0xB4008C01);
+}
+
+/// Text → words → text → words: the listing of a program assembles (padding NOPs off) to
+/// the same words, and its own listing is the same text.
+fn assert_round_trip(name: &str, program: &Program) {
+    let text = disasm::listing(program);
+    let options = Options {
+        allow_input_pairs: true,
+        auto_nop: false,
+    };
+    let again = assemble_text(&text, options).unwrap_or_else(|e| panic!("{name}: {e}\n{text}"));
+    assert_eq!(again.code, program.code, "{name}\n{text}");
+    assert_eq!(disasm::listing(&again), text, "{name}");
+}
+
+#[test]
+#[cfg_attr(not(conformance_data), ignore = "needs ../shared")]
+fn vector_programs_round_trip_through_the_disassembler() {
+    let vectors = json("vectors.json");
+    for case in vectors["cases"].as_array().unwrap() {
+        let name = case["name"].as_str().unwrap();
+        assert_round_trip(name, &program_of(&case["words"]));
+    }
+}
+
+#[test]
+fn every_format_round_trips_word_for_word() {
+    let source = "\
+.fvec mtx[4]
+.constf k(0.5, 1.0, -2.0, 3.0)
+.consti li(3, 0, 1, 0)
+.setb b1 true
+.bool bb
+.out outpos position
+.out outclr color
+.proc main
+    mov r0, v0
+    dp4 outpos.x, mtx[0], r0
+    add r1, k.yyyy, -v1
+    dph r3, r1, mtx[0]
+    mad r6, r1, mtx[0], r2
+    mad r7, r1, r2, mtx[a0.y+1]
+    mova a0.xy, k.yz
+    mov r15, mtx[a0.x+1]
+    cmp k.x, ge, lt, r1
+    sge r4, r1, mtx[2]
+    slt r4.xz, mtx[2], -r1.wzyx
+    min r5, r1, r2
+    max r5, -mtx[aL], r2
+    rcp r8, r1.w
+    rsq r8, r1.z
+    ex2 r9, r1
+    lg2 r9, r1
+    flr r10, r1
+    litp r11, r1
+    dst r12, mtx[1], r1
+    ifc cmp.x && !cmp.y
+        mul r13, r1, r2
+    .else
+        dp3 r13, r1, r2
+    .end
+    ifu bb
+        callu b1, helper
+        nop
+    .end
+    for li
+        breakc !cmp.x || cmp.y
+        add r14, r14, r1
+    .end
+    callc cmp.y, helper
+    call helper
+    jmpc !cmp.y, done
+    jmpu !bb, done
+    break
+    emit
+    setemit 1, prim
+done:
+    mov outclr, r0
+    end
+.end
+.proc helper
+    add r2, r2, r1
+.end
+";
+    let program = assemble_text(source, Options::default()).unwrap_or_else(|e| panic!("{e}"));
+    for &word in &program.code {
+        let decoded = Instruction::decode(word).unwrap();
+        assert_eq!(decoded.encode(), word, "{decoded:?}");
+    }
+    assert_round_trip("every format", &program);
+    // Constants, outputs and uniforms survive a SHBIN.
+    let bytes = shbin::write(&program);
+    assert_eq!(shbin::read(&bytes, 0).unwrap(), program);
+}
+
+#[test]
+fn picasso_refusals_are_errors_at_their_place() {
+    let cases: &[(&str, &str)] = &[
+        (
+            "    add o0, v0, v1",
+            "t.pica:2:5: error: source operands must be different input registers",
+        ),
+        (
+            "    mad o0, v0, r1, v2",
+            "t.pica:2:5: error: source operands must be different input registers",
+        ),
+        (
+            "    add o0, r0, c3",
+            "t.pica:2:17: error: invalid source2 `c3`",
+        ),
+        (
+            "    mov o0, r0[a0.x]",
+            "t.pica:2:13: error: an index register only applies to float uniforms",
+        ),
+        (
+            "    mov c0, r0",
+            "t.pica:2:9: error: invalid destination `c0`",
+        ),
+        (
+            "    mov o0, r0.xyzq2",
+            "t.pica:2:13: error: invalid swizzle",
+        ),
+        (
+            "    frob o0, r0",
+            "t.pica:2:5: error: unknown instruction `frob`",
+        ),
+        ("    mov o0", "t.pica:2:11: error: missing operand"),
+        (
+            "    ifc cmp.z",
+            "t.pica:2:9: error: invalid condition `cmp.z`",
+        ),
+        (
+            "    call nowhere",
+            "t.pica:2:10: error: procedure `nowhere` is undefined",
+        ),
+        (
+            "    cmp r0, eq, fuzzy, r1",
+            "t.pica:2:17: error: invalid comparison `fuzzy`",
+        ),
+    ];
+    for (line, expected) in cases {
+        let source = format!(".proc main\n{line}\n    end\n.end\n");
+        let error = asm::assemble(&source, Path::new("t.pica"), Options::default())
+            .map(|_| ())
+            .unwrap_err()
+            .to_string();
+        assert!(error.starts_with(expected), "{line}: {error}");
+    }
+    let outside = asm::assemble("mov o0, v0\n", Path::new("t.pica"), Options::default())
+        .unwrap_err()
+        .to_string();
+    assert!(
+        outside.starts_with("t.pica:1:1: error: instruction outside a .proc block"),
+        "{outside}"
+    );
+}
+
+#[test]
+fn shbin_readers_reject_bad_bytes_with_the_offset() {
+    assert_eq!(
+        shbin::read(b"DVLB", 0).unwrap_err().to_string(),
+        "byte 4: expected the DVLE count (4 bytes), but the file ends at byte 4"
+    );
+    let mut bytes = shbin::write(&golden_program("", 0, "    mov o0, v0", ""));
+    bytes[12] = b'X';
+    assert!(shbin::read(&bytes, 0)
+        .unwrap_err()
+        .to_string()
+        .starts_with("byte 12: expected the magic `DVLP`"));
+    assert!(shbin::read(&bytes[..30], 0).is_err());
 }
