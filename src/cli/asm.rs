@@ -5,17 +5,29 @@ use std::path::PathBuf;
 use anyhow::Context;
 use clap::Args;
 
+use super::shader::{load_pica200, Isa};
 use super::Outcome;
 use theia::core::{rom, RomVariant};
 use theia::image::write_atomically;
 use theia::isa::asm::{assemble, assemble_rom};
 use theia::isa::disasm::{listing, rom_listing};
+use theia::pica200;
 use theia::scene::mem::read_instructions;
 
 #[derive(Args)]
 pub struct AsmArgs {
-    /// THEIA assembly source (.shdr)
+    /// THEIA assembly source (.shdr), or PICA200 source (.v.pica, .pica; with --isa pica200)
     source: PathBuf,
+    /// The source's instruction set [default: from its name, else THEIA]
+    #[arg(long, value_name = "ISA")]
+    isa: Option<Isa>,
+    /// PICA200: accept two different input registers in one instruction (a hardware
+    /// erratum picasso refuses)
+    #[arg(long)]
+    allow_input_pairs: bool,
+    /// PICA200: do not insert picasso's padding NOPs (warn instead)
+    #[arg(long)]
+    no_nop: bool,
     /// Write Instructions.mem (the original assembler's format) here instead of stdout
     #[arg(short, long, value_name = "FILE")]
     output: Option<PathBuf>,
@@ -27,14 +39,21 @@ pub struct AsmArgs {
 
 #[derive(Args)]
 pub struct DisasmArgs {
-    /// An Instructions.mem file (entry table + user code) [default: the ROM given by --rom]
+    /// An Instructions.mem file (entry table + user code) [default: the ROM given by --rom],
+    /// or a PICA200 SHBIN (.shbin)
     file: Option<PathBuf>,
+    /// The file's instruction set [default: from its name, else THEIA]
+    #[arg(long, value_name = "ISA", requires = "file")]
+    isa: Option<Isa>,
     /// List a built-in ROM instead of a file
     #[arg(long, value_name = "ROM", conflicts_with = "file")]
     rom: Option<RomVariant>,
 }
 
 pub fn run_asm(args: AsmArgs) -> anyhow::Result<Outcome> {
+    if args.isa.or_else(|| Isa::of_path(&args.source)) == Some(Isa::Pica200) {
+        return run_pica200_asm(&args);
+    }
     let source =
         std::fs::read_to_string(&args.source).with_context(|| args.source.display().to_string())?;
     let (text, warnings) = if args.rom {
@@ -60,7 +79,43 @@ pub fn run_asm(args: AsmArgs) -> anyhow::Result<Outcome> {
     Ok(Outcome::Success)
 }
 
+/// PICA200 source to a SHBIN (`-o`), or to a listing of the words on stdout.
+fn run_pica200_asm(args: &AsmArgs) -> anyhow::Result<Outcome> {
+    let options = pica200::asm::Options {
+        allow_input_pairs: args.allow_input_pairs,
+        auto_nop: !args.no_nop,
+    };
+    let program = load_pica200(&args.source, options)?;
+    match &args.output {
+        Some(path) => write_atomically(path, &pica200::shbin::write(&program))?,
+        None => print!("{}", pica200_words(&program)),
+    }
+    Ok(Outcome::Success)
+}
+
+/// `ADDRESS: WORD  ; text` per instruction, then the operand descriptors.
+fn pica200_words(program: &pica200::Program) -> String {
+    let mut text = String::new();
+    for (address, &word) in program.code.iter().enumerate() {
+        let line = pica200::disasm::word_text(word, &program.descriptors);
+        text.push_str(&format!("{address:4}: {word:08X}  ; {line}\n"));
+    }
+    for (index, descriptor) in program.descriptors.iter().enumerate() {
+        text.push_str(&format!("desc {index:3}: {descriptor:08X}\n"));
+    }
+    text
+}
+
 pub fn run_disasm(args: DisasmArgs) -> anyhow::Result<Outcome> {
+    if let Some(path) = &args.file {
+        if args.isa.or_else(|| Isa::of_path(path)) == Some(Isa::Pica200) {
+            print!(
+                "{}",
+                pica200::disasm::listing(&load_pica200(path, Default::default())?)
+            );
+            return Ok(Outcome::Success);
+        }
+    }
     let text = match &args.file {
         Some(path) => listing(&read_instructions(path)?),
         None => rom_listing(rom(args.rom.unwrap_or_default())),

@@ -130,15 +130,38 @@ pub fn load_foreign(
     path: &Path,
     consts: &[NamedVec4],
 ) -> anyhow::Result<Arc<dyn ForeignProgram>> {
-    let _ = consts;
     match isa {
         Isa::Theia => bail!(
             "{}: a THEIA shader is code for the instruction memory, not a pixel stage",
             path.display()
         ),
         Isa::R500 => bail!("{}: R500 programs cannot be run yet", path.display()),
-        Isa::Pica200 => bail!("{}: PICA200 programs cannot be run yet", path.display()),
+        Isa::Pica200 => {
+            let program = load_pica200(path, theia::pica200::asm::Options::default())?;
+            let shader = theia::pica200::Shader::new(program, consts)
+                .map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
+            Ok(Arc::new(shader))
+        }
     }
+}
+
+/// Reads a PICA200 program: a SHBIN binary (`.shbin`, its first DVLE) or picasso source.
+pub fn load_pica200(
+    path: &Path,
+    options: theia::pica200::asm::Options,
+) -> anyhow::Result<theia::pica200::Program> {
+    let name = path.to_string_lossy().to_ascii_lowercase();
+    if name.ends_with(".shbin") {
+        let bytes = std::fs::read(path).with_context(|| path.display().to_string())?;
+        return theia::pica200::shbin::read(&bytes, 0)
+            .map_err(|e| anyhow::anyhow!("{}: {e}", path.display()));
+    }
+    let source = std::fs::read_to_string(path).with_context(|| path.display().to_string())?;
+    let assembly = theia::pica200::asm::assemble(&source, path, options)?;
+    for warning in &assembly.warnings {
+        eprintln!("{warning}");
+    }
+    Ok(assembly.program)
 }
 
 /// Assembles THEIA source; `Assembly::imem` is the instruction memory image (entry table +
