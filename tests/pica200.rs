@@ -577,3 +577,107 @@ fn shbin_readers_reject_bad_bytes_with_the_offset() {
         .starts_with("byte 12: expected the magic `DVLP`"));
     assert!(shbin::read(&bytes[..30], 0).is_err());
 }
+
+mod render {
+    //! The example programs in shaders/pica200 as the pixel stage of the built-in scene,
+    //! against pixels predicted from the plain render's colours and the pixel centres.
+
+    use super::*;
+    use std::sync::Arc;
+    use theia::core::alu::ONE;
+    use theia::machine::{render, Frame, RenderOptions};
+    use theia::scene::obj::{default_scene, ObjOptions};
+    use theia::scene::Scene;
+
+    const SIZE: u32 = 96;
+
+    fn scene() -> Scene {
+        let options = ObjOptions {
+            width: SIZE,
+            height: SIZE,
+            ..ObjOptions::default()
+        };
+        default_scene::load(&options).unwrap().scene
+    }
+
+    fn frame(scene: &Scene, shader: Option<&str>) -> Frame {
+        let stage = shader.map(|name| {
+            let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("shaders/pica200")
+                .join(name);
+            let source = std::fs::read_to_string(&path).unwrap();
+            let assembly = asm::assemble(&source, &path, Options::default()).unwrap();
+            assert!(assembly.warnings.is_empty(), "{:?}", assembly.warnings);
+            let shader = Shader::new(assembly.program, &[]).unwrap();
+            Arc::new(shader) as Arc<dyn theia::stage::PixelStage>
+        });
+        let options = RenderOptions {
+            stage,
+            ..RenderOptions::default()
+        };
+        render(scene, &options).unwrap().frame
+    }
+
+    /// The plain render's colour of pixel `k` as numbers (what v1 holds).
+    fn colour(plain: &Frame, k: usize) -> [f64; 3] {
+        std::array::from_fn(|c| plain.words[3 * k + c] as i32 as f64 / ONE as f64)
+    }
+
+    /// The word a channel value becomes: clamped to [0, 1], to nearest.
+    fn word(value: f64) -> i64 {
+        (value.clamp(0.0, 1.0) * ONE as f64).round() as i64
+    }
+
+    /// Every pixel within `tolerance` words of `expected(k, x, y, colour)`; returns how
+    /// many channels matched exactly.
+    fn check(
+        name: &str,
+        tolerance: i64,
+        expected: impl Fn([f64; 2], [f64; 3]) -> [f64; 3],
+    ) -> usize {
+        let scene = scene();
+        let plain = frame(&scene, None);
+        let shaded = frame(&scene, Some(name));
+        assert_eq!(shaded.unwritten_pixels(), 0);
+        let mut exact = 0;
+        for k in 0..(SIZE * SIZE) as usize {
+            let (i, j) = (k as u32 % SIZE, k as u32 / SIZE);
+            let centre = |p: u32| (2 * p + 1) as f64 / SIZE as f64 - 1.0;
+            let want = expected([centre(i), -centre(j)], colour(&plain, k));
+            for c in 0..3 {
+                let got = shaded.words[3 * k + c] as i32 as i64;
+                let diff = (got - word(want[c])).abs();
+                assert!(
+                    diff <= tolerance,
+                    "{name}: pixel ({i}, {j}) channel {c}: {got} vs {want:?}"
+                );
+                exact += usize::from(diff == 0);
+            }
+        }
+        exact
+    }
+
+    #[test]
+    fn texture_pass_through_is_the_clamped_texture_colour() {
+        let exact = check("texture.v.pica", 0, |_, c| c);
+        assert_eq!(exact, (3 * SIZE * SIZE) as usize);
+    }
+
+    #[test]
+    fn lambert_lights_a_sphere_over_the_screen() {
+        let exact = check("lambert.v.pica", 1, |[x, y], c| {
+            let z = (1.0 - x * x - y * y).max(0.0).sqrt();
+            let lit = (0.375 * x + 0.5 * y + 0.75 * z).max(0.0);
+            c.map(|v| v * (0.25 + 0.75 * lit))
+        });
+        println!("lambert: {exact} of {} channels exact", 3 * SIZE * SIZE);
+        assert!(exact > (3 * SIZE * SIZE) as usize * 9 / 10);
+    }
+
+    #[test]
+    fn power_squares_twice_through_a_loop_and_a_call() {
+        let exact = check("power.v.pica", 1, |_, c| c.map(|v| v.powi(4)));
+        println!("power: {exact} of {} channels exact", 3 * SIZE * SIZE);
+        assert!(exact > (3 * SIZE * SIZE) as usize * 9 / 10);
+    }
+}
