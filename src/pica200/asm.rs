@@ -127,7 +127,7 @@ impl Allocator {
         }
     }
     fn global(&mut self, size: u32) -> Option<u32> {
-        (self.start + size <= self.bound).then(|| {
+        (self.start.checked_add(size)? <= self.bound).then(|| {
             self.start += size;
             self.start - size
         })
@@ -1535,6 +1535,7 @@ impl Assembler {
     }
 
     fn constfa(&mut self, operands: &str, column: usize, at: usize) -> Result<()> {
+        let column = column + (operands.len() - operands.trim_start().len());
         let in_array = matches!(
             self.stack.last(),
             Some(Block {
@@ -1554,9 +1555,12 @@ impl Assembler {
                 Some(
                     size.parse()
                         .ok()
-                        .filter(|&s: &usize| s > 0)
+                        .filter(|&s: &usize| (1..=96).contains(&s))
                         .ok_or_else(|| {
-                            self.error(column, format!("invalid array size `{size}`"))
+                            self.error(
+                                column,
+                                format!("invalid array size `{size}`: expected 1..=96"),
+                            )
                         })?,
                 )
             };
@@ -1579,6 +1583,9 @@ impl Assembler {
                 return Err(self.error(at, "expected four values"));
             }
             let value = self.floats4(&values)?;
+            if self.array.len() == 96 {
+                return Err(self.error(column, "an array holds at most 96 vectors"));
+            }
             self.array.push(value);
         }
         Ok(())
@@ -1702,6 +1709,12 @@ impl Assembler {
                 ),
             ));
         };
+        if self.code.len() > 4096 {
+            return Err(self.error(
+                1,
+                format!("{} instructions: code memory holds 4096", self.code.len()),
+            ));
+        }
         if !self.program.geometry && self.code.len() > 512 {
             return Err(self.error(
                 1,

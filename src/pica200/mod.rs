@@ -179,12 +179,13 @@ fn uniform_register(program: &Program, name: &str) -> Option<u8> {
     if let Some(uniform) = program.uniforms.iter().find(|u| u.name == name) {
         return (uniform.first >= 0x20).then_some(uniform.first);
     }
-    let (kind, number) = name.split_at(1.min(name.len()));
-    let n: u8 = number.parse().ok()?;
+    let mut chars = name.chars();
+    let kind = chars.next()?;
+    let n: u8 = chars.as_str().parse().ok()?;
     match kind {
-        "c" if n < 96 => Some(0x20 + n),
-        "i" if n < 4 => Some(0x80 + n),
-        "b" if n < 16 => Some(0x88 + n),
+        'c' if n < 96 => Some(0x20 + n),
+        'i' if n < 4 => Some(0x80 + n),
+        'b' if n < 16 => Some(0x88 + n),
         _ => None,
     }
 }
