@@ -681,3 +681,153 @@ mod render {
         assert!(exact > (3 * SIZE * SIZE) as usize * 9 / 10);
     }
 }
+
+mod cli {
+    //! The `theia` command with PICA200 programs.
+
+    use super::common::{text, theia};
+    use std::path::Path;
+
+    fn write(dir: &Path, name: &str, source: &str) {
+        std::fs::write(dir.join(name), source).unwrap();
+    }
+
+    const HALF: &str = ".constf half(0.5, 0.5, 0.5, 1.0)\n.out outc color\n.proc main\n    \
+                        mul outc, half, v1\n    mov o1, -v0\n    end\n.end\n";
+
+    #[test]
+    fn run_shader_prints_every_output_written() {
+        let dir = tempfile::tempdir().unwrap();
+        write(dir.path(), "half.v.pica", HALF);
+        let out = theia(
+            dir.path(),
+            &[
+                "run-shader",
+                "half.v.pica",
+                "--in",
+                "v1=1,0.25,-3,inf",
+                "--in",
+                "v0=0,1,nan,-2",
+            ],
+        );
+        assert!(out.status.success(), "{}", text(&out.stderr));
+        assert_eq!(
+            text(&out.stdout),
+            "o0 = 0.5 0.125 -1.5 inf\no1 = -0 -1 nan 2\n"
+        );
+        // --const overrides the program's constant (c95, the first .constf).
+        let out = theia(
+            dir.path(),
+            &[
+                "run-shader",
+                "half.v.pica",
+                "--in",
+                "v1=1,1,1,1",
+                "--const",
+                "c95=2,3,4,5",
+            ],
+        );
+        assert_eq!(text(&out.stdout), "o0 = 2 3 4 5\no1 = -0 -0 -0 -0\n");
+        let out = theia(
+            dir.path(),
+            &["run-shader", "half.v.pica", "--in", "temp0=1"],
+        );
+        assert_eq!(out.status.code(), Some(2));
+        assert!(text(&out.stderr).contains("PICA200 inputs are v0..v15"));
+    }
+
+    #[test]
+    fn asm_writes_a_shbin_that_disasm_and_render_read() {
+        let dir = tempfile::tempdir().unwrap();
+        write(dir.path(), "half.v.pica", HALF);
+        let out = theia(dir.path(), &["asm", "half.v.pica", "-o", "half.shbin"]);
+        assert!(out.status.success(), "{}", text(&out.stderr));
+        let out = theia(dir.path(), &["disasm", "half.shbin"]);
+        let listing = text(&out.stdout);
+        assert!(listing.contains(".setf c95(0.5, 0.5, 0.5, 1)"), "{listing}");
+        assert!(listing.contains("mul o0, c95, v1"), "{listing}");
+        let out = theia(
+            dir.path(),
+            &[
+                "render",
+                "--shader",
+                "half.shbin",
+                "--width",
+                "16",
+                "--height",
+                "16",
+                "-o",
+                "a.png",
+                "-q",
+            ],
+        );
+        assert!(out.status.success(), "{}", text(&out.stderr));
+        let out = theia(
+            dir.path(),
+            &["run-shader", "half.shbin", "--in", "v1=1,1,1,1"],
+        );
+        assert!(text(&out.stdout).starts_with("o0 = 0.5 0.5 0.5 1\n"));
+    }
+
+    #[test]
+    fn assembler_errors_and_runtime_faults_say_where() {
+        let dir = tempfile::tempdir().unwrap();
+        write(
+            dir.path(),
+            "pair.pica",
+            ".proc main\n    add o0, v0, v1\n    end\n.end\n",
+        );
+        let out = theia(dir.path(), &["asm", "pair.pica"]);
+        assert_eq!(out.status.code(), Some(2));
+        assert!(
+            text(&out.stderr).starts_with(
+                "pair.pica:2:5: error: source operands must be different input registers"
+            ),
+            "{}",
+            text(&out.stderr)
+        );
+        let out = theia(
+            dir.path(),
+            &[
+                "asm",
+                "--isa",
+                "pica200",
+                "--allow-input-pairs",
+                "pair.pica",
+            ],
+        );
+        assert!(
+            text(&out.stdout).starts_with("   0: 00000080  ; add o0, v0, v1\n"),
+            "{}",
+            text(&out.stdout)
+        );
+        write(
+            dir.path(),
+            "emit.g.pica",
+            ".proc main\n    emit\n    end\n.end\n",
+        );
+        let out = theia(dir.path(), &["run-shader", "emit.g.pica"]);
+        assert_eq!(out.status.code(), Some(2));
+        assert!(
+            text(&out.stderr)
+                .contains("stops at instruction 0: EMIT and SETEMIT belong to geometry shaders"),
+            "{}",
+            text(&out.stderr)
+        );
+        write(
+            dir.path(),
+            "spin.pica",
+            ".proc main\nagain:\n    jmpu !b0, again\n    end\n.end\n",
+        );
+        let out = theia(
+            dir.path(),
+            &["run-shader", "spin.pica", "--max-steps", "50"],
+        );
+        assert_eq!(out.status.code(), Some(2));
+        assert!(
+            text(&out.stderr).contains("within 50 instructions"),
+            "{}",
+            text(&out.stderr)
+        );
+    }
+}
