@@ -228,9 +228,10 @@ fn parse_swizzle(text: &str) -> Option<[u8; 4]> {
         return None;
     }
     let mut components = [0u8; 4];
+    let mut chars = text.chars();
     let mut last = 0;
-    for i in 0..4 {
-        if let Some(c) = text.chars().nth(i) {
+    for slot in components.iter_mut() {
+        if let Some(c) = chars.next() {
             last = match c.to_ascii_lowercase() {
                 'x' | 'r' | 's' => 0,
                 'y' | 'g' | 't' => 1,
@@ -239,7 +240,7 @@ fn parse_swizzle(text: &str) -> Option<[u8; 4]> {
                 _ => return None,
             };
         }
-        components[i] = last;
+        *slot = last;
     }
     Some(components)
 }

@@ -379,10 +379,10 @@ impl Code {
                 ]
             }
             Op::Mova => {
-                for i in 0..2 {
+                for (i, (register, value)) in state.address.iter_mut().zip(a).take(2).enumerate() {
                     if mask >> (3 - i) & 1 == 1 {
                         // Truncation toward zero (the "Uniform Read" vectors).
-                        state.address[i] = a[i] as i32;
+                        *register = value as i32;
                     }
                 }
                 return;
