@@ -831,3 +831,120 @@ mod cli {
         );
     }
 }
+
+mod semantics {
+    //! Hand-computed programs for what the vectors do not cover: CMP's six comparisons,
+    //! LITP, DST, BREAKC, CALLC/CALLU/JMPC, aL-relative reads in a loop, a0.y.
+
+    use super::*;
+
+    fn run(source: &str, consts: &[(&str, [f32; 4])], inputs: &[[f32; 4]]) -> State {
+        let program = assemble_text(source, Options::default()).unwrap_or_else(|e| panic!("{e}"));
+        let consts: Vec<theia::stage::NamedVec4> = consts
+            .iter()
+            .map(|(name, value)| theia::stage::NamedVec4 {
+                name: name.to_string(),
+                value: *value,
+            })
+            .collect();
+        let shader = Shader::new(program, &consts).unwrap();
+        shader.run(inputs, 10_000).unwrap().0
+    }
+
+    #[test]
+    fn cmp_sets_both_flags_with_each_comparison() {
+        // cc = (1 OP 2, 2 OP 2) for each OP; NaN compares false except with ne.
+        let table = [
+            ("eq", [false, true], [false, false]),
+            ("ne", [true, false], [true, true]),
+            ("lt", [true, false], [false, false]),
+            ("le", [true, true], [false, false]),
+            ("gt", [false, false], [false, false]),
+            ("ge", [false, true], [false, false]),
+        ];
+        for (op, numbers, nans) in table {
+            let source = format!(".proc main\n    cmp c0, {op}, {op}, v0\n    end\n.end\n");
+            let state = run(
+                &source,
+                &[("c0", [1.0, 2.0, 0.0, 0.0])],
+                &[[2.0, 2.0, 0.0, 0.0]],
+            );
+            assert_eq!(state.cc, numbers, "{op}");
+            let state = run(&source, &[("c0", [f32::NAN; 4])], &[[2.0, 2.0, 0.0, 0.0]]);
+            assert_eq!(state.cc, nans, "{op} with NaN");
+        }
+    }
+
+    #[test]
+    fn litp_and_dst_follow_their_definitions() {
+        let source = ".proc main\n    litp o0, v0\n    dst o1, c0, r1\n    end\n.end\n";
+        let mut inputs = [[0.0f32; 4]; 1];
+        inputs[0] = [-1.0, 200.0, 5.0, 3.0];
+        let state = run(source, &[("c0", [9.0, 2.0, 7.0, 9.0])], &inputs);
+        // LITP: (max(x, 0), clamp(y, ±127.9961), 0, max(w, 0)); cc = (x ≥ 0, w ≥ 0).
+        assert_eq!(state.outputs[0], [0.0, 127.9961, 0.0, 3.0]);
+        assert_eq!(state.cc, [false, true]);
+        // DST with r1 = 0: (1, 2·0, 7, 0).
+        assert_eq!(state.outputs[1], [1.0, 0.0, 7.0, 0.0]);
+    }
+
+    #[test]
+    fn loops_read_uniforms_relative_to_al_and_break_on_a_condition() {
+        // Sum c[aL] for aL = 2, 4, 6 … until the running sum reaches 10.
+        let source = "\
+.consti steps(9, 2, 2, 0)
+.proc main
+    mov r0, v0
+    for steps
+        add r0, c0[aL], r0
+        cmp r0, ge, ge, v1
+        breakc cmp.x
+    .end
+    mov o0, r0
+    end
+.end
+";
+        let consts: Vec<(String, [f32; 4])> =
+            (0..10).map(|i| (format!("c{i}"), [i as f32; 4])).collect();
+        let consts: Vec<(&str, [f32; 4])> = consts.iter().map(|(n, v)| (n.as_str(), *v)).collect();
+        let state = run(source, &consts, &[[0.0; 4], [10.0; 4]]);
+        // 2 + 4 + 6 = 12 ≥ 10 after the third pass; BREAK adds the increment once more.
+        assert_eq!(state.outputs[0], [12.0; 4]);
+        assert_eq!(state.address[2], 8);
+    }
+
+    #[test]
+    fn conditional_calls_and_jumps() {
+        let source = "\
+.bool flag
+.proc main
+    mov r0, v0
+    cmp v0, eq, ne, v0
+    callc cmp.x, twice
+    callu flag, twice
+    jmpc !cmp.y, skip
+    callc cmp.y, twice
+skip:
+    mova a0.y, c1
+    mov o0, r0
+    mov o1, c0[a0.y]
+    end
+.end
+.proc twice
+    add r0, r0, r0
+.end
+";
+        let consts = [
+            ("c1", [0.0, 2.9, 0.0, 0.0]),
+            ("c2", [7.0; 4]),
+            ("flag", [1.0, 0.0, 0.0, 0.0]),
+        ];
+        let state = run(source, &consts, &[[1.0; 4]]);
+        // cc = (true, false): callc doubles, callu (flag) doubles, jmpc !cmp.y skips the last.
+        assert_eq!(state.outputs[0], [4.0; 4]);
+        // a0.y = trunc(2.9) = 2: c0[a0.y] reads c2.
+        assert_eq!(state.outputs[1], [7.0; 4]);
+        let without_flag = run(source, &consts[..2], &[[1.0; 4]]);
+        assert_eq!(without_flag.outputs[0], [2.0; 4]);
+    }
+}
