@@ -207,13 +207,18 @@ fn every_vector_passes_on_picassos_words() {
 fn every_vector_passes_on_azahars_words() {
     let (passed, failures) = run_vectors("azahar_words");
     // Azahar's Nested Loop words end both loops on one instruction; the expected values
-    // follow its JIT, whose handling of that shared end the README leaves to the JIT.
+    // follow its JIT. Like Azahar's interpreter (the case's notes), one scope closes per
+    // instruction, so o0.x = i1.x + 2 there (6 and 9): those 8 runs differ by design.
     let unexpected: Vec<&String> = failures
         .iter()
         .filter(|f| !f.starts_with("Nested Loop"))
         .collect();
     assert!(unexpected.is_empty(), "{unexpected:#?}");
-    assert!(passed >= 319 - 8, "{passed}");
+    println!("azahar_words: {passed} of 319 runs pass; {failures:#?}");
+    assert_eq!(passed, 319 - 8);
+    assert!(failures
+        .iter()
+        .all(|f| f.contains("lane 0: 6 ") || f.contains("lane 0: 9 ")));
 }
 
 #[test]
@@ -946,5 +951,46 @@ skip:
         assert_eq!(state.outputs[1], [7.0; 4]);
         let without_flag = run(source, &consts[..2], &[[1.0; 4]]);
         assert_eq!(without_flag.outputs[0], [2.0; 4]);
+    }
+}
+
+mod words {
+    //! Every word decodes to what it encodes, up to the bits its format leaves unused.
+
+    use super::*;
+    use proptest::prelude::*;
+    use theia::pica200::opcodes::{by_opcode, Format, Op};
+
+    /// The bits a word's format defines.
+    fn defined_bits(word: u32) -> u32 {
+        let Some(row) = by_opcode((word >> 26) as u8) else {
+            return 0;
+        };
+        match row.format {
+            Format::Zero => 0xFC00_0000,
+            Format::OneU => 0xFFFF_F07F,
+            Format::Mova => 0xFC1F_F07F,
+            Format::Four => 0xFFC0_0000,
+            Format::Three if row.op == Op::Loop => 0xFCFF_FCFF,
+            Format::Three | Format::Two => 0xFFFF_FCFF,
+            _ => 0xFFFF_FFFF,
+        }
+    }
+
+    proptest! {
+        #[test]
+        fn decode_then_encode_keeps_every_defined_bit(word in any::<u32>()) {
+            match Instruction::decode(word) {
+                Ok(instruction) => {
+                    let bits = defined_bits(word);
+                    prop_assert_eq!(instruction.encode(), word & bits);
+                    prop_assert_eq!(Instruction::decode(word & bits), Ok(instruction));
+                    // Its text never panics and names the operation.
+                    let text = disasm::word_text(word, &[0x0D86C36F]);
+                    prop_assert!(!text.is_empty());
+                }
+                Err(error) => prop_assert_eq!(error.opcode, (word >> 26) as u8),
+            }
+        }
     }
 }
