@@ -150,13 +150,15 @@ pub fn load_pica200(
     path: &Path,
     options: theia::pica200::asm::Options,
 ) -> anyhow::Result<theia::pica200::Program> {
+    let bytes = std::fs::read(path).with_context(|| path.display().to_string())?;
     let name = path.to_string_lossy().to_ascii_lowercase();
-    if name.ends_with(".shbin") {
-        let bytes = std::fs::read(path).with_context(|| path.display().to_string())?;
+    // A SHBIN by its name or its magic, whatever `--isa pica200` was given.
+    if name.ends_with(".shbin") || bytes.starts_with(b"DVLB") {
         return theia::pica200::shbin::read(&bytes, 0)
             .map_err(|e| anyhow::anyhow!("{}: {e}", path.display()));
     }
-    let source = std::fs::read_to_string(path).with_context(|| path.display().to_string())?;
+    let source = String::from_utf8(bytes)
+        .map_err(|_| anyhow::anyhow!("{}: not UTF-8 text (nor a SHBIN)", path.display()))?;
     let assembly = theia::pica200::asm::assemble(&source, path, options)?;
     for warning in &assembly.warnings {
         eprintln!("{warning}");
