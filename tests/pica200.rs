@@ -994,3 +994,90 @@ mod words {
         }
     }
 }
+
+mod random_sources {
+    //! Sources stitched from picasso's vocabulary: the assembler never panics, and every
+    //! program it accepts lists, re-assembles to the same words, reads back from a SHBIN,
+    //! and runs or faults.
+
+    use super::*;
+    use proptest::prelude::*;
+
+    const PREAMBLE: &str = ".constf k(1, 2.5, -3, 1e30)\n.consti n(2, 1, 3, 0)\n.setb b1 true\n\
+                            .out oc color\n.out - pos o1.xy\n.alias z r5.wzyx\n.fvec u[3]\n\
+                            .constfa arr[2]\n.constfa (1, 2, 3, 4)\n.end\n";
+
+    const PIECES: &[&str] = &[
+        "end",
+        "nop",
+        "break",
+        "mov r0, v0",
+        "mov o0.xz, -c3.wzyx",
+        "add r1, c0[a0.x+2], r1",
+        "mad r2, r1, c5[aL], r0",
+        "mad r2, r1, r0, arr[a0.y]",
+        "dp3 o1, c1, r2",
+        "dph r3, r1, c2",
+        "mova a0.xy, v1.zw",
+        "cmp r0, lt, ge, v0",
+        "breakc cmp.y",
+        "call f",
+        "callc !cmp.x, f",
+        "callu b2, f",
+        "jmpc cmp.x || cmp.y, l",
+        "jmpu !b1, l",
+        "mov oc, r0",
+        "rcp r4, k.y",
+        "max z, c1, -z",
+        "min r6, u[1], r6",
+        "litp r7, r0",
+        "flr r8, -r7.yyyy",
+        "sge r9, r0, c9",
+        "slt r9.y, r0, u[2]",
+        "ex2 r10, -k.w",
+        "lg2 r11, r10.x",
+        "mul r12, k.yyyy, r11",
+        "ifc cmp.x && !cmp.y\nmov r0, v0\n.else\nmov r1, v0\n.end",
+        "ifc !cmp.y\nadd r0, r0, v0\n.end",
+        "for n\nadd r0, r0, v0\nbreakc cmp.y\n.end",
+        "ifu b1\ncall f\n.end",
+        "for i0\nfor n\nmad r2, r0, k, r2\n.end\n.end",
+        "call 3, 1",
+        "for i0, 2",
+        "ifc cmp.x, 4, 1",
+        "jmpu b0, 0",
+        "emit",
+        "setemit 1, prim inv",
+        "add r0, v0, v1",
+        "mov",
+        "ifc cmp.q",
+        ".end",
+    ];
+
+    static ACCEPTED: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(3000))]
+        #[test]
+        fn the_assembler_never_panics(lines in proptest::collection::vec(0..PIECES.len(), 0..40)) {
+            let body: String = lines.iter().map(|&i| format!("{}\n", PIECES[i])).collect();
+            let source = format!("{PREAMBLE}.proc main\n{body}l:\nend\n.end\n.proc f\nnop\n.end\n");
+            if let Ok(program) = assemble_text(&source, Options::default()) {
+                let n = ACCEPTED.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                if n % 500 == 0 {
+                    println!("{n} sources accepted so far");
+                }
+                let listing = disasm::listing(&program);
+                let options = Options { allow_input_pairs: true, auto_nop: false };
+                let again = assemble_text(&listing, options)
+                    .unwrap_or_else(|e| panic!("{e}\n{source}\n---\n{listing}"));
+                prop_assert_eq!(&again.code, &program.code, "{}\n---\n{}", source, listing);
+                let read = shbin::read(&shbin::write(&program), 0).unwrap();
+                prop_assert_eq!(read, program.clone());
+                if let Ok(shader) = Shader::new(program, &[]) {
+                    let _ = shader.run(&[[0.5; 4]; 4], 5_000);
+                }
+            }
+        }
+    }
+}
