@@ -1081,3 +1081,36 @@ mod random_sources {
         }
     }
 }
+
+mod random_shbin {
+    //! A valid SHBIN with random bytes overwritten: reading never panics, and what reads
+    //! lists and runs (or faults) without panicking.
+
+    use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(3000))]
+        #[test]
+        fn damaged_files_are_errors_not_panics(
+            edits in proptest::collection::vec((any::<usize>(), any::<u8>()), 1..8),
+            cut in any::<usize>(),
+        ) {
+            let source = ".constf k(1, 2, 3, 4)\n.consti n(1, 2, 3, 4)\n.setb b2 true\n\
+                          .fvec u[2]\n.out c color\n.proc main\n    mad c, r0, k, r1\n    \
+                          for n\n        add r1, u[aL], r1\n    .end\n    end\n.end\n";
+            let mut bytes = shbin::write(&assemble_text(source, Options::default()).unwrap());
+            for (at, value) in edits {
+                let len = bytes.len();
+                bytes[at % len] = value;
+            }
+            bytes.truncate(bytes.len() - cut % 8);
+            if let Ok(program) = shbin::read(&bytes, 0) {
+                let _ = disasm::listing(&program);
+                if let Ok(shader) = Shader::new(program, &[]) {
+                    let _ = shader.run(&[[1.0; 4]; 4], 5_000);
+                }
+            }
+        }
+    }
+}
