@@ -79,6 +79,16 @@ mod tests {
     }
 
     #[test]
+    fn quantizing_keeps_sixteen_mantissa_bits() {
+        // 1 + 2^−16 survives, 1 + 2^−17 truncates to 1; negative values truncate toward 0.
+        assert_eq!(quantize_f24(1.0 + 2f32.powi(-16)), 1.0 + 2f32.powi(-16));
+        assert_eq!(quantize_f24(1.0 + 2f32.powi(-17)), 1.0);
+        assert_eq!(quantize_f24(-(1.0 + 2f32.powi(-17))), -1.0);
+        assert_eq!(quantize_f24(f32::INFINITY), f32::INFINITY);
+        assert_eq!(quantize_f24(2f32.powi(-64)), 0.0);
+    }
+
+    #[test]
     fn f24_encoding_truncates_and_saturates() {
         assert_eq!(f32_to_f24(1.0), 0x3F0000);
         assert_eq!(f32_to_f24(-2.5), 0xC04000);

@@ -586,6 +586,16 @@ mod tests {
     }
 
     #[test]
+    fn dot_products_start_from_plus_zero_and_drop_zero_times_infinity() {
+        // (+0 + −0) + … = +0; an ∞·0 lane adds 0; DP3 ignores w.
+        assert_eq!(pica_dot(&[-0.0; 4], &[1.0; 4], 4).to_bits(), 0);
+        let a = [f32::INFINITY, 2.0, 3.0, f32::NAN];
+        assert_eq!(pica_dot(&a, &[0.0, 4.0, 5.0, 1.0], 3), 23.0);
+        assert!(pica_dot(&a, &[0.0, 4.0, 5.0, 1.0], 4).is_nan());
+        assert_eq!(pica_dot(&[1.0; 4], &[f32::MAX; 4], 4), f32::INFINITY);
+    }
+
+    #[test]
     fn max_and_min_follow_the_nan_order() {
         assert!(pica_max(0.0, f32::NAN).is_nan());
         assert_eq!(pica_max(f32::NAN, 0.0), 0.0);
