@@ -5,6 +5,7 @@
 //! - [`machine`]: the host, swap memory, texture and output memories, partitions on rayon.
 //! - [`scene`]: loaders for the original `.mem` scenes and for OBJ scenes.
 //! - [`r500`]: ATI R500 fragment programs: decoder, assembler, disassembler, interpreter.
+//! - [`pica200`]: PICA200 (3DS) shader programs: assembler, disassembler, SHBIN, interpreter.
 //! - [`stage`]: the pixel stage THEIA microcode, R500 and PICA200 programs implement.
 //! - [`image`]: PPM/PNG output and image comparison.
 //! - [`trace`]: one pixel instruction by instruction, with cycle estimates.
@@ -15,6 +16,7 @@ pub mod core;
 pub mod image;
 pub mod isa;
 pub mod machine;
+pub mod pica200;
 pub mod r500;
 pub mod scene;
 pub mod stage;

@@ -171,3 +171,40 @@ fn obj_relative_index_before_the_first_vt_or_vn_is_an_error_or_a_warning() {
         "warning: fuzz.obj:5:6: vn index -7 does not exist: 1 `vn` line so far; normals are not used, so it is ignored"
     );
 }
+
+/// PICA200 sources that once could panic or reserve huge memory: each is a located error.
+#[test]
+fn pica200_sizes_out_of_range_are_errors() {
+    use theia::pica200::asm::{assemble, Options};
+    for (source, expected) in [
+        (
+            ".constfa big[99999999999]\n",
+            "t.pica:1:10: error: invalid array size",
+        ),
+        (
+            ".fvec huge[4000000000]\n",
+            "t.pica:1:7: error: not enough uniform space",
+        ),
+        (
+            ".proc main\n    mov o0, v0.ẋ\n.end\n",
+            "t.pica:2:13: error: invalid swizzle",
+        ),
+        (".alias é r0\n", "t.pica:1:8: error: invalid alias name"),
+    ] {
+        let error = assemble(source, Path::new("t.pica"), Options::default())
+            .map(|_| ())
+            .unwrap_err()
+            .to_string();
+        assert!(error.starts_with(expected), "{source:?}: {error}");
+    }
+    // A --const name starting with a multibyte character is refused, not split mid-char.
+    let program = theia::pica200::Program {
+        code: vec![0x88000000],
+        ..Default::default()
+    };
+    let named = theia::stage::NamedVec4 {
+        name: "ç1".to_string(),
+        value: [0.0; 4],
+    };
+    assert!(theia::pica200::Shader::new(program, &[named]).is_err());
+}

@@ -564,16 +564,15 @@ fn an_obj_without_triangles_is_refused() {
 // --- a large model ---------------------------------------------------------------------
 
 /// A 5,120-triangle sphere (no material: white) fitted by default.
+/// The 5,120-triangle sphere, unlit (`--flat`): white where it is hit.
 fn sphere() -> Scene {
     let text = uv_sphere_obj(64, 41);
     let assets = theia::scene::obj::DirAssets(".".into());
-    let loaded = load_obj_text(
-        &text,
-        Path::new("sphere.obj"),
-        &assets,
-        &ObjOptions::default(),
-    )
-    .unwrap();
+    let options = ObjOptions {
+        flat: true,
+        ..ObjOptions::default()
+    };
+    let loaded = load_obj_text(&text, Path::new("sphere.obj"), &assets, &options).unwrap();
     assert_eq!(loaded.scene.triangles.len(), 5120);
     loaded.scene
 }

@@ -593,7 +593,8 @@ fn assembler_errors_name_file_line_and_column() {
 use std::sync::Arc;
 use theia::core::alu::{Vec3, ONE};
 use theia::machine::{render, Frame, RenderOptions};
-use theia::scene::obj::{default_scene, load_obj_text, uv_sphere_obj, MemoryAssets, ObjOptions};
+use theia::scene::generate::uv_sphere_obj;
+use theia::scene::obj::{default_scene, load_obj_text, MemoryAssets, ObjOptions};
 use theia::scene::Scene;
 
 fn example(name: &str) -> PathBuf {
@@ -612,11 +613,16 @@ fn small_options() -> ObjOptions {
 
 /// The built-in scene (every ray hits a wall or a box) and a sphere (with misses).
 fn scenes() -> Vec<(&'static str, Scene)> {
+    // Unlit, so that the plain render shows the texture colour the stage receives.
+    let flat = ObjOptions {
+        flat: true,
+        ..small_options()
+    };
     let sphere = load_obj_text(
         &uv_sphere_obj(16, 8),
         Path::new("sphere.obj"),
         &MemoryAssets(&[]),
-        &small_options(),
+        &flat,
     )
     .unwrap()
     .scene;

@@ -137,7 +137,12 @@ pub fn load_foreign(
             path.display()
         ),
         Isa::R500 => Ok(Arc::new(load_r500(path, consts)?)),
-        Isa::Pica200 => bail!("{}: PICA200 programs cannot be run yet", path.display()),
+        Isa::Pica200 => {
+            let program = load_pica200(path, theia::pica200::asm::Options::default())?;
+            let shader = theia::pica200::Shader::new(program, consts)
+                .map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
+            Ok(Arc::new(shader))
+        }
     }
 }
 
@@ -162,6 +167,27 @@ pub fn load_r500(path: &Path, consts: &[NamedVec4]) -> anyhow::Result<r500::Prog
             .map_err(|e| anyhow::anyhow!("--const {}: {e}", named.name))?;
     }
     r500::Program::new(&words, constants).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))
+}
+
+/// Reads a PICA200 program: a SHBIN binary (`.shbin`, its first DVLE) or picasso source.
+pub fn load_pica200(
+    path: &Path,
+    options: theia::pica200::asm::Options,
+) -> anyhow::Result<theia::pica200::Program> {
+    let bytes = std::fs::read(path).with_context(|| path.display().to_string())?;
+    let name = path.to_string_lossy().to_ascii_lowercase();
+    // A SHBIN by its name or its magic, whatever `--isa pica200` was given.
+    if name.ends_with(".shbin") || bytes.starts_with(b"DVLB") {
+        return theia::pica200::shbin::read(&bytes, 0)
+            .map_err(|e| anyhow::anyhow!("{}: {e}", path.display()));
+    }
+    let source = String::from_utf8(bytes)
+        .map_err(|_| anyhow::anyhow!("{}: not UTF-8 text (nor a SHBIN)", path.display()))?;
+    let assembly = theia::pica200::asm::assemble(&source, path, options)?;
+    for warning in &assembly.warnings {
+        eprintln!("{warning}");
+    }
+    Ok(assembly.program)
 }
 
 /// Assembles THEIA source; `Assembly::imem` is the instruction memory image (entry table +

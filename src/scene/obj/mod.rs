@@ -341,13 +341,7 @@ pub fn load_obj_text(
         ));
     }
     let untextured = atlas.tiles.iter().all(|tile| tile.flat);
-    let program = (untextured && !options.flat).then(|| {
-        notes.push(
-            "note: no material has a texture: lit by shaders/headlight.shdr (--flat for the unlit colours)"
-                .to_string(),
-        );
-        headlight_program().to_vec()
-    });
+    let program = (untextured && !options.flat).then(|| headlight_program().to_vec());
     let side = atlas.side << 17;
     let config = [
         [0, ONE, 0],

@@ -1,0 +1,174 @@
+//! The PICA200 opcode table (spec foreign_isas §B.2, §B.3). One table drives the decoder,
+//! the disassembler and the assembler: each row names the operation, its 6-bit opcode (the
+//! lowest of its range for CMP, MADI and MAD) and its instruction format.
+
+/// The instruction formats of §B.2.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Format {
+    /// No operands: NOP, END, BREAK, EMIT.
+    Zero,
+    /// DST, SRC1 (wide, relative), SRC2 (narrow), descriptor.
+    One,
+    /// DST, SRC1 (narrow), SRC2 (wide, relative): the "inverted" forms.
+    OneI,
+    /// DST, SRC1 (wide, relative): unary operations.
+    OneU,
+    /// MOVA: SRC1 only, the mask picks a0.x / a0.y.
+    Mova,
+    /// CMP: SRC1, two comparisons, SRC2.
+    OneC,
+    /// Condition on cc, DST (12 bits), NUM (8 bits).
+    Two,
+    /// Bool or integer uniform, DST, NUM.
+    Three,
+    /// SETEMIT: vertex id, primitive flag, winding flag.
+    Four,
+    /// MAD: DST, SRC1 (narrow), SRC2 (wide, relative), SRC3 (narrow), 5-bit descriptor.
+    Five,
+    /// MADI: DST, SRC1 (narrow), SRC2 (narrow), SRC3 (wide, relative).
+    FiveI,
+}
+
+/// Every operation.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Op {
+    Add,
+    Dp3,
+    Dp4,
+    Dph,
+    Dst,
+    Ex2,
+    Lg2,
+    Litp,
+    Mul,
+    Sge,
+    Slt,
+    Flr,
+    Max,
+    Min,
+    Rcp,
+    Rsq,
+    Mova,
+    Mov,
+    Dphi,
+    Dsti,
+    Sgei,
+    Slti,
+    Break,
+    Nop,
+    End,
+    Breakc,
+    Call,
+    Callc,
+    Callu,
+    Ifu,
+    Ifc,
+    Loop,
+    Emit,
+    Setemit,
+    Jmpc,
+    Jmpu,
+    Cmp,
+    Madi,
+    Mad,
+}
+
+/// One row of the table.
+#[derive(Clone, Copy, Debug)]
+pub struct OpInfo {
+    pub op: Op,
+    /// picasso's mnemonic (LOOP is written `for`).
+    pub mnemonic: &'static str,
+    pub opcode: u8,
+    pub format: Format,
+}
+
+const fn row(op: Op, mnemonic: &'static str, opcode: u8, format: Format) -> OpInfo {
+    OpInfo {
+        op,
+        mnemonic,
+        opcode,
+        format,
+    }
+}
+
+/// The table, in opcode order.
+pub const TABLE: &[OpInfo] = &[
+    row(Op::Add, "add", 0x00, Format::One),
+    row(Op::Dp3, "dp3", 0x01, Format::One),
+    row(Op::Dp4, "dp4", 0x02, Format::One),
+    row(Op::Dph, "dph", 0x03, Format::One),
+    row(Op::Dst, "dst", 0x04, Format::One),
+    row(Op::Ex2, "ex2", 0x05, Format::OneU),
+    row(Op::Lg2, "lg2", 0x06, Format::OneU),
+    row(Op::Litp, "litp", 0x07, Format::OneU),
+    row(Op::Mul, "mul", 0x08, Format::One),
+    row(Op::Sge, "sge", 0x09, Format::One),
+    row(Op::Slt, "slt", 0x0A, Format::One),
+    row(Op::Flr, "flr", 0x0B, Format::OneU),
+    row(Op::Max, "max", 0x0C, Format::One),
+    row(Op::Min, "min", 0x0D, Format::One),
+    row(Op::Rcp, "rcp", 0x0E, Format::OneU),
+    row(Op::Rsq, "rsq", 0x0F, Format::OneU),
+    row(Op::Mova, "mova", 0x12, Format::Mova),
+    row(Op::Mov, "mov", 0x13, Format::OneU),
+    row(Op::Dphi, "dphi", 0x18, Format::OneI),
+    row(Op::Dsti, "dsti", 0x19, Format::OneI),
+    row(Op::Sgei, "sgei", 0x1A, Format::OneI),
+    row(Op::Slti, "slti", 0x1B, Format::OneI),
+    row(Op::Break, "break", 0x20, Format::Zero),
+    row(Op::Nop, "nop", 0x21, Format::Zero),
+    row(Op::End, "end", 0x22, Format::Zero),
+    row(Op::Breakc, "breakc", 0x23, Format::Two),
+    row(Op::Call, "call", 0x24, Format::Two),
+    row(Op::Callc, "callc", 0x25, Format::Two),
+    row(Op::Callu, "callu", 0x26, Format::Three),
+    row(Op::Ifu, "ifu", 0x27, Format::Three),
+    row(Op::Ifc, "ifc", 0x28, Format::Two),
+    row(Op::Loop, "for", 0x29, Format::Three),
+    row(Op::Emit, "emit", 0x2A, Format::Zero),
+    row(Op::Setemit, "setemit", 0x2B, Format::Four),
+    row(Op::Jmpc, "jmpc", 0x2C, Format::Two),
+    row(Op::Jmpu, "jmpu", 0x2D, Format::Three),
+    row(Op::Cmp, "cmp", 0x2E, Format::OneC),
+    row(Op::Madi, "mad", 0x30, Format::FiveI),
+    row(Op::Mad, "mad", 0x38, Format::Five),
+];
+
+/// The row of a 6-bit opcode (CMP spans 0x2E-0x2F, MADI 0x30-0x37, MAD 0x38-0x3F).
+pub fn by_opcode(opcode: u8) -> Option<&'static OpInfo> {
+    let base = match opcode {
+        0x2E..=0x2F => 0x2E,
+        0x30..=0x37 => 0x30,
+        0x38..=0x3F => 0x38,
+        other => other,
+    };
+    TABLE.iter().find(|row| row.opcode == base)
+}
+
+/// The row of an operation.
+pub fn info(op: Op) -> &'static OpInfo {
+    TABLE
+        .iter()
+        .find(|row| row.op == op)
+        .expect("every Op has a row")
+}
+
+/// The comparison names of CMP, by their 3-bit code (6 and 7 are undocumented).
+pub const COMPARISONS: [&str; 8] = ["eq", "ne", "lt", "le", "gt", "ge", "6", "7"];
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_opcode_maps_to_at_most_one_row() {
+        let known = (0u8..64).filter(|&o| by_opcode(o).is_some()).count();
+        // 22 arithmetic opcodes (0x00-0x0F, 0x12, 0x13, 0x18-0x1B), 0x20-0x2D, CMP 2, MAD(I) 16.
+        assert_eq!(known, 16 + 2 + 4 + 14 + 2 + 16);
+        assert_eq!(by_opcode(0x10).map(|r| r.op), None);
+        assert_eq!(by_opcode(0x2F).map(|r| r.op), Some(Op::Cmp));
+        assert_eq!(by_opcode(0x35).map(|r| r.op), Some(Op::Madi));
+        assert_eq!(by_opcode(0x3F).map(|r| r.op), Some(Op::Mad));
+    }
+}
