@@ -1,13 +1,17 @@
 //! Culling is output-identical: every test scene renders the same frame (every output word
-//! and which words were written) and the same instruction count with and without it.
+//! and which words were written) and the same instruction count with and without it, and
+//! with the acceleration structure (`--accel auto`), per-triangle culling (`--accel cull`)
+//! and none (`--accel off`).
 
 mod common;
 
 use theia::core::RomVariant;
 use theia::isa::registers::{register_address, EntryPoint};
 use theia::isa::{Instruction, Opcode};
+use theia::machine::accel::check_tile_claims;
 use theia::machine::cull::Refusal;
-use theia::machine::{render, Render, RenderOptions};
+use theia::machine::{render, AccelUse, Machine, Render, RenderOptions};
+use theia::scene::generate::{displaced_icosphere_obj, uv_sphere_obj};
 use theia::scene::obj::{default_scene, ObjOptions};
 use theia::scene::Scene;
 
@@ -19,14 +23,28 @@ const CONFORMANCE_SCENES: [&str; 4] = [
 ];
 
 fn render_with(scene: &Scene, options: &RenderOptions, culling: bool) -> Render {
+    let accel = if culling {
+        AccelUse::Never
+    } else {
+        options.accel
+    };
     render(
         scene,
         &RenderOptions {
             culling,
+            accel,
             ..options.clone()
         },
     )
     .expect("renders")
+}
+
+fn render_accelerated(scene: &Scene, options: &RenderOptions) -> Render {
+    let options = RenderOptions {
+        accel: AccelUse::Always,
+        ..options.clone()
+    };
+    render(scene, &options).expect("renders")
 }
 
 /// Renders with and without culling and requires identical results; returns the culled
@@ -40,6 +58,28 @@ fn assert_identical(scene: &Scene, options: &RenderOptions, label: &str) -> Rend
     assert!(on.culled > 0, "{label}: nothing was culled");
     assert!(on.frame == off.frame, "{label}: the frames differ");
     assert_eq!(on.instructions, off.instructions, "{label}");
+    let accelerated = render_accelerated(scene, options);
+    assert_eq!(
+        accelerated.accel,
+        Ok(true),
+        "{label}: the structure was not used"
+    );
+    assert!(
+        accelerated.frame == off.frame,
+        "{label}: accelerated, the frames differ"
+    );
+    if accelerated.instructions_exact {
+        assert_eq!(
+            accelerated.instructions, off.instructions,
+            "{label}: accelerated"
+        );
+    } else {
+        assert!(
+            accelerated.instructions > off.instructions,
+            "{label}: a bound"
+        );
+    }
+    assert_eq!(accelerated.culled, on.culled, "{label}: accelerated");
     println!(
         "{label}: identical; {} of {} MAIN runs culled",
         on.culled,
@@ -124,39 +164,8 @@ fn a_shader_reading_biu_registers_sees_the_same_values() {
     let Some(scene) = conformance_scene("scenes_example3") else {
         return;
     };
-    let acc = address("R4");
-    let mut code = vec![Instruction::type1(
-        Opcode::Add,
-        acc,
-        address("CREG_t"),
-        address("CREG_u"),
-    )];
-    for name in [
-        "CREG_v",
-        "R2",
-        "R1",
-        "R3",
-        "CREG_P",
-        "CREG_Q",
-        "CREG_T",
-        "CREG_E1",
-        "CREG_E2",
-        "CREG_DELTA",
-        "CREG_H1",
-        "CREG_H2",
-        "CREG_H3",
-    ] {
-        code.push(Instruction::type1(Opcode::Add, acc, acc, address(name)));
-    }
-    code.push(Instruction::type1(
-        Opcode::Omwrite,
-        address("OREG_PIXEL_COLOR"),
-        address("CREG_CURRENT_OUTPUT_PIXEL"),
-        acc,
-    ));
-    code.push(Instruction::type2(Opcode::Return, 0, 1));
     let options = RenderOptions {
-        imem: Some(imem_with(EntryPoint::PixelShader, &code)),
+        imem: Some(biu_reading_shader()),
         ..Default::default()
     };
     let on = assert_identical(&scene, &options, "BIU-reading shader");
@@ -228,5 +237,144 @@ fn the_watchdog_fires_at_the_same_instruction() {
         let interpreted = error(false);
         assert!(interpreted.contains("routine MAIN"), "{interpreted}");
         assert_eq!(error(true), interpreted);
+        let accelerated = render(
+            &scene,
+            &RenderOptions {
+                accel: AccelUse::Always,
+                ..options.clone()
+            },
+        )
+        .expect_err("the budget is too small for one pixel");
+        assert_eq!(accelerated.to_string(), interpreted);
     }
+}
+
+/// A pixel shader that never returns is stopped where brute force stops it, although the
+/// structure books skipped exits at their most: the frame is rendered again exactly.
+#[test]
+fn a_runaway_shader_stops_at_the_same_place_with_the_structure() {
+    let scene = small_sphere(32);
+    let spin = [Instruction::type1(Opcode::Jmp, 0x800C, 0, 0)];
+    let options = RenderOptions {
+        imem: Some(imem_with(EntryPoint::PixelShader, &spin)),
+        max_steps: Some(50_000),
+        ..Default::default()
+    };
+    let error = |accel, culling| {
+        render(
+            &scene,
+            &RenderOptions {
+                accel,
+                culling,
+                ..options.clone()
+            },
+        )
+        .expect_err("the shader never returns")
+        .to_string()
+    };
+    let interpreted = error(AccelUse::Never, false);
+    assert!(interpreted.contains("PIXELSHADER"), "{interpreted}");
+    assert_eq!(error(AccelUse::Always, true), interpreted);
+}
+
+fn small_sphere(size: u32) -> Scene {
+    let options = ObjOptions {
+        width: size,
+        height: size,
+        ..Default::default()
+    };
+    theia::scene::obj::load_obj_text(
+        &uv_sphere_obj(24, 12),
+        std::path::Path::new("sphere.obj"),
+        &theia::scene::obj::MemoryAssets(&[]),
+        &options,
+    )
+    .expect("the sphere loads")
+    .scene
+}
+
+/// Large generated meshes: identical frames in all three modes, every tile's claims hold
+/// at every pixel, and a BIU-reading shader sees the same leftover registers.
+#[test]
+fn generated_meshes_are_identical_in_all_three_modes() {
+    let bumpy = {
+        let options = ObjOptions {
+            width: 48,
+            height: 48,
+            flat: true,
+            ..Default::default()
+        };
+        theia::scene::obj::load_obj_text(
+            &displaced_icosphere_obj(4, 0.1),
+            std::path::Path::new("bumpy.obj"),
+            &theia::scene::obj::MemoryAssets(&[]),
+            &options,
+        )
+        .expect("loads")
+        .scene
+    };
+    for (name, scene) in [("sphere", small_sphere(48)), ("bumpy", bumpy)] {
+        for rom in [RomVariant::Faithful, RomVariant::Fixed] {
+            let options = RenderOptions {
+                rom,
+                ..Default::default()
+            };
+            assert_identical(&scene, &options, &format!("{name} ({})", rom.name()));
+            let machine = Machine::new(
+                &scene,
+                &RenderOptions {
+                    accel: AccelUse::Always,
+                    ..options.clone()
+                },
+            )
+            .unwrap();
+            let (Ok(culler), Ok(Some(accel))) = (&machine.culler, &machine.accel) else {
+                panic!("{name}: no structure");
+            };
+            check_tile_claims(culler, accel, scene.triangles.len(), scene.height())
+                .unwrap_or_else(|e| panic!("{name}: {e}"));
+            println!("{name}: {:.1} candidates per tile", accel.mean_candidates());
+        }
+        let options = RenderOptions {
+            imem: Some(biu_reading_shader()),
+            ..Default::default()
+        };
+        assert_identical(&scene, &options, &format!("{name}, BIU-reading shader"));
+    }
+}
+
+/// A pixel shader that outputs a mix of everything a skipped MAIN writes.
+fn biu_reading_shader() -> Vec<Instruction> {
+    let acc = address("R4");
+    let mut code = vec![Instruction::type1(
+        Opcode::Add,
+        acc,
+        address("CREG_t"),
+        address("CREG_u"),
+    )];
+    for name in [
+        "CREG_v",
+        "R2",
+        "R1",
+        "R3",
+        "CREG_P",
+        "CREG_Q",
+        "CREG_T",
+        "CREG_E1",
+        "CREG_E2",
+        "CREG_DELTA",
+        "CREG_H1",
+        "CREG_H2",
+        "CREG_H3",
+    ] {
+        code.push(Instruction::type1(Opcode::Add, acc, acc, address(name)));
+    }
+    code.push(Instruction::type1(
+        Opcode::Omwrite,
+        address("OREG_PIXEL_COLOR"),
+        address("CREG_CURRENT_OUTPUT_PIXEL"),
+        acc,
+    ));
+    code.push(Instruction::type2(Opcode::Return, 0, 1));
+    imem_with(EntryPoint::PixelShader, &code)
 }

@@ -5,7 +5,7 @@ use std::path::Path;
 
 use theia::core::rom::RomVariant;
 use theia::machine::hits::{isolated_hits, PixelHit};
-use theia::machine::{render, Frame, RenderOptions};
+use theia::machine::{render, AccelUse, Frame, RenderOptions};
 use theia::scene::generate::{displaced_icosphere_obj, uv_sphere_obj};
 use theia::scene::obj::{load_obj_text, MemoryAssets, ObjOptions};
 use theia::scene::Scene;
@@ -58,6 +58,16 @@ fn a_fine_mesh_has_stray_hits_in_the_faithful_rom_and_none_in_the_fixed_one() {
         faithful.artifact_pixels() > 0,
         "the mesh provokes no artifact"
     );
+    // Hits through wrap-around are kept by the acceleration structure too.
+    let culled = render(
+        &mesh,
+        &RenderOptions {
+            accel: AccelUse::Never,
+            ..Default::default()
+        },
+    )
+    .expect("renders");
+    assert!(culled.frame == faithful, "--accel auto and cull differ");
     assert!(!stray_faithful.is_empty(), "the mesh provokes no stray hit");
     assert_eq!(stray_fixed, []);
     assert_eq!(fixed.artifact_pixels(), 0);

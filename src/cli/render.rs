@@ -62,8 +62,14 @@ pub fn render_once(args: &RenderArgs) -> anyhow::Result<()> {
     let shader = args.shader.load(args.quiet)?;
     let options = args.scene.render_options(shader.as_ref())?;
     let machine = Machine::new(&loaded.scene, &options)?;
-    if let (Err(refusal), false) = (&machine.culler, args.quiet || args.scene.no_cull) {
+    if let (Err(refusal), false) = (
+        &machine.culler,
+        args.quiet || args.scene.interprets_everything(),
+    ) {
         eprintln!("note: {refusal}; every triangle test is interpreted");
+    }
+    if let (Err(refusal), false) = (&machine.accel, args.quiet) {
+        eprintln!("note: {refusal}; each triangle is tested at each pixel");
     }
     let render = render_with_progress(&machine, !args.quiet)?;
     write_image(&render, &output)?;
@@ -96,9 +102,13 @@ pub fn summary(output: &Path, loaded: &LoadedScene, render: &Render) -> String {
     let seconds = render.elapsed.as_secs_f64();
     let frame = &render.frame;
     let rate = render.instructions as f64 / seconds.max(1e-9) / 1e6;
-    let (culled, rate_kind) = match render.culled {
-        0 => (String::new(), ""),
-        runs => (format!(" ({runs} triangle tests culled)"), " effective"),
+    let (culled, rate_kind) = match (render.culled, &render.accel) {
+        (0, _) => (String::new(), ""),
+        (runs, Ok(true)) => (
+            format!(" ({runs} triangle tests culled, most by the acceleration structure)"),
+            " effective",
+        ),
+        (runs, _) => (format!(" ({runs} triangle tests culled)"), " effective"),
     };
     let cores = match render.lockstep_groups {
         0 if render.cores == 1 => "1 core".to_string(),
@@ -116,14 +126,22 @@ pub fn summary(output: &Path, loaded: &LoadedScene, render: &Render) -> String {
              (--rom fixed removes them)"
         ),
     };
+    let cost = if render.instructions_exact {
+        format!(
+            "{} emulated instructions{culled}, {seconds:.3} s ({rate:.0} M instructions/s{rate_kind})",
+            render.instructions
+        )
+    } else {
+        format!(
+            "instruction count not available with the acceleration structure (--accel cull counts exactly){culled}, {seconds:.3} s"
+        )
+    };
     format!(
-        "{}: {}x{} pixels, {} triangles, {cores}, {} emulated instructions{culled}, {:.3} s ({rate:.0} M instructions/s{rate_kind}){artifacts}",
+        "{}: {}x{} pixels, {} triangles, {cores}, {cost}{artifacts}",
         output.display(),
         frame.width,
         frame.height,
         loaded.scene.triangles.len(),
-        render.instructions,
-        seconds,
     )
 }
 

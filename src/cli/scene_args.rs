@@ -8,7 +8,7 @@ use clap::Args;
 
 use super::shader::Shader;
 use theia::core::RomVariant;
-use theia::machine::RenderOptions;
+use theia::machine::{AccelUse, RenderOptions};
 use theia::scene::mem::load_scene_dir;
 use theia::scene::obj::{default_scene, load_obj, ObjOptions};
 use theia::scene::Scene;
@@ -54,10 +54,30 @@ pub struct SceneArgs {
     /// [default: 100000 + 1000 per triangle]
     #[arg(long, value_name = "N")]
     pub max_steps: Option<u64>,
-    /// Interpret every triangle test instead of skipping those the ROM's intersection test
-    /// provably rejects (the image and instruction counts are identical either way)
+    /// How triangle tests the ROM's intersection routine provably rejects are skipped:
+    /// `auto` with the acceleration structure (scenes of 512 triangles or more), `cull`
+    /// tests each triangle natively, `off` interprets every test. The image and the
+    /// instruction counts are identical in all three
+    #[arg(long, value_name = "MODE", default_value = "auto")]
+    pub accel: AccelMode,
+    /// The same as `--accel off`
     #[arg(long)]
     pub no_cull: bool,
+}
+
+/// `--accel`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum AccelMode {
+    Auto,
+    Cull,
+    Off,
+}
+
+impl SceneArgs {
+    /// Whether triangle tests are interpreted one and all (`--accel off`, `--no-cull`).
+    pub fn interprets_everything(&self) -> bool {
+        self.no_cull || self.accel == AccelMode::Off
+    }
 }
 
 /// A scene ready to render, with what the user should hear about it.
@@ -205,7 +225,11 @@ impl SceneArgs {
             imem: shader.and_then(Shader::imem),
             stage: shader.and_then(Shader::stage),
             max_steps: self.max_steps,
-            culling: !self.no_cull,
+            culling: !self.interprets_everything(),
+            accel: match self.accel {
+                AccelMode::Auto => AccelUse::Auto,
+                AccelMode::Cull | AccelMode::Off => AccelUse::Never,
+            },
             ..RenderOptions::default()
         })
     }

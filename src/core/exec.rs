@@ -157,6 +157,9 @@ pub struct Core<'a> {
     pub instructions: u64,
     /// Routines booked without being interpreted (culling).
     pub culled_routines: u64,
+    /// Of those, routines booked at an upper bound of their cost because their exit was
+    /// not known (the acceleration structure): `instructions` is then not exact.
+    pub unknown_cost_routines: u64,
     pub output: OutputMemory,
 }
 
@@ -175,6 +178,7 @@ impl<'a> Core<'a> {
             budget: u64::MAX,
             instructions: 0,
             culled_routines: 0,
+            unknown_cost_routines: 0,
             output: OutputMemory::new(output_words),
         }
     }

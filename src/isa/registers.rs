@@ -105,6 +105,7 @@ pub mod address {
     pub const CREG_LAST_T: u16 = 95;
     pub const CREG_LAST_U: u16 = 96;
     pub const CREG_LAST_V: u16 = 97;
+    pub const CREG_PIXEL_2D_POSITION: u16 = 111;
 }
 
 /// `VOID`: the placeholder operand, address 0.
@@ -310,6 +311,7 @@ mod tests {
             ("CREG_LAST_t", address::CREG_LAST_T),
             ("CREG_LAST_u", address::CREG_LAST_U),
             ("CREG_LAST_v", address::CREG_LAST_V),
+            ("CREG_PIXEL_2D_POSITION", address::CREG_PIXEL_2D_POSITION),
         ] {
             assert_eq!(register_address(name), Some(constant), "{name}");
         }

@@ -343,7 +343,7 @@ pub fn verdict(h2: u32, h3: impl FnOnce() -> u32, delta: u32) -> Option<Exit> {
 /// MAIN 38 `JEQX 43, R99, CREG_ZERO` with BIU's `RET R99, 0` forwarded: whether MAIN then
 /// returns FALSE.
 #[inline]
-fn main_returns_false(core: &impl CoreState) -> bool {
+pub fn main_returns_false(core: &impl CoreState) -> bool {
     alu::compare(0, core.register(reg::ZERO)[0], JEQ)
 }
 
@@ -404,7 +404,18 @@ impl Culler {
         let Some(last) = pending.last.take() else {
             return;
         };
-        let ray = pending.ray;
+        self.write_skipped(core, last, pending.last_sum.take(), pending.ray);
+    }
+
+    /// Writes what a run of skipped MAINs under `ray` leaves: the registers of the last
+    /// one, `last`, and R2 of the last one that left at 178, `last_sum` (if any).
+    pub fn write_skipped(
+        &self,
+        core: &mut impl CoreState,
+        last: usize,
+        last_sum: Option<usize>,
+        ray: Vec3,
+    ) {
         let s = self.reject_state(last, ray);
         let r3 = core.register(reg::R3);
         core.write_register(reg::R3, [alu::ONE, r3[1], r3[2]]);
@@ -426,7 +437,7 @@ impl Culler {
         ] {
             core.write_register(address, value);
         }
-        if let Some(sum) = pending.last_sum.take() {
+        if let Some(sum) = last_sum {
             let s = if sum == last {
                 s
             } else {
@@ -436,6 +447,24 @@ impl Culler {
         }
         // MAIN 43 `RETURN RT_FALSE` (DST 0) after BIU's RET to 38.
         core.set_routine_end_state(0, 0, BIU_RETURN_POINT);
+    }
+
+    /// [`Culler::write_skipped`] for the skipped run `first..end` (all rejected under
+    /// `ray`), finding the last 178 exit by testing the run backwards.
+    pub fn write_skipped_run(
+        &self,
+        core: &mut impl CoreState,
+        first: usize,
+        end: usize,
+        ray: Vec3,
+    ) {
+        if first >= end {
+            return;
+        }
+        let last_sum = (first..end)
+            .rev()
+            .find(|&index| self.rejects(index, ray) == Some(Exit::Sum));
+        self.write_skipped(core, end - 1, last_sum, ray);
     }
 }
 

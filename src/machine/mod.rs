@@ -4,6 +4,7 @@
 //! writable, as in the hardware. Triangles BIU provably rejects can skip MAIN with
 //! identical results ([`cull`]).
 
+pub mod accel;
 pub mod cull;
 pub mod hits;
 
@@ -23,6 +24,7 @@ use crate::isa::registers::{address, EntryPoint};
 use crate::isa::Instruction;
 use crate::scene::{Partition, Scene};
 use crate::stage::{PixelStage, ShadingCore, TheiaPixelShader};
+use accel::{Accel, AccelRefusal};
 use cull::{Culler, Pending, Refusal};
 use hits::PixelHit;
 
@@ -44,6 +46,27 @@ pub struct RenderOptions {
     pub lockstep: Lockstep,
     /// The program that shades each pixel; `None`: THEIA's PIXELSHADER routine.
     pub stage: Option<Arc<dyn PixelStage>>,
+    /// Whether culling uses the acceleration structure ([`accel`]): identical output,
+    /// instruction counts included.
+    pub accel: AccelUse,
+}
+
+/// When culling uses the acceleration structure ([`accel`]) rather than testing every
+/// triangle at every pixel. The output is identical either way; only speed differs.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum AccelUse {
+    /// For scenes of [`AccelUse::AUTO_TRIANGLES`] triangles or more, where building it
+    /// pays off (measured: below that, per-triangle culling is as fast).
+    #[default]
+    Auto,
+    /// Whenever culling applies (for tests and measurements).
+    Always,
+    /// Never: per-triangle culling only.
+    Never,
+}
+
+impl AccelUse {
+    pub const AUTO_TRIANGLES: usize = 512;
 }
 
 /// When to run cores in lock-step groups, one SIMD lane per core ([`CoreGroup`]), rather
@@ -71,6 +94,7 @@ impl Default for RenderOptions {
             culling: true,
             lockstep: Lockstep::Auto,
             stage: None,
+            accel: AccelUse::Auto,
         }
     }
 }
@@ -127,7 +151,11 @@ impl Frame {
 #[derive(Clone, Debug)]
 pub struct Render {
     pub frame: Frame,
+    /// Instructions executed; an upper bound when `instructions_exact` is false.
     pub instructions: u64,
+    /// False when the acceleration structure skipped triangles whose exit (and so cost)
+    /// depends on the pixel: then the count is not available, only a bound.
+    pub instructions_exact: bool,
     pub elapsed: Duration,
     pub cores: usize,
     pub triangles: usize,
@@ -137,6 +165,8 @@ pub struct Render {
     pub culling_refused: Option<Refusal>,
     /// Lock-step groups the cores ran in; 0 when each core ran on its own.
     pub lockstep_groups: usize,
+    /// Whether the acceleration structure was used, and why not when it was refused.
+    pub accel: Result<bool, AccelRefusal>,
 }
 
 /// A core stopped: which core, at which pixel, in which routine, and why.
@@ -163,6 +193,7 @@ pub fn default_max_steps(triangles: usize) -> u64 {
 }
 
 /// Everything that stays the same for all cores of a frame.
+#[derive(Clone)]
 pub struct Machine<'a> {
     pub scene: &'a Scene,
     pub program: Program,
@@ -174,6 +205,8 @@ pub struct Machine<'a> {
     pub lockstep: Lockstep,
     /// The program that shades each pixel ([`RenderOptions::stage`]).
     pub stage: Arc<dyn PixelStage>,
+    /// The acceleration structure (`Ok(None)`: not wanted for this frame).
+    pub accel: Result<Option<Accel>, AccelRefusal>,
 }
 
 impl<'a> Machine<'a> {
@@ -199,10 +232,11 @@ impl<'a> Machine<'a> {
         } else {
             Err(Refusal::Disabled)
         };
-        Ok(Machine {
+        let mut machine = Machine {
             scene,
             program,
             culler,
+            accel: Ok(None),
             partitions,
             lockstep: options.lockstep,
             stage: options
@@ -212,7 +246,61 @@ impl<'a> Machine<'a> {
             max_steps: options
                 .max_steps
                 .unwrap_or_else(|| default_max_steps(scene.triangles.len())),
-        })
+        };
+        let wanted = match options.accel {
+            AccelUse::Auto => scene.triangles.len() >= AccelUse::AUTO_TRIANGLES,
+            AccelUse::Always => true,
+            AccelUse::Never => false,
+        };
+        if wanted && machine.culler.is_ok() {
+            machine.accel = machine.precompute_rays().and_then(|rays| {
+                Accel::build(
+                    &scene.triangles,
+                    &scene.config,
+                    scene.width(),
+                    scene.height(),
+                    rays,
+                )
+                .map(Some)
+            });
+        }
+        Ok(machine)
+    }
+
+    /// Every pixel's CREG_RAY_DIRECTION as RGU computes it: each core boots and runs RGU
+    /// and NPG for each pixel of its partition (row-major result).
+    fn precompute_rays(&self) -> Result<Vec<Vec3>, AccelRefusal> {
+        let width = self.scene.width() as usize;
+        type Band = Result<Vec<((u32, u32), Vec3)>, String>;
+        let bands: Vec<Band> = self
+            .partitions
+            .par_iter()
+            .enumerate()
+            .map(|(index, partition)| {
+                let mut core = self
+                    .boot_core(index, partition, &mut NoObserver)
+                    .map_err(|e| e.to_string())?;
+                let mut rays = Vec::with_capacity(partition.pixel_count());
+                for (x, y) in partition.pixels() {
+                    core.refill_budget();
+                    let run = |core: &mut Core<'_>, entry| {
+                        core.run(entry, &mut NoObserver)
+                            .map_err(|fault| format!("core {index}, pixel ({x}, {y}): {fault}"))
+                    };
+                    run(&mut core, EntryPoint::Rgu)?;
+                    rays.push(((x, y), core.register(address::CREG_RAY_DIRECTION)));
+                    run(&mut core, EntryPoint::Npg)?;
+                }
+                Ok(rays)
+            })
+            .collect();
+        let mut rays = vec![[0; 3]; width * self.scene.height() as usize];
+        for band in bands {
+            for ((x, y), ray) in band.map_err(AccelRefusal::Rays)? {
+                rays[y as usize * width + x as usize] = ray;
+            }
+        }
+        Ok(rays)
     }
 
     /// Renders every partition in parallel and assembles the frame. `progress` counts
@@ -225,19 +313,36 @@ impl<'a> Machine<'a> {
                 if let Some(counter) = progress {
                     counter.store(0, Ordering::Relaxed);
                 }
-                (self.render_core_by_core(progress)?, 0)
+                match self.render_core_by_core(progress) {
+                    Ok(cores) => (cores, 0),
+                    // Skipped exits were charged at their most: only per-triangle culling
+                    // stops a pixel exactly where the hardware's watchdog would.
+                    Err(_) if matches!(self.accel, Ok(Some(_))) => {
+                        let exact = Machine {
+                            accel: Ok(None),
+                            ..self.clone()
+                        };
+                        return exact.render(progress);
+                    }
+                    Err(error) => return Err(error),
+                }
             }
         };
         let frame = self.assemble(&cores);
         Ok(Render {
             frame,
             instructions: cores.iter().map(|c| c.instructions).sum(),
+            instructions_exact: cores.iter().all(|c| c.unknown_cost == 0),
             elapsed: start.elapsed(),
             cores: self.partitions.len(),
             triangles: self.scene.triangles.len(),
             culled: cores.iter().map(|c| c.culled).sum(),
             culling_refused: self.culler.as_ref().err().cloned(),
             lockstep_groups,
+            accel: match &self.accel {
+                Ok(accel) => Ok(accel.is_some() && lockstep_groups == 0),
+                Err(refusal) => Err(refusal.clone()),
+            },
         })
     }
 
@@ -341,7 +446,14 @@ impl<'a> Machine<'a> {
         };
         run(core, EntryPoint::Rgu, observer)?;
         let mut hit = false;
+        let accelerated = match (&self.culler, &self.accel) {
+            (Ok(culler), Ok(Some(accel))) if !O::ENABLED => {
+                self.triangles_accelerated(core, accel, culler, observer)?
+            }
+            _ => None,
+        };
         match &self.culler {
+            _ if accelerated.is_some() => hit = accelerated == Some(true),
             Ok(culler) if !O::ENABLED => {
                 let triangles = &self.scene.triangles;
                 let mut pending = Pending::default();
@@ -386,6 +498,63 @@ impl<'a> Machine<'a> {
             more: run(core, EntryPoint::Npg, observer)?,
             hit: pixel_hit,
         })
+    }
+
+    /// The triangle loop with the acceleration structure ([`accel`]): `Some(hit)`, or
+    /// `None` (nothing done) where a per-pixel premise fails.
+    #[inline]
+    fn triangles_accelerated<O: Observer>(
+        &self,
+        core: &mut Core<'_>,
+        accel: &Accel,
+        culler: &Culler,
+        observer: &mut O,
+    ) -> Result<Option<bool>, (EntryPoint, Fault)> {
+        let position = core.register(address::CREG_PIXEL_2D_POSITION);
+        if position[0] & 0x1_FFFF != 0 || position[1] & 0x1_FFFF != 0 {
+            return Ok(None);
+        }
+        let (x, y) = (position[0] >> 17, position[1] >> 17);
+        let mut ray = core.register(address::CREG_RAY_DIRECTION);
+        if accel.ray(x, y) != Some(ray) || !cull::main_returns_false(&*core) {
+            return Ok(None);
+        }
+        let (tile, candidates) = accel.tile(x, y);
+        let skipped_cost = tile.skipped_instructions_at_most();
+        let worst = skipped_cost + candidates.len() as u64 * accel::MAX_MAIN_INSTRUCTIONS;
+        if core.budget_left() < worst {
+            return Ok(None);
+        }
+        let triangles = &self.scene.triangles;
+        let (mut hit, mut loaded, mut run_start) = (false, 0, 0);
+        for &index in candidates {
+            let index = index as usize;
+            if let Some(exit) = culler.rejects(index, ray) {
+                core.charge(exit.instructions());
+                continue;
+            }
+            core.load_triangles(&triangles[loaded..=index]);
+            loaded = index + 1;
+            culler.write_skipped_run(core, run_start, index, ray);
+            hit |= core
+                .run(EntryPoint::Main, observer)
+                .map_err(|fault| (EntryPoint::Main, fault))?;
+            run_start = index + 1;
+            ray = core.register(address::CREG_RAY_DIRECTION);
+        }
+        core.load_triangles(&triangles[loaded..]);
+        culler.write_skipped_run(core, run_start, triangles.len(), ray);
+        // Skipped exits that depend on the pixel are charged at their most, so the pixel
+        // shader has at most the budget brute force leaves it: a frame that faults is
+        // rendered again without the structure (Machine::render).
+        let left = core.budget_left() - skipped_cost;
+        core.set_budget_left(left);
+        core.book(
+            skipped_cost,
+            u64::from(tile.skipped) + u64::from(tile.skipped_unknown),
+        );
+        core.unknown_cost_routines += u64::from(tile.skipped_unknown);
+        Ok(Some(hit))
     }
 
     /// One pixel on each lane of `active`, as [`Machine::run_pixel`] on each core; the
@@ -640,6 +809,7 @@ struct CoreRun {
     output: OutputMemory,
     instructions: u64,
     culled: u64,
+    unknown_cost: u64,
     /// What each pixel hit, in NPG order.
     hits: Vec<PixelHit>,
 }
@@ -648,6 +818,7 @@ impl CoreRun {
     fn new(core: Core<'_>, hits: Vec<PixelHit>) -> CoreRun {
         CoreRun {
             culled: core.culled_routines,
+            unknown_cost: core.unknown_cost_routines,
             output: core.output,
             instructions: core.instructions,
             hits,

@@ -1,0 +1,537 @@
+//! The acceleration structure: for each 4 x 4 tile of pixels, the triangles whose BIU
+//! verdict is not settled for every ray of the tile. All other triangles are rejected by
+//! the ROM's **Q15.17** arithmetic at a known exit, so the pixel skips them without looking
+//! at them, and the core ends each pixel in exactly the state brute force leaves.
+//!
+//! # The bound
+//!
+//! BIU computes P = R × E2, Δ = P·E1, H2 = P·T and H3 = Q·R (E1, E2, T, Q are constant per
+//! triangle; [`super::cull`]). In real numbers Δ = R·(E2 × E1), H2 = R·(E2 × T) and
+//! H3 = R·Q are linear in the ray R, so over a box of rays each lies between the sums of
+//! its coefficients times the box's corners, computed exactly in i128. The ALU truncates
+//! each product toward zero (all first operands are exact multiplicands, checked, so the
+//! multiplier is exact before truncating), so each of P's lanes is within 2 raw units of
+//! the real value, and Δ within `3 + 2·Σ|E1|/2^17` raw units (three truncated products plus
+//! P's error times E1), H2 within `3 + 2·Σ|T|/2^17`, H3 within 3. No sum overflows: every
+//! |P| and every DOT is checked below 2^30 over all the frame's rays.
+//!
+//! With those intervals and s = sign(Δ) fixed over the tile (Δ's interval excludes 0),
+//! A = s·H2, B = s·H3 and D = |Δ|, BIU exits for every ray of the tile
+//! - at `u < 0` when A < 0 and |A|·2^17 >= D (a nonzero quotient) and |A| < 2^14·D (DIV
+//!   does not wrap);
+//! - at `v < 0` when A >= 0 (u >= 0 whatever the quotient) and the same holds for B;
+//! - at `u + v > 1` when A, B >= 0, (A + B)·2^17 >= (2^17 + 2)·D (the truncated quotients
+//!   still sum past 1.0) and A + B < 2^14·D (neither DIV nor ADD wraps).
+//!
+//! Anything else (a ray nearly parallel to the plane, Δ's sign unsettled, a possible
+//! wrap-around) leaves the triangle a candidate, tested per pixel by [`Culler::rejects`]
+//! exactly or interpreted. Where a triangle cannot be bounded at all (coordinates that
+//! could overflow), it is a candidate everywhere.
+//!
+//! # Premises, per frame and per pixel
+//!
+//! The culler's premises (ROM MAIN, the reject path's words). The rays of every pixel are
+//! computed before the frame by running each core's boot routines, RGU and NPG; a pixel
+//! uses the structure only when its CREG_RAY_DIRECTION equals that ray (a user shader could
+//! change what RGU reads), CREG_ZERO lets a rejecting MAIN return FALSE, and its budget
+//! covers every skipped exit and [`MAX_MAIN_INSTRUCTIONS`] per candidate, so the watchdog
+//! cannot stop the triangle loop. Otherwise that pixel runs with per-triangle culling.
+//!
+//! # State and counts
+//!
+//! Skipped MAINs leave only the last one's registers (and R2 of the last one that reached
+//! `u + v`); [`Culler::write_skipped`] writes them before every interpreted MAIN and at the
+//! end of the loop, finding that R2 by testing the skipped run backwards. Each tile knows
+//! the exits of the triangles it skips, so the instruction counts stay exact.
+
+use rayon::prelude::*;
+
+use super::cull::{Culler, Exit};
+use crate::core::alu::{self, Vec3};
+use crate::scene::{config_row, Triangle};
+
+/// Pixels per tile side.
+pub const TILE: u32 = 4;
+
+/// More instructions than one interpreted MAIN can execute: MAIN, BIU and TCC are the ROM's
+/// (a premise of culling) and run each ROM word at most twice.
+pub const MAX_MAIN_INSTRUCTIONS: u64 = 1024;
+
+/// A tile: its candidates (a range of [`Accel::candidates`], ascending) and the triangles
+/// it skips without testing: those whose exit is known, with their instructions, and
+/// those rejected at an exit that depends on the pixel.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Tile {
+    pub start: u32,
+    pub len: u32,
+    pub skipped_instructions: u64,
+    pub skipped: u32,
+    pub skipped_unknown: u32,
+}
+
+impl Tile {
+    /// The most instructions the triangles this tile skips can cost.
+    pub fn skipped_instructions_at_most(&self) -> u64 {
+        self.skipped_instructions + u64::from(self.skipped_unknown) * Exit::Sum.instructions()
+    }
+}
+
+/// Per node during the build: known exits' instructions and count, unknown exits' count.
+type Skipped = (u64, u32, u32);
+
+/// One build task's result: (tile, triangle) candidates and what each node skips.
+type Part = (Vec<(u32, u32)>, Vec<Skipped>);
+
+/// The per-frame structure.
+#[derive(Clone, Debug)]
+pub struct Accel {
+    width: u32,
+    tiles_x: u32,
+    tiles: Vec<Tile>,
+    candidates: Vec<u32>,
+    /// Each pixel's ray as RGU computes it, row-major.
+    rays: Vec<Vec3>,
+}
+
+/// Why a frame renders without the structure.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum AccelRefusal {
+    /// The per-pixel rays could not be computed before the frame.
+    Rays(String),
+    /// Some ray's lanes are too large for the multiplier to be exact.
+    LargeRays,
+}
+
+impl std::fmt::Display for AccelRefusal {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            AccelRefusal::Rays(why) => write!(f, "acceleration refused: {why}"),
+            AccelRefusal::LargeRays => write!(
+                f,
+                "acceleration refused: ray directions beyond ±10922 (the multiplier is not exact there)"
+            ),
+        }
+    }
+}
+
+/// A closed interval of raw Q15.17 values (as i128 so products cannot overflow).
+#[derive(Clone, Copy, Debug)]
+struct Span {
+    lo: i128,
+    hi: i128,
+}
+
+impl Span {
+    fn neg(self) -> Span {
+        Span {
+            lo: -self.hi,
+            hi: -self.lo,
+        }
+    }
+}
+
+/// The rays of a node: per lane, the least and greatest raw value.
+#[derive(Clone, Copy, Debug)]
+struct RayBox {
+    lo: [i128; 3],
+    hi: [i128; 3],
+}
+
+impl RayBox {
+    const EMPTY: RayBox = RayBox {
+        lo: [i128::MAX; 3],
+        hi: [i128::MIN; 3],
+    };
+
+    fn add(&mut self, ray: Vec3) {
+        for (i, &lane) in ray.iter().enumerate() {
+            let v = i128::from(lane as i32);
+            self.lo[i] = self.lo[i].min(v);
+            self.hi[i] = self.hi[i].max(v);
+        }
+    }
+
+    fn union(a: RayBox, b: RayBox) -> RayBox {
+        RayBox {
+            lo: std::array::from_fn(|i| a.lo[i].min(b.lo[i])),
+            hi: std::array::from_fn(|i| a.hi[i].max(b.hi[i])),
+        }
+    }
+
+    /// The least and greatest of c·R over the box (exact).
+    fn linear(&self, c: [i128; 3]) -> (i128, i128) {
+        let (mut lo, mut hi) = (0, 0);
+        for (i, &coefficient) in c.iter().enumerate() {
+            let (a, b) = (coefficient * self.lo[i], coefficient * self.hi[i]);
+            lo += a.min(b);
+            hi += a.max(b);
+        }
+        (lo, hi)
+    }
+
+    /// Per lane, the greatest |R|.
+    fn magnitude(&self) -> [i128; 3] {
+        std::array::from_fn(|i| self.lo[i].abs().max(self.hi[i].abs()))
+    }
+}
+
+/// A k-d tree node over a rectangle of tiles; leaves are single tiles.
+#[derive(Clone, Debug)]
+struct Node {
+    rays: RayBox,
+    /// Children, or the tile index for a leaf.
+    kind: NodeKind,
+}
+
+#[derive(Clone, Copy, Debug)]
+enum NodeKind {
+    Leaf(u32),
+    Split(u32, u32),
+}
+
+/// A triangle BIU rejects for every ray of a node: at a known exit, or at one that depends
+/// on the ray.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Verdict {
+    Exit(Exit),
+    Rejected,
+}
+
+/// What BIU computes of one triangle, as linear forms of the ray.
+#[derive(Clone, Copy, Debug)]
+struct Forms {
+    /// Δ = R·delta / 2^34, H2 = R·h2 / 2^34, H3 = R·h3 / 2^17 (raw units).
+    delta: [i128; 3],
+    h2: [i128; 3],
+    h3: [i128; 3],
+    /// Truncation error bounds, raw units.
+    delta_error: i128,
+    h2_error: i128,
+}
+
+const H3_ERROR: i128 = 3;
+/// Every |P| lane and DOT is kept below this, far from pack's 2^31.
+const SAFE: i128 = 1 << 30;
+
+fn floor_div(a: i128, shift: u32) -> i128 {
+    a >> shift
+}
+
+fn ceil_div(a: i128, shift: u32) -> i128 {
+    -((-a) >> shift)
+}
+
+impl Forms {
+    /// The forms of a triangle, or `None` when it cannot be bounded over `all` rays.
+    fn new(triangle: &Triangle, camera: Vec3, all: &RayBox) -> Option<Forms> {
+        let wide = |v: Vec3| v.map(|w| i128::from(w as i32));
+        let lanes = |a: Vec3, b: Vec3| [0, 1, 2].map(|i| alu::sub(a[i], b[i]));
+        let (v0, v1, v2) = (triangle[0], triangle[2], triangle[4]);
+        let (e1, e2, t) = (lanes(v1, v0), lanes(v2, v0), lanes(camera, v0));
+        let q = alu::cross(t, e1);
+        if !alu::exact_multiplicands(q) || !alu::exact_multiplicands(t) {
+            return None;
+        }
+        let (e1w, e2w, tw, qw) = (wide(e1), wide(e2), wide(t), wide(q));
+        let cross = |a: [i128; 3], b: [i128; 3]| {
+            [
+                a[1] * b[2] - a[2] * b[1],
+                a[2] * b[0] - a[0] * b[2],
+                a[0] * b[1] - a[1] * b[0],
+            ]
+        };
+        // |P| per lane over every ray: |R_j||E2_k| + |R_k||E2_j|, scaled, plus truncation.
+        let r = all.magnitude();
+        let p_max = [
+            (r[1] * e2w[2].abs() + r[2] * e2w[1].abs()) / (1 << 17) + 2,
+            (r[2] * e2w[0].abs() + r[0] * e2w[2].abs()) / (1 << 17) + 2,
+            (r[0] * e2w[1].abs() + r[1] * e2w[0].abs()) / (1 << 17) + 2,
+        ];
+        let dot_max = |a: [i128; 3], b: [i128; 3]| {
+            (0..3).map(|i| a[i] * b[i].abs()).sum::<i128>() / (1 << 17) + 3
+        };
+        if p_max.iter().any(|&p| p >= SAFE)
+            || dot_max(p_max, e1w) >= SAFE
+            || dot_max(p_max, tw) >= SAFE
+            || dot_max(r, qw.map(i128::abs)) >= SAFE
+        {
+            return None;
+        }
+        let sum_abs = |v: [i128; 3]| v.iter().map(|c| c.abs()).sum::<i128>();
+        Some(Forms {
+            delta: cross(e2w, e1w),
+            h2: cross(e2w, tw),
+            h3: qw,
+            delta_error: 3 + ceil_div(2 * sum_abs(e1w), 17),
+            h2_error: 3 + ceil_div(2 * sum_abs(tw), 17),
+        })
+    }
+
+    /// What BIU does for every ray of `rays`, if that is certain.
+    fn verdict(&self, rays: &RayBox) -> Option<Verdict> {
+        let span = |c: [i128; 3], shift: u32, error: i128| {
+            let (lo, hi) = rays.linear(c);
+            Span {
+                lo: floor_div(lo, shift) - error,
+                hi: ceil_div(hi, shift) + error,
+            }
+        };
+        let delta = span(self.delta, 34, self.delta_error);
+        let (h2, h3) = (
+            span(self.h2, 34, self.h2_error),
+            span(self.h3, 17, H3_ERROR),
+        );
+        let (d, a, b) = if delta.lo > 0 {
+            (delta, h2, h3)
+        } else if delta.hi < 0 {
+            (delta.neg(), h2.neg(), h3.neg())
+        } else {
+            return None;
+        };
+        let negative_quotient = |x: Span| x.hi < 0 && (-x.hi) << 17 >= d.hi && -x.lo < d.lo << 14;
+        let no_wrap = |x: Span| x.lo.abs().max(x.hi.abs()) < d.lo << 14;
+        let beyond_sum = (a.lo + b.lo) << 17 >= ((1 << 17) + 2) * d.hi
+            && no_wrap(a)
+            && no_wrap(b)
+            && a.hi.abs().max(a.lo.abs()) + b.hi.abs().max(b.lo.abs()) < d.lo << 14;
+        if negative_quotient(a) {
+            Some(Verdict::Exit(Exit::U))
+        } else if a.lo >= 0 && negative_quotient(b) {
+            Some(Verdict::Exit(Exit::V))
+        } else if a.lo >= 0 && b.lo >= 0 && beyond_sum {
+            Some(Verdict::Exit(Exit::Sum))
+        } else if negative_quotient(b) || beyond_sum {
+            // v < 0 rejects whatever u is; u + v > 1 rejects whatever the signs are (a
+            // negative u or v either exits first or is a zero quotient, and then the other
+            // is above 1.0 on its own). Which exit depends on the ray.
+            Some(Verdict::Rejected)
+        } else {
+            None
+        }
+    }
+}
+
+impl Accel {
+    /// Builds the structure for `rays` (row-major, one per pixel of a `width` x `height`
+    /// image) over `triangles`, seen from `config`'s camera.
+    pub fn build(
+        triangles: &[Triangle],
+        config: &[Vec3; 6],
+        width: u32,
+        height: u32,
+        rays: Vec<Vec3>,
+    ) -> Result<Accel, AccelRefusal> {
+        if rays.iter().any(|&ray| !alu::exact_multiplicands(ray)) {
+            return Err(AccelRefusal::LargeRays);
+        }
+        let (tiles_x, tiles_y) = (width.div_ceil(TILE), height.div_ceil(TILE));
+        let mut nodes = Vec::new();
+        let root = build_node(&mut nodes, &rays, width, height, [0, 0, tiles_x, tiles_y]);
+        let all = nodes[root as usize].rays;
+        let camera = config[config_row::CAMERA_POSITION];
+        // Triangles in contiguous chunks, so that merged candidate lists stay ascending.
+        let chunk = triangles
+            .len()
+            .div_ceil(rayon::current_num_threads() * 8)
+            .max(64);
+        let parts: Vec<Part> = triangles
+            .par_chunks(chunk)
+            .enumerate()
+            .map(|(c, part)| {
+                let mut found = Vec::new();
+                let mut skipped: Vec<Skipped> = vec![(0, 0, 0); nodes.len()];
+                for (k, triangle) in part.iter().enumerate() {
+                    let index = (c * chunk + k) as u32;
+                    match Forms::new(triangle, camera, &all) {
+                        Some(forms) => visit(&nodes, root, &forms, index, &mut found, &mut skipped),
+                        None => mark_all(&nodes, root, index, &mut found),
+                    }
+                }
+                (found, skipped)
+            })
+            .collect();
+        let mut per_node: Vec<Skipped> = vec![(0, 0, 0); nodes.len()];
+        let mut found: Vec<(u32, u32)> = Vec::new();
+        for (part_found, part_skipped) in parts {
+            found.extend(part_found);
+            for (total, (cost, count, unknown)) in per_node.iter_mut().zip(part_skipped) {
+                total.0 += cost;
+                total.1 += count;
+                total.2 += unknown;
+            }
+        }
+        // Stable: within a tile, triangles stay in ascending order.
+        found.sort_by_key(|&(tile, _)| tile);
+        let mut tiles = vec![Tile::default(); (tiles_x * tiles_y) as usize];
+        push_down(&nodes, root, (0, 0, 0), &per_node, &mut tiles);
+        let candidates: Vec<u32> = found.iter().map(|&(_, triangle)| triangle).collect();
+        let mut at = 0;
+        for (index, tile) in tiles.iter_mut().enumerate() {
+            tile.start = at as u32;
+            while at < found.len() && found[at].0 == index as u32 {
+                at += 1;
+            }
+            tile.len = at as u32 - tile.start;
+        }
+        Ok(Accel {
+            width,
+            tiles_x,
+            tiles,
+            candidates,
+            rays,
+        })
+    }
+
+    /// The precomputed ray of pixel (x, y).
+    pub fn ray(&self, x: u32, y: u32) -> Option<Vec3> {
+        if x >= self.width {
+            return None;
+        }
+        self.rays.get((y * self.width + x) as usize).copied()
+    }
+
+    /// The tile pixel (x, y) lies in, and its candidates.
+    pub fn tile(&self, x: u32, y: u32) -> (&Tile, &[u32]) {
+        let tile = &self.tiles[((y / TILE) * self.tiles_x + x / TILE) as usize];
+        let start = tile.start as usize;
+        (tile, &self.candidates[start..start + tile.len as usize])
+    }
+
+    /// Candidate tests per pixel, on average over tiles (for summaries).
+    pub fn mean_candidates(&self) -> f64 {
+        self.candidates.len() as f64 / self.tiles.len().max(1) as f64
+    }
+}
+
+fn build_node(
+    nodes: &mut Vec<Node>,
+    rays: &[Vec3],
+    width: u32,
+    height: u32,
+    [x0, y0, x1, y1]: [u32; 4],
+) -> u32 {
+    let (w, h) = (x1 - x0, y1 - y0);
+    let node = if w == 1 && h == 1 {
+        let mut rays_box = RayBox::EMPTY;
+        for y in y0 * TILE..((y0 + 1) * TILE).min(height) {
+            for x in x0 * TILE..((x0 + 1) * TILE).min(width) {
+                rays_box.add(rays[(y * width + x) as usize]);
+            }
+        }
+        Node {
+            rays: rays_box,
+            kind: NodeKind::Leaf(y0 * width.div_ceil(TILE) + x0),
+        }
+    } else {
+        let (a, b) = if w >= h {
+            let m = x0 + w / 2;
+            ([x0, y0, m, y1], [m, y0, x1, y1])
+        } else {
+            let m = y0 + h / 2;
+            ([x0, y0, x1, m], [x0, m, x1, y1])
+        };
+        let (a, b) = (
+            build_node(nodes, rays, width, height, a),
+            build_node(nodes, rays, width, height, b),
+        );
+        Node {
+            rays: RayBox::union(nodes[a as usize].rays, nodes[b as usize].rays),
+            kind: NodeKind::Split(a, b),
+        }
+    };
+    nodes.push(node);
+    nodes.len() as u32 - 1
+}
+
+fn visit(
+    nodes: &[Node],
+    at: u32,
+    forms: &Forms,
+    triangle: u32,
+    found: &mut Vec<(u32, u32)>,
+    skipped: &mut [Skipped],
+) {
+    let node = &nodes[at as usize];
+    match forms.verdict(&node.rays) {
+        Some(Verdict::Exit(exit)) => {
+            skipped[at as usize].0 += exit.instructions();
+            skipped[at as usize].1 += 1;
+            return;
+        }
+        Some(Verdict::Rejected) => {
+            skipped[at as usize].2 += 1;
+            return;
+        }
+        None => {}
+    }
+    match node.kind {
+        NodeKind::Leaf(tile) => found.push((tile, triangle)),
+        NodeKind::Split(a, b) => {
+            visit(nodes, a, forms, triangle, found, skipped);
+            visit(nodes, b, forms, triangle, found, skipped);
+        }
+    }
+}
+
+fn mark_all(nodes: &[Node], at: u32, triangle: u32, found: &mut Vec<(u32, u32)>) {
+    match nodes[at as usize].kind {
+        NodeKind::Leaf(tile) => found.push((tile, triangle)),
+        NodeKind::Split(a, b) => {
+            mark_all(nodes, a, triangle, found);
+            mark_all(nodes, b, triangle, found);
+        }
+    }
+}
+
+fn push_down(nodes: &[Node], at: u32, above: Skipped, per_node: &[Skipped], tiles: &mut [Tile]) {
+    let here = per_node[at as usize];
+    let total = (above.0 + here.0, above.1 + here.1, above.2 + here.2);
+    match nodes[at as usize].kind {
+        NodeKind::Leaf(tile) => {
+            tiles[tile as usize].skipped_instructions = total.0;
+            tiles[tile as usize].skipped = total.1;
+            tiles[tile as usize].skipped_unknown = total.2;
+        }
+        NodeKind::Split(a, b) => {
+            push_down(nodes, a, total, per_node, tiles);
+            push_down(nodes, b, total, per_node, tiles);
+        }
+    }
+}
+
+/// Whether `culler` and a tile agree: for tests, the exit a tile claims for a triangle
+/// is the exact verdict for every ray of the tile.
+pub fn check_tile_claims(
+    culler: &Culler,
+    accel: &Accel,
+    triangles: usize,
+    height: u32,
+) -> Result<(), String> {
+    for y in 0..height {
+        for x in 0..accel.width {
+            let ray = accel.ray(x, y).expect("in the image");
+            let (tile, candidates) = accel.tile(x, y);
+            let mut skipped = 0u32;
+            for index in 0..triangles {
+                if candidates.binary_search(&(index as u32)).is_ok() {
+                    continue;
+                }
+                match culler.rejects(index, ray) {
+                    Some(_) => skipped += 1,
+                    None => {
+                        return Err(format!(
+                            "pixel ({x}, {y}): triangle {index} skipped but BIU does not reject it"
+                        ))
+                    }
+                }
+            }
+            if skipped != tile.skipped + tile.skipped_unknown {
+                return Err(format!(
+                    "pixel ({x}, {y}): {skipped} skipped, the tile says {} + {}",
+                    tile.skipped, tile.skipped_unknown
+                ));
+            }
+        }
+    }
+    Ok(())
+}
