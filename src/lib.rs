@@ -7,11 +7,13 @@
 //! - [`stage`]: the pixel stage THEIA microcode, R500 and PICA200 programs implement.
 //! - [`image`]: PPM/PNG output and image comparison.
 //! - [`trace`]: one pixel instruction by instruction, with cycle estimates.
+//! - [`inspect`]: one pixel's core and output words; where two renders differ.
 //! - [`bench`]: frame benchmarks (one core vs all cores) as a printable table.
 
 pub mod bench;
 pub mod core;
 pub mod image;
+pub mod inspect;
 pub mod isa;
 pub mod machine;
 pub mod scene;
