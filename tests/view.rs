@@ -24,6 +24,9 @@ fn broken() -> String {
     )
 }
 
+/// The built-in scene, small: 64x48 in four 12-row bands.
+const SMALL: &[&str] = &["--width", "64", "--height", "48", "--cores", "4"];
+
 /// A running `theia view`, stopped when dropped.
 struct View {
     child: Child,
@@ -35,18 +38,16 @@ struct View {
 impl View {
     /// `theia view` on a small built-in scene with a shader file in a fresh directory.
     fn start(shader_source: &str) -> View {
-        View::start_with(shader_source, &[])
+        View::start_with(shader_source, SMALL)
     }
 
-    /// [`View::start`] with more options.
+    /// [`View::start`] with other scene options.
     fn start_with(shader_source: &str, options: &[&str]) -> View {
         let dir = tempfile::tempdir().unwrap();
         let shader = dir.path().join("paint.shdr");
         std::fs::write(&shader, shader_source).unwrap();
         let mut child = Command::new(env!("CARGO_BIN_EXE_theia"))
-            .args([
-                "view", "--port", "0", "--width", "64", "--height", "48", "--cores", "4",
-            ])
+            .args(["view", "--port", "0"])
             .args(options)
             .arg("--shader")
             .arg(&shader)
@@ -299,20 +300,8 @@ fn an_edit_re_renders_and_a_broken_one_keeps_the_last_good_frame() {
             .unwrap();
 
     // Listen for pushes before editing.
-    let mut events = TcpStream::connect(("127.0.0.1", view.port)).unwrap();
-    events
-        .set_read_timeout(Some(Duration::from_secs(20)))
-        .unwrap();
-    write!(
-        events,
-        "GET /events HTTP/1.1\r\nHost: 127.0.0.1:{}\r\n\r\n",
-        view.port
-    )
-    .unwrap();
-    let mut events = BufReader::new(events);
+    let mut events = listen(&view);
     let mut line = String::new();
-    events.read_line(&mut line).unwrap();
-    assert_eq!(line, "HTTP/1.1 200 OK\r\n");
 
     // An edit in the person's own editor: the watcher notices.
     std::fs::write(&view.shader, broken()).unwrap();
@@ -361,7 +350,7 @@ fn compare_renders_two_settings_and_marks_partition_starts() {
     let own_shader = "// the scene's own pixel shader\n";
     let view = View::start_with(
         own_shader,
-        &["--camera", "0,0,500", "--look-at", "0,0,1000"],
+        &[SMALL, &["--camera", "0,0,500", "--look-at", "0,0,1000"]].concat(),
     );
     view.wait_for("the first frame", |s| frame_generation(s).is_some());
     let reply = view.get("/compare?a_cores=1&b_cores=4&a_rom=faithful&b_rom=faithful");
@@ -393,4 +382,76 @@ fn compare_renders_two_settings_and_marks_partition_starts() {
     }
     assert_eq!(view.get("/compare?a_cores=0").status, 400);
     assert_eq!(view.get("/compare?b_rom=shiny").status, 400);
+}
+
+/// Opens `/events` and returns the stream after its status line.
+fn listen(view: &View) -> BufReader<TcpStream> {
+    let mut events = TcpStream::connect(("127.0.0.1", view.port)).unwrap();
+    events
+        .set_read_timeout(Some(Duration::from_secs(30)))
+        .unwrap();
+    write!(
+        events,
+        "GET /events HTTP/1.1\r\nHost: 127.0.0.1:{}\r\n\r\n",
+        view.port
+    )
+    .unwrap();
+    let mut events = BufReader::new(events);
+    let mut line = String::new();
+    events.read_line(&mut line).unwrap();
+    assert_eq!(line, "HTTP/1.1 200 OK\r\n");
+    events
+}
+
+#[test]
+fn a_newer_edit_cancels_the_render_in_flight_which_reports_progress() {
+    // Large enough that the first render is still running when the edit lands.
+    let view = View::start_with(
+        &solid("0.0", "1.0", "0.0"),
+        &["--width", "1024", "--height", "768"],
+    );
+    let mut events = listen(&view);
+    std::fs::write(&view.shader, solid("1.0", "0.0", "0.0")).unwrap();
+    let mut progress = 0;
+    let mut line = String::new();
+    let shown = loop {
+        line.clear();
+        assert!(events.read_line(&mut line).unwrap() > 0, "the stream ended");
+        if line.starts_with("event: progress") {
+            progress += 1;
+        }
+        if let Some(state) = line.strip_prefix("data: ") {
+            if let Some(generation) = frame_generation(state) {
+                break generation;
+            }
+        }
+    };
+    assert!(shown >= 2, "the first, superseded render was shown");
+    assert!(progress > 0, "no progress was pushed");
+    let frame = png_pixels(&view.get("/frame.png"));
+    assert!(frame.data.chunks(3).all(|p| p == [255, 0, 0]));
+}
+
+#[test]
+fn ctrl_c_stops_the_server_cleanly() {
+    let mut view = View::start(&solid("0.0", "1.0", "0.0"));
+    view.wait_for("the first frame", |s| frame_generation(s).is_some());
+    let mut events = listen(&view);
+    // SAFETY: signals our own child process.
+    unsafe {
+        libc::kill(view.child.id() as i32, libc::SIGINT);
+    }
+    let start = Instant::now();
+    let status = loop {
+        if let Some(status) = view.child.try_wait().unwrap() {
+            break status;
+        }
+        assert!(start.elapsed() < Duration::from_secs(10), "still running");
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert!(status.success(), "{status}");
+    // The open event stream ends with the server.
+    let mut rest = String::new();
+    let _ = events.read_to_string(&mut rest);
+    assert!(TcpStream::connect(("127.0.0.1", view.port)).is_err());
 }

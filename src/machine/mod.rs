@@ -6,7 +6,7 @@
 
 pub mod cull;
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -142,6 +142,9 @@ pub enum RenderError {
     Runaway { core: usize, pixels: usize },
     #[error("{0}")]
     Config(String),
+    /// [`Machine::cancel`] was raised before every core finished.
+    #[error("the render was cancelled")]
+    Cancelled,
 }
 
 /// The budget the watchdog allows one pixel when none is given: the ROM needs at most
@@ -162,6 +165,9 @@ pub struct Machine<'a> {
     pub lockstep: Lockstep,
     /// The program that shades each pixel ([`RenderOptions::stage`]).
     pub stage: Arc<dyn PixelStage>,
+    /// Raised by another thread to stop a render early ([`RenderError::Cancelled`]), e.g.
+    /// when a newer edit makes the frame in flight worthless. Checked once per pixel.
+    pub cancel: Option<Arc<AtomicBool>>,
 }
 
 impl<'a> Machine<'a> {
@@ -200,6 +206,7 @@ impl<'a> Machine<'a> {
             max_steps: options
                 .max_steps
                 .unwrap_or_else(|| default_max_steps(scene.triangles.len())),
+            cancel: None,
         })
     }
 
@@ -464,6 +471,10 @@ impl<'a> Machine<'a> {
                 }
             }
             active &= more;
+            if self.cancelled() {
+                // The core-by-core rerun stops at once with `Cancelled`.
+                return Err(Abandoned);
+            }
         }
         Ok(group.into_cores().into_iter().map(CoreRun::from).collect())
     }
@@ -488,6 +499,9 @@ impl<'a> Machine<'a> {
             if !more {
                 break;
             }
+            if self.cancelled() {
+                return Err(RenderError::Cancelled);
+            }
             if done >= pixels {
                 return Err(RenderError::Runaway {
                     core: index,
@@ -496,6 +510,12 @@ impl<'a> Machine<'a> {
             }
         }
         Ok(CoreRun::from(core))
+    }
+
+    fn cancelled(&self) -> bool {
+        self.cancel
+            .as_ref()
+            .is_some_and(|cancel| cancel.load(Ordering::Relaxed))
     }
 
     fn fault(

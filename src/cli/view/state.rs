@@ -2,7 +2,7 @@
 //! traces), the last failed attempt, the pages listening for pushes, and the thread that
 //! renders again on every change.
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc::{Receiver, SyncSender, TrySendError};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::Duration;
@@ -17,7 +17,7 @@ use theia::core::RomVariant;
 use theia::image::{compare, marked_difference_image, png_bytes, Rgb8};
 use theia::inspect::{differences, Difference};
 use theia::isa::asm::AsmErrors;
-use theia::machine::{Machine, Render, RenderOptions};
+use theia::machine::{Machine, Render, RenderError, RenderOptions};
 use theia::scene::Scene;
 use theia::trace::{trace_pixel, SourceMap, TraceOptions};
 
@@ -197,12 +197,14 @@ impl Viewer {
     }
 
     /// Loads the scene and shader as they are now and renders them; `Ok(None)` when a newer
-    /// request arrived meanwhile.
+    /// request arrived meanwhile (the render in flight is cancelled then).
     fn render(&self, generation: u64) -> Result<Option<Rendered>, Failure> {
         let failure = |error: anyhow::Error| Failure::from_error(generation, &error);
         let inputs = self.load().map_err(failure)?;
-        let machine =
+        let mut machine =
             Machine::new(&inputs.scene, &inputs.options).map_err(|e| failure(anyhow!(e)))?;
+        let cancel = Arc::new(AtomicBool::new(false));
+        machine.cancel = Some(cancel.clone());
         let total: u64 = machine
             .partitions
             .iter()
@@ -213,6 +215,9 @@ impl Viewer {
             let worker = scope.spawn(|| machine.render(Some(&done)));
             while !worker.is_finished() {
                 std::thread::sleep(PROGRESS_EVERY);
+                if self.superseded(generation) {
+                    cancel.store(true, Ordering::Relaxed);
+                }
                 let data = json::object(&[
                     ("generation", generation.to_string()),
                     ("done", done.load(Ordering::Relaxed).to_string()),
@@ -225,8 +230,11 @@ impl Viewer {
                 .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
         });
         drop(machine);
-        let render = result.map_err(|e| failure(anyhow!(e)))?;
-        if lock(&self.progress).requested != generation {
+        let render = match result {
+            Err(RenderError::Cancelled) => return Ok(None),
+            other => other.map_err(|e| failure(anyhow!(e)))?,
+        };
+        if self.superseded(generation) {
             return Ok(None);
         }
         let png = png_bytes(&Rgb8::from_frame(&render.frame));
@@ -236,6 +244,10 @@ impl Viewer {
             render,
             png,
         }))
+    }
+
+    fn superseded(&self, generation: u64) -> bool {
+        lock(&self.progress).requested != generation
     }
 
     fn load(&self) -> anyhow::Result<Inputs> {
