@@ -8,6 +8,7 @@
 //! - [`image`]: PPM/PNG output and image comparison.
 //! - [`trace`]: one pixel instruction by instruction, with cycle estimates.
 //! - [`inspect`]: one pixel's core and output words; where two renders differ.
+//! - [`viewer`]: the requests `theia view` answers.
 //! - [`bench`]: frame benchmarks (one core vs all cores) as a printable table.
 
 pub mod bench;
@@ -19,3 +20,4 @@ pub mod machine;
 pub mod scene;
 pub mod stage;
 pub mod trace;
+pub mod viewer;

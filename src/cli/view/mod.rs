@@ -18,16 +18,16 @@ use std::time::Duration;
 use anyhow::{anyhow, Context};
 use clap::Args;
 use notify::{RecursiveMode, Watcher};
-use tiny_http::{Header, Method, Request, Response, Server};
+use tiny_http::{Header, Request, Response, Server};
 
 use super::scene_args::{same_path, SceneArgs};
 use super::shader::ShaderArgs;
 use super::watch::{parent_dir, wait_for_change};
 use super::Outcome;
-use state::{Setting, Viewer};
-use theia::core::RomVariant;
+use state::Viewer;
 use theia::image::write_atomically;
 use theia::inspect::pixel_info;
+use theia::viewer::{CompareImage, Route};
 
 /// The page: HTML, CSS and script in one file, built into the binary.
 const PAGE: &str = include_str!("page.html");
@@ -185,52 +185,41 @@ fn handle(viewer: &Viewer, mut request: Request, port: u16) {
         let _ = request.respond(text(403, "only 127.0.0.1 is served"));
         return;
     }
-    let url = request.url().to_string();
-    let (path, query) = url.split_once('?').unwrap_or((&url, ""));
-    let reply = match (request.method(), path) {
-        (Method::Get, "/") => bytes(200, "text/html; charset=utf-8", PAGE.into()),
-        (Method::Get, "/events") => return serve_events(viewer, request),
-        (Method::Get, "/state") => json_reply(viewer.state_json()),
-        (Method::Get, "/frame.png") => match viewer.latest() {
+    let route = match Route::parse(request.method().as_str(), request.url()) {
+        Ok(route) => route,
+        Err(refusal) => {
+            let _ = request.respond(text(refusal.status, &refusal.message));
+            return;
+        }
+    };
+    let reply = match route {
+        Route::Page => bytes(200, "text/html; charset=utf-8", PAGE.into()),
+        Route::Events => return serve_events(viewer, request),
+        Route::State => json_reply(viewer.state_json()),
+        Route::Frame => match viewer.latest() {
             Some(rendered) => png(&rendered.png),
             None => text(503, "no frame yet"),
         },
-        (Method::Get, "/pixel") => pixel(viewer, query),
-        (Method::Get, "/trace") => trace(viewer, query),
-        (Method::Get, "/shader") => read_shader(viewer),
-        (Method::Put, "/shader") => save_shader(viewer, &mut request),
-        (Method::Get, "/compare") => compare(viewer, query),
-        (Method::Get, "/compare/a.png") => compared(viewer, |c| &c.a_png),
-        (Method::Get, "/compare/b.png") => compared(viewer, |c| &c.b_png),
-        (Method::Get, "/compare/diff.png") => compared(viewer, |c| &c.diff_png),
-        _ => text(404, "not found"),
+        Route::Pixel { x, y } => pixel(viewer, x, y),
+        Route::Trace { x, y } => match viewer.trace(x, y) {
+            Ok(trace) => text(200, &trace),
+            Err(error) => text(404, &super::error_message(&error)),
+        },
+        Route::ReadShader => read_shader(viewer),
+        Route::SaveShader => save_shader(viewer, &mut request),
+        Route::Compare { a, mut b } => {
+            b.cores = b.cores.or(viewer.scene.cores);
+            match viewer.compare(a, b) {
+                Ok(comparison) => json_reply(comparison.json.clone()),
+                Err(error) => text(409, &super::error_message(&error)),
+            }
+        }
+        Route::Compared(image) => compared(viewer, image),
     };
     let _ = request.respond(reply);
 }
 
-/// A query's `name=value` pairs (values here are numbers and words: no escapes).
-fn query_value<'q>(query: &'q str, name: &str) -> Option<&'q str> {
-    query
-        .split('&')
-        .filter_map(|pair| pair.split_once('='))
-        .find(|(key, _)| *key == name)
-        .map(|(_, value)| value)
-}
-
-fn pixel_query(query: &str) -> Result<(u32, u32), Reply> {
-    let coordinate = |name| {
-        query_value(query, name)
-            .and_then(|v| v.parse::<u32>().ok())
-            .ok_or_else(|| text(400, "expected ?x=COLUMN&y=ROW (whole numbers)"))
-    };
-    Ok((coordinate("x")?, coordinate("y")?))
-}
-
-fn pixel(viewer: &Viewer, query: &str) -> Reply {
-    let (x, y) = match pixel_query(query) {
-        Ok(xy) => xy,
-        Err(reply) => return reply,
-    };
+fn pixel(viewer: &Viewer, x: u32, y: u32) -> Reply {
     let Some(rendered) = viewer.latest() else {
         return text(503, "no frame yet");
     };
@@ -261,17 +250,6 @@ fn pixel(viewer: &Viewer, query: &str) -> Reply {
             ]))
         }
         Err(error) => text(404, &error.to_string()),
-    }
-}
-
-fn trace(viewer: &Viewer, query: &str) -> Reply {
-    let (x, y) = match pixel_query(query) {
-        Ok(xy) => xy,
-        Err(reply) => return reply,
-    };
-    match viewer.trace(x, y) {
-        Ok(trace) => text(200, &trace),
-        Err(error) => text(404, &super::error_message(&error)),
     }
 }
 
@@ -315,44 +293,13 @@ fn save_shader(viewer: &Viewer, request: &mut Request) -> Reply {
     }
 }
 
-fn setting(query: &str, side: &str, default_cores: Option<u32>) -> Result<Setting, Reply> {
-    let cores = match query_value(query, &format!("{side}_cores")) {
-        None | Some("") => default_cores,
-        Some(text) => match text.parse::<u32>() {
-            Ok(n) if n >= 1 => Some(n),
-            _ => {
-                return Err(self::text(
-                    400,
-                    "cores must be a whole number of at least 1",
-                ))
-            }
-        },
-    };
-    let rom = match query_value(query, &format!("{side}_rom")) {
-        None | Some("") => RomVariant::default(),
-        Some(name) => name
-            .parse::<RomVariant>()
-            .map_err(|e| self::text(400, &e))?,
-    };
-    Ok(Setting { cores, rom })
-}
-
-fn compare(viewer: &Viewer, query: &str) -> Reply {
-    let sides = setting(query, "a", Some(1))
-        .and_then(|a| Ok((a, setting(query, "b", viewer.scene.cores)?)));
-    let (a, b) = match sides {
-        Ok(sides) => sides,
-        Err(reply) => return reply,
-    };
-    match viewer.compare(a, b) {
-        Ok(comparison) => json_reply(comparison.json.clone()),
-        Err(error) => text(409, &super::error_message(&error)),
-    }
-}
-
-fn compared(viewer: &Viewer, image: impl Fn(&state::Comparison) -> &Vec<u8>) -> Reply {
+fn compared(viewer: &Viewer, image: CompareImage) -> Reply {
     match viewer.comparison() {
-        Some(comparison) => png(image(&comparison)),
+        Some(comparison) => png(match image {
+            CompareImage::A => &comparison.a_png,
+            CompareImage::B => &comparison.b_png,
+            CompareImage::Difference => &comparison.diff_png,
+        }),
         None => text(404, "no comparison yet"),
     }
 }

@@ -13,13 +13,13 @@ use super::json;
 use crate::cli::error_message;
 use crate::cli::scene_args::SceneArgs;
 use crate::cli::shader::{Shader, ShaderArgs};
-use theia::core::RomVariant;
 use theia::image::{compare, marked_difference_image, png_bytes, Rgb8};
 use theia::inspect::{differences, Difference};
 use theia::isa::asm::AsmErrors;
 use theia::machine::{Machine, Render, RenderError, RenderOptions};
 use theia::scene::Scene;
 use theia::trace::{trace_pixel, SourceMap, TraceOptions};
+use theia::viewer::Setting;
 
 /// Events a page's queue holds before newer ones are dropped (a page that stops reading
 /// must not make the server hoard memory); a page catches up from `/state` anyway.
@@ -59,13 +59,6 @@ pub struct Comparison {
     pub b_png: Vec<u8>,
     pub diff_png: Vec<u8>,
     pub json: String,
-}
-
-/// One side of a comparison.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Setting {
-    pub cores: Option<u32>,
-    pub rom: RomVariant,
 }
 
 struct Progress {
