@@ -1,12 +1,15 @@
 //! `theia compare A B [-o diff.png] [--cores N]`
 
+use std::io::Write;
 use std::path::PathBuf;
 
 use anyhow::Context;
 use clap::Args;
 
 use super::Outcome;
-use theia::image::{compare, marked_difference_image, png_bytes, read_image, write_atomically};
+use theia::image::{
+    compare, marked_difference_image, png_bytes, read_image, write_atomically, Comparison, Rgb8,
+};
 use theia::inspect::differences;
 use theia::scene::Partition;
 
@@ -48,11 +51,27 @@ pub fn run(args: CompareArgs) -> anyhow::Result<Outcome> {
         result.width as usize * result.height as usize,
         result.max_channel_difference
     );
+    // `theia compare … | head` is normal use: a closed pipe ends the listing quietly.
+    match list_differences(&args, &a, &b, &result) {
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => {}
+        other => other?,
+    }
+    Ok(Outcome::Different)
+}
+
+/// The first [`LISTED`] differing pixels, one a line, with both colours.
+fn list_differences(
+    args: &CompareArgs,
+    a: &Rgb8,
+    b: &Rgb8,
+    result: &Comparison,
+) -> std::io::Result<()> {
+    let mut out = std::io::stdout().lock();
     let bands = args
         .cores
         .map(|n| Partition::bands(result.width, result.height, n))
         .unwrap_or_default();
-    for difference in differences(&result, &bands, &bands).iter().take(LISTED) {
+    for difference in differences(result, &bands, &bands).iter().take(LISTED) {
         let (x, y) = (difference.x, difference.y);
         let pa = a.pixel(x, y);
         let pb = b.pixel(x, y);
@@ -66,10 +85,10 @@ pub fn run(args: CompareArgs) -> anyhow::Result<Outcome> {
                 location.core, location.cores
             );
         }
-        println!("{line}");
+        writeln!(out, "{line}")?;
     }
     if result.differing_pixels > LISTED {
-        println!("  … and {} more", result.differing_pixels - LISTED);
+        writeln!(out, "  … and {} more", result.differing_pixels - LISTED)?;
     }
-    Ok(Outcome::Different)
+    out.flush()
 }
