@@ -76,6 +76,8 @@ pub struct Viewer {
     wake: Condvar,
     subscribers: Mutex<Vec<SyncSender<String>>>,
     comparison: Mutex<Option<Arc<Comparison>>>,
+    /// One comparison at a time, so the images kept match the answer just given.
+    comparing: Mutex<()>,
 }
 
 fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -101,6 +103,7 @@ impl Viewer {
             wake: Condvar::new(),
             subscribers: Mutex::new(Vec::new()),
             comparison: Mutex::new(None),
+            comparing: Mutex::new(()),
         }
     }
 
@@ -311,6 +314,7 @@ impl Viewer {
 
     /// Renders the frame on show's scene with two settings and keeps the images.
     pub fn compare(&self, a: Setting, b: Setting) -> anyhow::Result<Arc<Comparison>> {
+        let _one_at_a_time = lock(&self.comparing);
         let rendered = self.latest().ok_or_else(|| anyhow!("no frame yet"))?;
         let inputs = &rendered.inputs;
         let render = |setting: Setting| -> anyhow::Result<Render> {
