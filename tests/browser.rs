@@ -363,6 +363,48 @@ fn the_page_follows_edits_on_disk_in_headless_chromium() {
         "no error marker on screen"
     );
 
+    // Hover, click and compare work from the page's own script.
+    let hovered = browser
+        .wait_for(
+            "the hover line",
+            "hover(5, 7); document.getElementById('pixel').textContent",
+            |v| v.as_str().is_some_and(|t| t.starts_with("(5, 7)")),
+        )
+        .unwrap();
+    let hovered = hovered.as_str().unwrap().to_string();
+    assert!(hovered.contains("rgb 0 0 255"), "{hovered}");
+    assert!(
+        hovered.contains("words 00000000 00000000 00020000"),
+        "{hovered}"
+    );
+    assert!(
+        hovered.contains("core 0 of 4, pixel 1798 of 16384"),
+        "{hovered}"
+    );
+    browser.evaluate("trace(5, 7); 1").unwrap();
+    browser
+        .wait_for(
+            "the trace",
+            "document.getElementById('trace').textContent",
+            |v| v.as_str().is_some_and(|t| t.starts_with("# theia trace")),
+        )
+        .unwrap();
+    browser
+        .evaluate("document.getElementById('compare').click(); 1")
+        .unwrap();
+    let compared = browser
+        .wait_for(
+            "the comparison",
+            "document.body.dataset.compared || ''",
+            |v| v != &json!(""),
+        )
+        .unwrap();
+    assert_eq!(
+        compared,
+        json!("0"),
+        "one colour everywhere: no core count differs"
+    );
+
     if let Ok(path) = std::env::var("THEIA_VIEWER_SCREENSHOT") {
         let uv = Path::new(env!("CARGO_MANIFEST_DIR")).join("shaders/uv.shdr");
         std::fs::copy(uv, &shader).unwrap();
