@@ -356,6 +356,9 @@ fn compare_renders_two_settings_and_marks_partition_starts() {
     let reply = view.get("/compare?a_cores=1&b_cores=4&a_rom=faithful&b_rom=faithful");
     assert_eq!(reply.status, 200, "{}", reply.text());
     let result = reply.text();
+    // The loader's warning about faces behind the camera reaches the page.
+    let state = view.get("/state").text();
+    assert!(state.contains("behind the camera"), "{state}");
     let count = number(&result, "count").unwrap();
     assert_eq!(count, 3, "{result}");
     assert_eq!(

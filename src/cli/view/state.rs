@@ -35,6 +35,8 @@ pub struct Inputs {
     pub options: RenderOptions,
     /// The THEIA shader's source lines, for traces.
     pub source: Option<SourceMap>,
+    /// What the scene loader said (resampled textures, faces behind the camera).
+    pub notes: Vec<String>,
 }
 
 /// A good frame.
@@ -258,6 +260,7 @@ impl Viewer {
             scene: loaded.scene,
             options,
             source,
+            notes: loaded.notes,
         })
     }
 
@@ -403,6 +406,10 @@ impl Rendered {
             ("instructions", render.instructions.to_string()),
             ("culling", json::string(&culling)),
             ("rom", json::string(self.inputs.options.rom.name())),
+            (
+                "notes",
+                json::array(self.inputs.notes.iter().map(|n| json::string(n))),
+            ),
             (
                 "milliseconds",
                 format!("{:.1}", render.elapsed.as_secs_f64() * 1e3),
