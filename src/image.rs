@@ -325,6 +325,32 @@ pub fn difference_image(a: &Rgb8, b: &Rgb8) -> Rgb8 {
     }
 }
 
+/// The colour [`marked_difference_image`] paints differing pixels: magenta, which no
+/// dimmed pixel can have.
+pub const DIFFERENCE_MARK: [u8; 3] = [255, 0, 255];
+
+/// A difference image meant for eyes: A dimmed to a quarter (channel / 4) where A and B
+/// agree, [`DIFFERENCE_MARK`] where they differ, so one differing pixel stands out.
+pub fn marked_difference_image(a: &Rgb8, b: &Rgb8) -> Rgb8 {
+    let data = a
+        .data
+        .chunks(3)
+        .zip(b.data.chunks(3))
+        .flat_map(|(pa, pb)| {
+            if pa == pb {
+                [pa[0] / 4, pa[1] / 4, pa[2] / 4]
+            } else {
+                DIFFERENCE_MARK
+            }
+        })
+        .collect();
+    Rgb8 {
+        width: a.width,
+        height: a.height,
+        data,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -419,5 +445,20 @@ mod tests {
             }
         )
         .is_err());
+    }
+
+    #[test]
+    fn marked_difference_dims_a_and_paints_differences_magenta() {
+        let a = Rgb8 {
+            width: 3,
+            height: 1,
+            data: vec![255, 255, 255, 3, 4, 7, 9, 9, 9],
+        };
+        let mut b = a.clone();
+        b.data[8] = 10;
+        let marked = marked_difference_image(&a, &b);
+        // 255 / 4 = 63, 3 / 4 = 0, 4 / 4 = 1, 7 / 4 = 1; the third pixel differs.
+        assert_eq!(marked.data, vec![63, 63, 63, 0, 1, 1, 255, 0, 255]);
+        assert_eq!((marked.width, marked.height), (3, 1));
     }
 }

@@ -9,11 +9,14 @@
 //! - [`stage`]: the pixel stage THEIA microcode, R500 and PICA200 programs implement.
 //! - [`image`]: PPM/PNG output and image comparison.
 //! - [`trace`]: one pixel instruction by instruction, with cycle estimates.
+//! - [`inspect`]: one pixel's core and output words; where two renders differ.
+//! - [`viewer`]: the requests `theia view` answers.
 //! - [`bench`]: frame benchmarks (one core vs all cores) as a printable table.
 
 pub mod bench;
 pub mod core;
 pub mod image;
+pub mod inspect;
 pub mod isa;
 pub mod machine;
 pub mod pica200;
@@ -21,3 +24,4 @@ pub mod r500;
 pub mod scene;
 pub mod stage;
 pub mod trace;
+pub mod viewer;

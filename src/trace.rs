@@ -62,6 +62,7 @@ use crate::isa::registers::{EntryPoint, USER_CODE_START};
 use crate::isa::{disassemble, Instruction};
 use crate::machine::hits::{Artifact, PixelHit};
 use crate::machine::{Machine, PixelDone, RenderError};
+use crate::scene::Partition;
 
 /// Version of the text format written by [`Tracer`]; bumped whenever a column changes.
 pub const FORMAT_VERSION: u32 = 1;
@@ -248,6 +249,17 @@ impl PixelTrace {
 /// the assembled frame.
 pub fn locate(machine: &Machine<'_>, x: u32, y: u32) -> Result<PixelLocation, TraceError> {
     let (width, height) = (machine.scene.width(), machine.scene.height());
+    locate_in(&machine.partitions, width, height, x, y)
+}
+
+/// [`locate`] from the partitions alone (a rendered [`crate::machine::Frame`] keeps them).
+pub fn locate_in(
+    partitions: &[Partition],
+    width: u32,
+    height: u32,
+    x: u32,
+    y: u32,
+) -> Result<PixelLocation, TraceError> {
     if x >= width || y >= height {
         return Err(TraceError::OutsideImage {
             x,
@@ -256,8 +268,7 @@ pub fn locate(machine: &Machine<'_>, x: u32, y: u32) -> Result<PixelLocation, Tr
             height,
         });
     }
-    machine
-        .partitions
+    partitions
         .iter()
         .enumerate()
         .rev()
@@ -274,7 +285,7 @@ pub fn locate(machine: &Machine<'_>, x: u32, y: u32) -> Result<PixelLocation, Tr
                 x,
                 y,
                 core,
-                cores: machine.partitions.len(),
+                cores: partitions.len(),
                 index: index as usize,
                 pixels: partition.pixel_count(),
             })

@@ -89,14 +89,47 @@ fn compare_follows_cmp_exit_codes() {
     assert_eq!(differ.status.code(), Some(1));
     assert_eq!(
         text(&differ.stdout),
-        "1 of 2 pixels differ, largest channel difference 7\n"
+        "1 of 2 pixels differ, largest channel difference 7\n  (1, 0): 10 20 30 vs 10 27 30\n"
     );
+    // A dimmed to a quarter where equal, magenta where different.
     let diff = theia::image::read_image(&dir.path().join("d.png")).unwrap();
-    assert_eq!(diff.data, vec![0, 0, 0, 64, 64, 64]);
+    assert_eq!(diff.data, vec![0, 0, 0, 255, 0, 255]);
 
     let missing = theia(dir.path(), &["compare", "a.ppm", "nope.png"]);
     assert_eq!(missing.status.code(), Some(2));
     assert!(text(&missing.stderr).starts_with("error: nope.png: "));
+}
+
+#[test]
+fn compare_lists_twenty_pixels_and_marks_band_starts() {
+    let dir = tempfile::tempdir().unwrap();
+    // 2x30 images; every pixel of column 0 differs (30 pixels).
+    let image = |value: u8| {
+        let pixels: Vec<String> = (0..30).map(|_| format!("{value} 0 0 9 9 9")).collect();
+        format!("P3\n2 30\n255\n{}\n", pixels.join("\n"))
+    };
+    std::fs::write(dir.path().join("a.ppm"), image(0)).unwrap();
+    std::fs::write(dir.path().join("b.ppm"), image(255)).unwrap();
+    let output = theia(dir.path(), &["compare", "a.ppm", "b.ppm", "--cores", "2"]);
+    assert_eq!(output.status.code(), Some(1));
+    let stdout = text(&output.stdout);
+    let lines: Vec<&str> = stdout.lines().collect();
+    assert_eq!(
+        lines[0],
+        "30 of 60 pixels differ, largest channel difference 255"
+    );
+    assert_eq!(
+        lines[1],
+        "  (0, 0): 0 0 0 vs 255 0 0, first pixel of core 0 of 2"
+    );
+    assert_eq!(lines[2], "  (0, 1): 0 0 0 vs 255 0 0");
+    // Two bands of 15 rows: the second starts at row 15.
+    assert_eq!(
+        lines[16],
+        "  (0, 15): 0 0 0 vs 255 0 0, first pixel of core 1 of 2"
+    );
+    assert_eq!(lines.len(), 1 + 20 + 1);
+    assert_eq!(lines[21], "  … and 10 more");
 }
 
 /// The acceptance check: render scenes_example3 to PPM, then compare it with the

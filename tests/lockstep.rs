@@ -155,3 +155,40 @@ fn a_fault_in_a_group_is_reported_as_alone() {
         );
     }
 }
+
+/// A raised cancel flag stops a render with `Cancelled`, grouped or not; a lowered one
+/// changes nothing.
+#[test]
+fn a_raised_cancel_flag_stops_the_render() {
+    use std::sync::atomic::AtomicBool;
+    use std::sync::Arc;
+    use theia::machine::{Machine, RenderError};
+
+    let scene = default_scene::load(&ObjOptions {
+        width: 32,
+        height: 16,
+        cores: 4,
+        ..ObjOptions::default()
+    })
+    .unwrap()
+    .scene;
+    for lockstep in [Lockstep::Always, Lockstep::Never] {
+        let options = RenderOptions {
+            lockstep,
+            culling: false,
+            ..RenderOptions::default()
+        };
+        let mut machine = Machine::new(&scene, &options).unwrap();
+        let flag = Arc::new(AtomicBool::new(false));
+        machine.cancel = Some(flag.clone());
+        let whole = machine
+            .render(None)
+            .expect("renders while the flag is down");
+        assert_eq!(whole.frame, render_with(&scene, &options, lockstep).frame);
+        flag.store(true, std::sync::atomic::Ordering::Relaxed);
+        assert!(
+            matches!(machine.render(None), Err(RenderError::Cancelled)),
+            "{lockstep:?}"
+        );
+    }
+}

@@ -9,6 +9,7 @@ mod run_shader;
 mod scene_args;
 mod shader;
 mod trace;
+mod view;
 mod watch;
 
 use std::process::ExitCode;
@@ -47,6 +48,9 @@ enum Command {
     Trace(trace::TraceArgs),
     /// Run an R500 or PICA200 program once on given inputs and print its outputs
     RunShader(run_shader::RunShaderArgs),
+    /// Serve a page on 127.0.0.1 that shows the frame, re-renders on every change of the
+    /// scene or shader, traces a clicked pixel and compares two core counts or ROMs
+    View(view::ViewArgs),
 }
 
 /// What a command reports when it ends normally.
@@ -66,6 +70,7 @@ pub fn main() -> ExitCode {
         Command::Bench(args) => bench::run(args),
         Command::Trace(args) => trace::run(args),
         Command::RunShader(args) => run_shader::run(args),
+        Command::View(args) => view::run(args),
     };
     match result {
         Ok(Outcome::Success) => ExitCode::SUCCESS,
@@ -93,7 +98,7 @@ pub fn report(error: &anyhow::Error) {
 
 /// The error and its causes, `: `-separated, leaving out a cause whose text the message
 /// already ends with (library errors often print their source themselves).
-fn error_message(error: &anyhow::Error) -> String {
+pub fn error_message(error: &anyhow::Error) -> String {
     let mut message = String::new();
     for cause in error.chain() {
         let text = cause.to_string();

@@ -58,7 +58,7 @@ pub fn run(args: &RenderArgs) -> anyhow::Result<Outcome> {
     }
 }
 
-fn parent_dir(file: &Path) -> PathBuf {
+pub fn parent_dir(file: &Path) -> PathBuf {
     match file.parent() {
         Some(dir) if !dir.as_os_str().is_empty() => dir.to_path_buf(),
         _ => PathBuf::from("."),
@@ -67,7 +67,7 @@ fn parent_dir(file: &Path) -> PathBuf {
 
 /// Blocks until a relevant file is created, written or replaced, then until the burst of
 /// events settles.
-fn wait_for_change(
+pub fn wait_for_change(
     changes: &mpsc::Receiver<notify::Result<notify::Event>>,
     relevant: &dyn Fn(&Path) -> bool,
 ) -> anyhow::Result<()> {

@@ -8,7 +8,7 @@ pub mod accel;
 pub mod cull;
 pub mod hits;
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -184,6 +184,9 @@ pub enum RenderError {
     Runaway { core: usize, pixels: usize },
     #[error("{0}")]
     Config(String),
+    /// [`Machine::cancel`] was raised before every core finished.
+    #[error("the render was cancelled")]
+    Cancelled,
 }
 
 /// The budget the watchdog allows one pixel when none is given: the ROM needs at most
@@ -207,6 +210,9 @@ pub struct Machine<'a> {
     pub stage: Arc<dyn PixelStage>,
     /// The acceleration structure (`Ok(None)`: not wanted for this frame).
     pub accel: Result<Option<Accel>, AccelRefusal>,
+    /// Raised by another thread to stop a render early ([`RenderError::Cancelled`]), e.g.
+    /// when a newer edit makes the frame in flight worthless. Checked once per pixel.
+    pub cancel: Option<Arc<AtomicBool>>,
 }
 
 impl<'a> Machine<'a> {
@@ -246,6 +252,7 @@ impl<'a> Machine<'a> {
             max_steps: options
                 .max_steps
                 .unwrap_or_else(|| default_max_steps(scene.triangles.len())),
+            cancel: None,
         };
         let wanted = match options.accel {
             AccelUse::Auto => scene.triangles.len() >= AccelUse::AUTO_TRIANGLES,
@@ -317,7 +324,10 @@ impl<'a> Machine<'a> {
                     Ok(cores) => (cores, 0),
                     // Skipped exits were charged at their most: only per-triangle culling
                     // stops a pixel exactly where the hardware's watchdog would.
-                    Err(_) if matches!(self.accel, Ok(Some(_))) => {
+                    Err(error)
+                        if matches!(self.accel, Ok(Some(_)))
+                            && !matches!(error, RenderError::Cancelled) =>
+                    {
                         let exact = Machine {
                             accel: Ok(None),
                             ..self.clone()
@@ -654,6 +664,10 @@ impl<'a> Machine<'a> {
                 }
             }
             active &= more;
+            if self.cancelled() {
+                // The core-by-core rerun stops at once with `Cancelled`.
+                return Err(Abandoned);
+            }
         }
         Ok(group
             .into_cores()
@@ -685,6 +699,9 @@ impl<'a> Machine<'a> {
             if !more {
                 break;
             }
+            if self.cancelled() {
+                return Err(RenderError::Cancelled);
+            }
             if done >= pixels {
                 return Err(RenderError::Runaway {
                     core: index,
@@ -693,6 +710,12 @@ impl<'a> Machine<'a> {
             }
         }
         Ok(CoreRun::new(core, hits))
+    }
+
+    fn cancelled(&self) -> bool {
+        self.cancel
+            .as_ref()
+            .is_some_and(|cancel| cancel.load(Ordering::Relaxed))
     }
 
     fn fault(

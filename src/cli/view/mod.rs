@@ -1,0 +1,338 @@
+//! `theia view [SCENE] [--shader FILE] [--port P]`: a page on 127.0.0.1 that shows the
+//! frame, re-renders on every change of the scene or shader (pushed as server-sent
+//! events), tells what a pixel is made of, traces it, and compares two settings.
+//!
+//! The server answers a fixed set of routes and reads no file but the scene and the
+//! shader named on the command line; everything else is a 404.
+
+mod json;
+mod state;
+
+use std::io::{Read, Write};
+use std::path::Path;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::mpsc::RecvTimeoutError;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::{anyhow, Context};
+use clap::Args;
+use notify::{RecursiveMode, Watcher};
+use tiny_http::{Header, Request, Response, Server};
+
+use super::scene_args::{same_path, SceneArgs};
+use super::shader::ShaderArgs;
+use super::watch::{parent_dir, wait_for_change};
+use super::Outcome;
+use state::Viewer;
+use theia::image::write_atomically;
+use theia::inspect::pixel_info;
+use theia::viewer::{CompareImage, Route};
+
+/// The page: HTML, CSS and script in one file, built into the binary.
+const PAGE: &str = include_str!("page.html");
+/// Largest shader the page may save.
+const MAX_SHADER_BYTES: usize = 256 * 1024;
+/// Requests served at once (event streams included); more get a 503.
+const MAX_REQUESTS: usize = 32;
+/// An idle event stream sends a comment this often, so a closed page is noticed.
+const KEEPALIVE: Duration = Duration::from_secs(10);
+
+#[derive(Args)]
+pub struct ViewArgs {
+    #[command(flatten)]
+    pub scene: SceneArgs,
+    #[command(flatten)]
+    pub shader: ShaderArgs,
+    /// Port on 127.0.0.1 (0 picks a free one)
+    #[arg(long, value_name = "P", default_value_t = 7878)]
+    pub port: u16,
+}
+
+pub fn run(args: ViewArgs) -> anyhow::Result<Outcome> {
+    let server = Server::http(("127.0.0.1", args.port))
+        .map_err(|e| anyhow!("cannot listen on 127.0.0.1:{}: {e}", args.port))?;
+    let address = server
+        .server_addr()
+        .to_ip()
+        .context("the server has no IP address")?;
+    let server = Arc::new(server);
+    let viewer = Arc::new(Viewer::new(args.scene, args.shader));
+
+    // Watch before the first render, so an edit made during it is not missed.
+    let _watcher = watch(&viewer)?;
+    {
+        let viewer = viewer.clone();
+        std::thread::spawn(move || viewer.render_loop());
+    }
+    {
+        let (viewer, server) = (viewer.clone(), server.clone());
+        ctrlc::set_handler(move || {
+            viewer.stop();
+            server.unblock();
+        })
+        .context("installing the Ctrl-C handler")?;
+    }
+
+    println!("http://{address}/");
+    std::io::stdout().flush()?;
+    eprintln!("serving {address} (Ctrl-C to stop)");
+
+    let active = Arc::new(AtomicUsize::new(0));
+    for request in server.incoming_requests() {
+        if active.fetch_add(1, Ordering::SeqCst) >= MAX_REQUESTS {
+            active.fetch_sub(1, Ordering::SeqCst);
+            let _ = request.respond(text(503, "too many requests at once"));
+            continue;
+        }
+        let (viewer, active) = (viewer.clone(), active.clone());
+        std::thread::spawn(move || {
+            handle(&viewer, request, address.port());
+            active.fetch_sub(1, Ordering::SeqCst);
+        });
+    }
+    eprintln!("stopped");
+    Ok(Outcome::Success)
+}
+
+/// Starts watching the scene's and shader's directories; each relevant change asks for a
+/// render. `None` when there is nothing to watch (the built-in scene, no shader).
+fn watch(viewer: &Arc<Viewer>) -> anyhow::Result<Option<notify::RecommendedWatcher>> {
+    let mut dirs = viewer.scene.watch_dirs();
+    if let Some(shader) = &viewer.shader.shader {
+        dirs.push(parent_dir(shader));
+    }
+    if dirs.is_empty() {
+        return Ok(None);
+    }
+    dirs.sort();
+    dirs.dedup();
+    let (events, changes) = std::sync::mpsc::channel();
+    let mut watcher = notify::recommended_watcher(events).context("starting the file watcher")?;
+    for dir in &dirs {
+        watcher
+            .watch(dir, RecursiveMode::NonRecursive)
+            .with_context(|| format!("{}: cannot watch", dir.display()))?;
+    }
+    let viewer = viewer.clone();
+    std::thread::spawn(move || {
+        let relevant = |path: &Path| {
+            viewer.scene.is_source(path)
+                || viewer
+                    .shader
+                    .shader
+                    .as_deref()
+                    .is_some_and(|s| same_path(path, s))
+        };
+        while wait_for_change(&changes, &relevant).is_ok() {
+            viewer.request_render();
+        }
+    });
+    Ok(Some(watcher))
+}
+
+type Reply = Response<std::io::Cursor<Vec<u8>>>;
+
+fn header(name: &str, value: &str) -> Header {
+    Header::from_bytes(name.as_bytes(), value.as_bytes()).expect("header names are ASCII")
+}
+
+fn bytes(status: u16, content_type: &str, body: Vec<u8>) -> Reply {
+    Response::from_data(body)
+        .with_status_code(status)
+        .with_header(header("Content-Type", content_type))
+        .with_header(header("Cache-Control", "no-store"))
+        .with_header(header("X-Content-Type-Options", "nosniff"))
+}
+
+fn text(status: u16, body: &str) -> Reply {
+    bytes(
+        status,
+        "text/plain; charset=utf-8",
+        body.as_bytes().to_vec(),
+    )
+}
+
+fn json_reply(body: String) -> Reply {
+    bytes(200, "application/json", body.into_bytes())
+}
+
+fn png(body: &[u8]) -> Reply {
+    bytes(200, "image/png", body.to_vec())
+}
+
+/// Only requests addressed to the loopback name: a page elsewhere that rebinds its own
+/// host name to 127.0.0.1 must not reach the server.
+fn loopback_host(request: &Request, port: u16) -> bool {
+    let host = request
+        .headers()
+        .iter()
+        .find(|h| h.field.equiv("Host"))
+        .map(|h| h.value.as_str().to_string());
+    match host {
+        Some(host) => [
+            format!("127.0.0.1:{port}"),
+            format!("localhost:{port}"),
+            format!("[::1]:{port}"),
+        ]
+        .contains(&host.to_ascii_lowercase()),
+        None => false,
+    }
+}
+
+fn handle(viewer: &Viewer, mut request: Request, port: u16) {
+    if !loopback_host(&request, port) {
+        let _ = request.respond(text(403, "only 127.0.0.1 is served"));
+        return;
+    }
+    let route = match Route::parse(request.method().as_str(), request.url()) {
+        Ok(route) => route,
+        Err(refusal) => {
+            let _ = request.respond(text(refusal.status, &refusal.message));
+            return;
+        }
+    };
+    let reply = match route {
+        Route::Page => bytes(200, "text/html; charset=utf-8", PAGE.into()),
+        Route::Events => return serve_events(viewer, request),
+        Route::State => json_reply(viewer.state_json()),
+        Route::Frame => match viewer.latest() {
+            Some(rendered) => png(&rendered.png),
+            None => text(503, "no frame yet"),
+        },
+        Route::Pixel { x, y } => pixel(viewer, x, y),
+        Route::Trace { x, y } => match viewer.trace(x, y) {
+            Ok(trace) => text(200, &trace),
+            Err(error) => text(404, &super::error_message(&error)),
+        },
+        Route::ReadShader => read_shader(viewer),
+        Route::SaveShader => save_shader(viewer, &mut request),
+        Route::Compare { a, mut b } => {
+            b.cores = b.cores.or(viewer.scene.cores);
+            match viewer.compare(a, b) {
+                Ok(comparison) => json_reply(comparison.json.clone()),
+                Err(error) => text(409, &super::error_message(&error)),
+            }
+        }
+        Route::Compared(image) => compared(viewer, image),
+    };
+    let _ = request.respond(reply);
+}
+
+fn pixel(viewer: &Viewer, x: u32, y: u32) -> Reply {
+    let Some(rendered) = viewer.latest() else {
+        return text(503, "no frame yet");
+    };
+    match pixel_info(&rendered.render.frame, x, y) {
+        Ok(info) => {
+            let numbers = |values: [String; 3]| json::array(values);
+            json_reply(json::object(&[
+                ("x", x.to_string()),
+                ("y", y.to_string()),
+                ("generation", rendered.generation.to_string()),
+                ("rgb", numbers(info.rgb.map(|c| c.to_string()))),
+                (
+                    "words",
+                    numbers(info.words.map(|w| json::string(&format!("{w:08x}")))),
+                ),
+                (
+                    "values",
+                    numbers(
+                        info.words
+                            .map(|w| format!("{:.6}", w as i32 as f64 / 131072.0)),
+                    ),
+                ),
+                ("written", numbers(info.written.map(|w| w.to_string()))),
+                ("core", info.location.core.to_string()),
+                ("cores", info.location.cores.to_string()),
+                ("index", info.location.index.to_string()),
+                ("pixels", info.location.pixels.to_string()),
+            ]))
+        }
+        Err(error) => text(404, &error.to_string()),
+    }
+}
+
+fn read_shader(viewer: &Viewer) -> Reply {
+    let Some(path) = &viewer.shader.shader else {
+        return text(404, "no --shader given");
+    };
+    match std::fs::read(path) {
+        Ok(source) => match String::from_utf8(source) {
+            Ok(source) => text(200, &source),
+            Err(_) => text(415, "the shader is a binary file"),
+        },
+        Err(error) => text(404, &format!("{}: {error}", path.display())),
+    }
+}
+
+fn save_shader(viewer: &Viewer, request: &mut Request) -> Reply {
+    let Some(path) = viewer.shader.shader.clone() else {
+        return text(404, "no --shader given");
+    };
+    let mut body = Vec::new();
+    let read = request
+        .as_reader()
+        .take(MAX_SHADER_BYTES as u64 + 1)
+        .read_to_end(&mut body);
+    if read.is_err() {
+        return text(400, "the request body could not be read");
+    }
+    if body.len() > MAX_SHADER_BYTES {
+        return text(413, "a shader is at most 256 KiB");
+    }
+    if std::str::from_utf8(&body).is_err() {
+        return text(400, "a shader is UTF-8 text");
+    }
+    match write_atomically(&path, &body) {
+        Ok(()) => {
+            viewer.request_render();
+            text(200, "saved")
+        }
+        Err(error) => text(500, &error.to_string()),
+    }
+}
+
+fn compared(viewer: &Viewer, image: CompareImage) -> Reply {
+    match viewer.comparison() {
+        Some(comparison) => png(match image {
+            CompareImage::A => &comparison.a_png,
+            CompareImage::B => &comparison.b_png,
+            CompareImage::Difference => &comparison.diff_png,
+        }),
+        None => text(404, "no comparison yet"),
+    }
+}
+
+/// A server-sent event stream: the state now, then every push, until the page goes.
+fn serve_events(viewer: &Viewer, request: Request) {
+    let Some(events) = viewer.subscribe() else {
+        let _ = request.respond(text(503, "too many pages listening"));
+        return;
+    };
+    let mut out = request.into_writer();
+    let head = "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nCache-Control: no-store\r\nConnection: close\r\n\r\n";
+    let first = format!("{head}event: state\ndata: {}\n\n", viewer.state_json());
+    if out
+        .write_all(first.as_bytes())
+        .and_then(|()| out.flush())
+        .is_err()
+    {
+        return;
+    }
+    loop {
+        let message = match events.recv_timeout(KEEPALIVE) {
+            Ok(message) if message.is_empty() => continue,
+            Ok(message) => message,
+            Err(RecvTimeoutError::Timeout) => ": keepalive\n\n".to_string(),
+            Err(RecvTimeoutError::Disconnected) => return,
+        };
+        if out
+            .write_all(message.as_bytes())
+            .and_then(|()| out.flush())
+            .is_err()
+        {
+            return;
+        }
+    }
+}

@@ -1,0 +1,204 @@
+//! The requests `theia view` answers, parsed from the method and URL a browser sends: one
+//! closed set of routes, so anything else (other paths, other methods, malformed queries)
+//! is refused before it reaches a file or the machine.
+
+use crate::core::RomVariant;
+
+/// Which side of a comparison, or the marked difference of both.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CompareImage {
+    A,
+    B,
+    Difference,
+}
+
+/// One side of a comparison: a core count (`None`: the viewer's own) and a ROM.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Setting {
+    pub cores: Option<u32>,
+    pub rom: RomVariant,
+}
+
+/// What a request asks for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Route {
+    Page,
+    Events,
+    State,
+    Frame,
+    Pixel {
+        x: u32,
+        y: u32,
+    },
+    Trace {
+        x: u32,
+        y: u32,
+    },
+    ReadShader,
+    SaveShader,
+    /// `a` defaults to 1 core, `b` to the viewer's core count; both to the faithful ROM.
+    Compare {
+        a: Setting,
+        b: Setting,
+    },
+    Compared(CompareImage),
+}
+
+/// Why a request is refused: the status code and a message for the body.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Refusal {
+    pub status: u16,
+    pub message: String,
+}
+
+fn bad_request(message: &str) -> Refusal {
+    Refusal {
+        status: 400,
+        message: message.into(),
+    }
+}
+
+impl Route {
+    /// The route for `method` and `url` (path and query, as in the request line).
+    pub fn parse(method: &str, url: &str) -> Result<Route, Refusal> {
+        let (path, query) = url.split_once('?').unwrap_or((url, ""));
+        let route = match (method, path) {
+            ("GET", "/") => Route::Page,
+            ("GET", "/events") => Route::Events,
+            ("GET", "/state") => Route::State,
+            ("GET", "/frame.png") => Route::Frame,
+            ("GET", "/pixel") => {
+                let (x, y) = pixel(query)?;
+                Route::Pixel { x, y }
+            }
+            ("GET", "/trace") => {
+                let (x, y) = pixel(query)?;
+                Route::Trace { x, y }
+            }
+            ("GET", "/shader") => Route::ReadShader,
+            ("PUT", "/shader") => Route::SaveShader,
+            ("GET", "/compare") => Route::Compare {
+                a: setting(query, "a", Some(1))?,
+                b: setting(query, "b", None)?,
+            },
+            ("GET", "/compare/a.png") => Route::Compared(CompareImage::A),
+            ("GET", "/compare/b.png") => Route::Compared(CompareImage::B),
+            ("GET", "/compare/diff.png") => Route::Compared(CompareImage::Difference),
+            _ => {
+                return Err(Refusal {
+                    status: 404,
+                    message: "not found".into(),
+                })
+            }
+        };
+        Ok(route)
+    }
+}
+
+/// The value of `name` in a query of `name=value` pairs (values here are numbers and
+/// words, so no escapes); the first one wins.
+pub fn query_value<'q>(query: &'q str, name: &str) -> Option<&'q str> {
+    query
+        .split('&')
+        .filter_map(|pair| pair.split_once('='))
+        .find(|(key, _)| *key == name)
+        .map(|(_, value)| value)
+}
+
+fn pixel(query: &str) -> Result<(u32, u32), Refusal> {
+    let coordinate = |name| {
+        query_value(query, name)
+            .and_then(|v| v.parse::<u32>().ok())
+            .ok_or_else(|| bad_request("expected ?x=COLUMN&y=ROW (whole numbers)"))
+    };
+    Ok((coordinate("x")?, coordinate("y")?))
+}
+
+fn setting(query: &str, side: &str, default_cores: Option<u32>) -> Result<Setting, Refusal> {
+    let cores = match query_value(query, &format!("{side}_cores")) {
+        None | Some("") => default_cores,
+        Some(text) => match text.parse::<u32>() {
+            Ok(n) if n >= 1 => Some(n),
+            _ => return Err(bad_request("cores must be a whole number of at least 1")),
+        },
+    };
+    let rom = match query_value(query, &format!("{side}_rom")) {
+        None | Some("") => RomVariant::default(),
+        Some(name) => name.parse::<RomVariant>().map_err(|e| bad_request(&e))?,
+    };
+    Ok(Setting { cores, rom })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn status(method: &str, url: &str) -> u16 {
+        match Route::parse(method, url) {
+            Ok(_) => 200,
+            Err(refusal) => refusal.status,
+        }
+    }
+
+    #[test]
+    fn known_routes_parse() {
+        assert_eq!(Route::parse("GET", "/"), Ok(Route::Page));
+        assert_eq!(Route::parse("GET", "/frame.png?g=7"), Ok(Route::Frame));
+        assert_eq!(
+            Route::parse("GET", "/pixel?y=5&x=300"),
+            Ok(Route::Pixel { x: 300, y: 5 })
+        );
+        assert_eq!(
+            Route::parse("GET", "/trace?x=0&y=0&x=9"),
+            Ok(Route::Trace { x: 0, y: 0 })
+        );
+        assert_eq!(Route::parse("PUT", "/shader"), Ok(Route::SaveShader));
+        assert_eq!(
+            Route::parse("GET", "/compare?b_cores=16&b_rom=fixed"),
+            Ok(Route::Compare {
+                a: Setting {
+                    cores: Some(1),
+                    rom: RomVariant::Faithful
+                },
+                b: Setting {
+                    cores: Some(16),
+                    rom: RomVariant::Fixed
+                },
+            })
+        );
+        assert_eq!(
+            Route::parse("GET", "/compare/diff.png"),
+            Ok(Route::Compared(CompareImage::Difference))
+        );
+    }
+
+    #[test]
+    fn everything_else_is_refused() {
+        for (method, url) in [
+            ("GET", "/etc/passwd"),
+            ("GET", "/../Cargo.toml"),
+            ("GET", "//"),
+            ("GET", ""),
+            ("POST", "/shader"),
+            ("DELETE", "/"),
+            ("GET", "/frame.png/"),
+            ("get", "/"),
+        ] {
+            assert_eq!(status(method, url), 404, "{method} {url}");
+        }
+        for url in [
+            "/pixel",
+            "/pixel?x=1",
+            "/pixel?x=-1&y=0",
+            "/pixel?x=4294967296&y=0",
+            "/pixel?x=1.5&y=0",
+            "/compare?a_cores=0",
+            "/compare?b_cores=x",
+            "/compare?a_rom=shiny",
+        ] {
+            assert_eq!(status("GET", url), 400, "{url}");
+        }
+        // The largest coordinate parses; the frame decides whether it exists.
+        assert_eq!(status("GET", "/pixel?x=4294967295&y=0"), 200);
+    }
+}

@@ -1,0 +1,460 @@
+//! `theia view` over HTTP, as a page (or anything else on the machine) talks to it; and
+//! the page itself in headless Chromium.
+
+mod common;
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// A shader painting every pixel one colour (components 0 or 1).
+fn solid(r: &str, g: &str, b: &str) -> String {
+    format!(
+        "// one colour everywhere\nENTRYPOINT_ADRR_USERCONSTANTS:\n        SETX C1 {r}\n        SETY C1 {g}\n        SETZ C1 {b}\n        RETURN RT_TRUE\n\nENTRYPOINT_ADRR_PIXELSHADER:\n        OMWRITE OREG_PIXEL_COLOR CREG_CURRENT_OUTPUT_PIXEL C1\n        RETURN RT_TRUE\n"
+    )
+}
+
+/// [`solid`] with an unknown opcode on line 9.
+fn broken() -> String {
+    solid("1.0", "0.0", "0.0").replace(
+        "        OMWRITE",
+        "        FROBNICATE R1 R2\n        OMWRITE",
+    )
+}
+
+/// The built-in scene, small: 64x48 in four 12-row bands.
+const SMALL: &[&str] = &["--width", "64", "--height", "48", "--cores", "4"];
+
+/// A running `theia view`, stopped when dropped.
+struct View {
+    child: Child,
+    port: u16,
+    _dir: tempfile::TempDir,
+    shader: PathBuf,
+}
+
+impl View {
+    /// `theia view` on a small built-in scene with a shader file in a fresh directory.
+    fn start(shader_source: &str) -> View {
+        View::start_with(shader_source, SMALL)
+    }
+
+    /// [`View::start`] with other scene options.
+    fn start_with(shader_source: &str, options: &[&str]) -> View {
+        let dir = tempfile::tempdir().unwrap();
+        let shader = dir.path().join("paint.shdr");
+        std::fs::write(&shader, shader_source).unwrap();
+        let mut child = Command::new(env!("CARGO_BIN_EXE_theia"))
+            .args(["view", "--port", "0"])
+            .args(options)
+            .arg("--shader")
+            .arg(&shader)
+            .current_dir(dir.path())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("theia runs");
+        let mut first = String::new();
+        BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut first)
+            .unwrap();
+        let port = first
+            .trim()
+            .strip_prefix("http://127.0.0.1:")
+            .and_then(|rest| rest.strip_suffix('/'))
+            .and_then(|port| port.parse().ok())
+            .unwrap_or_else(|| panic!("the first line is the URL, found {first:?}"));
+        View {
+            child,
+            port,
+            _dir: dir,
+            shader,
+        }
+    }
+
+    fn request(&self, method: &str, path: &str, host: &str, body: &[u8]) -> Reply {
+        let mut stream = TcpStream::connect(("127.0.0.1", self.port)).unwrap();
+        stream
+            .set_read_timeout(Some(Duration::from_secs(30)))
+            .unwrap();
+        write!(
+            stream,
+            "{method} {path} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\nContent-Length: {}\r\n\r\n",
+            body.len()
+        )
+        .unwrap();
+        stream.write_all(body).unwrap();
+        let mut raw = Vec::new();
+        stream.read_to_end(&mut raw).unwrap();
+        Reply::parse(&raw)
+    }
+
+    fn get(&self, path: &str) -> Reply {
+        self.request("GET", path, &format!("127.0.0.1:{}", self.port), b"")
+    }
+
+    /// `/state` once `done` holds for it (renders take well under a second here).
+    fn wait_for(&self, what: &str, done: impl Fn(&str) -> bool) -> String {
+        let start = Instant::now();
+        loop {
+            let state = self.get("/state").text();
+            if done(&state) {
+                return state;
+            }
+            assert!(
+                start.elapsed() < Duration::from_secs(20),
+                "waited 20 s for {what}; last state {state}"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+}
+
+impl Drop for View {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+struct Reply {
+    status: u16,
+    head: String,
+    body: Vec<u8>,
+}
+
+impl Reply {
+    /// Status, headers and body of an HTTP/1.1 answer (chunked or not).
+    fn parse(raw: &[u8]) -> Reply {
+        let split = raw
+            .windows(4)
+            .position(|w| w == b"\r\n\r\n")
+            .expect("a header block");
+        let head = String::from_utf8_lossy(&raw[..split]).into_owned();
+        let status = head[9..12].parse().unwrap();
+        let mut body = raw[split + 4..].to_vec();
+        if head
+            .to_ascii_lowercase()
+            .contains("transfer-encoding: chunked")
+        {
+            body = dechunk(&body);
+        }
+        Reply { status, head, body }
+    }
+
+    fn text(&self) -> String {
+        String::from_utf8_lossy(&self.body).into_owned()
+    }
+
+    fn content_type(&self) -> String {
+        self.head
+            .lines()
+            .find_map(|l| {
+                l.to_ascii_lowercase()
+                    .strip_prefix("content-type: ")
+                    .map(str::to_string)
+            })
+            .unwrap_or_default()
+    }
+}
+
+fn dechunk(mut body: &[u8]) -> Vec<u8> {
+    let mut out = Vec::new();
+    loop {
+        let line_end = body.windows(2).position(|w| w == b"\r\n").unwrap();
+        let size =
+            usize::from_str_radix(std::str::from_utf8(&body[..line_end]).unwrap().trim(), 16)
+                .unwrap();
+        if size == 0 {
+            return out;
+        }
+        out.extend_from_slice(&body[line_end + 2..line_end + 2 + size]);
+        body = &body[line_end + 4 + size..];
+    }
+}
+
+/// The number after `"key":` in a JSON text (the first occurrence).
+fn number(json: &str, key: &str) -> Option<u64> {
+    let at = json.find(&format!("\"{key}\":"))? + key.len() + 3;
+    let digits: String = json[at..]
+        .chars()
+        .take_while(char::is_ascii_digit)
+        .collect();
+    digits.parse().ok()
+}
+
+/// The frame generation on show in a `/state` answer.
+fn frame_generation(state: &str) -> Option<u64> {
+    number(&state[state.find("\"frame\":{")?..], "generation")
+}
+
+fn png_pixels(reply: &Reply) -> theia::image::Rgb8 {
+    assert_eq!(reply.status, 200, "{}", reply.text());
+    assert_eq!(reply.content_type(), "image/png");
+    theia::image::decode_image(&reply.body).unwrap()
+}
+
+#[test]
+fn serves_the_page_frame_state_pixel_and_trace() {
+    let view = View::start(&solid("0.0", "1.0", "0.0"));
+    let page = view.get("/");
+    assert_eq!(page.status, 200);
+    assert!(page.content_type().starts_with("text/html"));
+    assert!(page.text().contains("new EventSource(\"/events\")"));
+
+    let state = view.wait_for("the first frame", |s| frame_generation(s).is_some());
+    assert!(state.contains("\"cores\":4"), "{state}");
+    assert!(state.contains("\"error\":null"), "{state}");
+    let frame = png_pixels(&view.get("/frame.png"));
+    assert_eq!((frame.width, frame.height), (64, 48));
+    assert!(frame.data.chunks(3).all(|p| p == [0, 255, 0]));
+
+    // Row 12 starts the second of four 12-row bands.
+    let pixel = view.get("/pixel?x=0&y=12").text();
+    assert!(pixel.contains("\"rgb\":[0,255,0]"), "{pixel}");
+    assert!(
+        pixel.contains("\"words\":[\"00000000\",\"00020000\",\"00000000\"]"),
+        "{pixel}"
+    );
+    assert!(
+        pixel.contains("\"values\":[0.000000,1.000000,0.000000]"),
+        "{pixel}"
+    );
+    assert_eq!(number(&pixel, "core"), Some(1));
+    assert_eq!(number(&pixel, "index"), Some(0));
+    assert_eq!(view.get("/pixel?x=64&y=0").status, 404);
+    assert_eq!(view.get("/pixel?x=-1&y=0").status, 400);
+    assert_eq!(view.get("/pixel").status, 400);
+
+    // The trace is the command's text.
+    let trace = view.get("/trace?x=3&y=20");
+    assert_eq!(trace.status, 200);
+    let cli = common::theia(
+        view.shader.parent().unwrap(),
+        &[
+            "trace",
+            "--width",
+            "64",
+            "--height",
+            "48",
+            "--cores",
+            "4",
+            "--shader",
+            "paint.shdr",
+            "--pixel",
+            "3,20",
+        ],
+    );
+    assert!(cli.status.success(), "{}", common::text(&cli.stderr));
+    let body = trace.text();
+    assert!(body.starts_with("# theia trace"), "{body}");
+    // Only the shader's file name may differ (the server names it by its full path).
+    let strip = |t: &str| t.replace(&view.shader.display().to_string(), "paint.shdr");
+    assert_eq!(strip(&body), common::text(&cli.stdout));
+    assert_eq!(view.get("/trace?x=99&y=0").status, 404);
+
+    let shader = view.get("/shader");
+    assert_eq!(shader.text(), solid("0.0", "1.0", "0.0"));
+}
+
+#[test]
+fn refuses_everything_else() {
+    let view = View::start(&solid("0.0", "1.0", "0.0"));
+    for path in [
+        "/etc/passwd",
+        "/../Cargo.toml",
+        "/paint.shdr",
+        "/frame.png/../paint.shdr",
+        "/%2e%2e/paint.shdr",
+        "/compare/x.png",
+        "/index.html",
+    ] {
+        assert_eq!(view.get(path).status, 404, "{path}");
+    }
+    let host = format!("127.0.0.1:{}", view.port);
+    assert_eq!(view.request("POST", "/", &host, b"x").status, 404);
+    assert_eq!(view.request("DELETE", "/shader", &host, b"").status, 404);
+    // DNS rebinding: another name for this address is refused.
+    let rebound = view.request("GET", "/state", &format!("evil.example:{}", view.port), b"");
+    assert_eq!(rebound.status, 403);
+    // Too large or not text: the file is left as it was.
+    let huge = vec![b'a'; 300 * 1024];
+    assert_eq!(view.request("PUT", "/shader", &host, &huge).status, 413);
+    assert_eq!(
+        view.request("PUT", "/shader", &host, &[0xff, 0xfe]).status,
+        400
+    );
+    assert_eq!(
+        std::fs::read_to_string(&view.shader).unwrap(),
+        solid("0.0", "1.0", "0.0")
+    );
+}
+
+#[test]
+fn an_edit_re_renders_and_a_broken_one_keeps_the_last_good_frame() {
+    let view = View::start(&solid("0.0", "1.0", "0.0"));
+    let first =
+        frame_generation(&view.wait_for("the first frame", |s| frame_generation(s).is_some()))
+            .unwrap();
+
+    // Listen for pushes before editing.
+    let mut events = listen(&view);
+    let mut line = String::new();
+
+    // An edit in the person's own editor: the watcher notices.
+    std::fs::write(&view.shader, broken()).unwrap();
+    let state = view.wait_for("the error", |s| {
+        s.contains("FROBNICATE") || s.contains("\"lines\":[{")
+    });
+    assert!(state.contains("\"line\":9"), "{state}");
+    assert_eq!(
+        frame_generation(&state),
+        Some(first),
+        "the last good frame stays"
+    );
+    assert!(png_pixels(&view.get("/frame.png"))
+        .data
+        .chunks(3)
+        .all(|p| p == [0, 255, 0]));
+
+    // The push arrived too.
+    let mut pushed = String::new();
+    while !pushed.contains("\"line\":9") {
+        line.clear();
+        assert!(events.read_line(&mut line).unwrap() > 0, "the stream ended");
+        pushed.push_str(&line);
+    }
+
+    // A save from the page: the file is written and the frame follows.
+    let host = format!("127.0.0.1:{}", view.port);
+    let blue = solid("0.0", "0.0", "1.0");
+    let saved = view.request("PUT", "/shader", &host, blue.as_bytes());
+    assert_eq!(saved.status, 200, "{}", saved.text());
+    assert_eq!(std::fs::read_to_string(&view.shader).unwrap(), blue);
+    let state = view.wait_for("the blue frame", |s| {
+        s.contains("\"error\":null") && frame_generation(s).is_some_and(|g| g > first)
+    });
+    assert!(state.contains("\"rendering\":null") || state.contains("\"rendering\":"));
+    assert!(png_pixels(&view.get("/frame.png"))
+        .data
+        .chunks(3)
+        .all(|p| p == [0, 0, 255]));
+}
+
+#[test]
+fn compare_renders_two_settings_and_marks_partition_starts() {
+    // The faithful ROM paints misses red but a core's first pixel black: with the camera
+    // looking away every ray misses, so 1 core and 4 cores differ exactly at band starts.
+    let own_shader = "// the scene's own pixel shader\n";
+    let view = View::start_with(
+        own_shader,
+        &[SMALL, &["--camera", "0,0,500", "--look-at", "0,0,1000"]].concat(),
+    );
+    view.wait_for("the first frame", |s| frame_generation(s).is_some());
+    let reply = view.get("/compare?a_cores=1&b_cores=4&a_rom=faithful&b_rom=faithful");
+    assert_eq!(reply.status, 200, "{}", reply.text());
+    let result = reply.text();
+    // The loader's warning about faces behind the camera reaches the page.
+    let state = view.get("/state").text();
+    assert!(state.contains("behind the camera"), "{state}");
+    let count = number(&result, "count").unwrap();
+    assert_eq!(count, 3, "{result}");
+    assert_eq!(
+        number(&result, "first_of_partition"),
+        Some(count),
+        "{result}"
+    );
+    let a = png_pixels(&view.get("/compare/a.png"));
+    let b = png_pixels(&view.get("/compare/b.png"));
+    let diff = png_pixels(&view.get("/compare/diff.png"));
+    let differing: Vec<(u32, u32)> = (0..48)
+        .flat_map(|y| (0..64).map(move |x| (x, y)))
+        .filter(|&(x, y)| a.pixel(x, y) != b.pixel(x, y))
+        .collect();
+    assert_eq!(differing.len() as u64, count);
+    for &(x, y) in &differing {
+        assert_eq!(x, 0);
+        assert!([12, 24, 36].contains(&y), "({x}, {y})");
+        assert_eq!(diff.pixel(x, y), [255, 0, 255]);
+        assert!(
+            result.contains(&format!("{{\"x\":{x},\"y\":{y},")),
+            "{result}"
+        );
+    }
+    assert_eq!(view.get("/compare?a_cores=0").status, 400);
+    assert_eq!(view.get("/compare?b_rom=shiny").status, 400);
+}
+
+/// Opens `/events` and returns the stream after its status line.
+fn listen(view: &View) -> BufReader<TcpStream> {
+    let mut events = TcpStream::connect(("127.0.0.1", view.port)).unwrap();
+    events
+        .set_read_timeout(Some(Duration::from_secs(30)))
+        .unwrap();
+    write!(
+        events,
+        "GET /events HTTP/1.1\r\nHost: 127.0.0.1:{}\r\n\r\n",
+        view.port
+    )
+    .unwrap();
+    let mut events = BufReader::new(events);
+    let mut line = String::new();
+    events.read_line(&mut line).unwrap();
+    assert_eq!(line, "HTTP/1.1 200 OK\r\n");
+    events
+}
+
+#[test]
+fn a_newer_edit_cancels_the_render_in_flight_which_reports_progress() {
+    // Large enough that the first render is still running when the edit lands.
+    let view = View::start_with(
+        &solid("0.0", "1.0", "0.0"),
+        &["--width", "1024", "--height", "768"],
+    );
+    let mut events = listen(&view);
+    std::fs::write(&view.shader, solid("1.0", "0.0", "0.0")).unwrap();
+    let mut progress = 0;
+    let mut line = String::new();
+    let shown = loop {
+        line.clear();
+        assert!(events.read_line(&mut line).unwrap() > 0, "the stream ended");
+        if line.starts_with("event: progress") {
+            progress += 1;
+        }
+        if let Some(state) = line.strip_prefix("data: ") {
+            if let Some(generation) = frame_generation(state) {
+                break generation;
+            }
+        }
+    };
+    assert!(shown >= 2, "the first, superseded render was shown");
+    assert!(progress > 0, "no progress was pushed");
+    let frame = png_pixels(&view.get("/frame.png"));
+    assert!(frame.data.chunks(3).all(|p| p == [255, 0, 0]));
+}
+
+#[test]
+fn ctrl_c_stops_the_server_cleanly() {
+    let mut view = View::start(&solid("0.0", "1.0", "0.0"));
+    view.wait_for("the first frame", |s| frame_generation(s).is_some());
+    let mut events = listen(&view);
+    // SAFETY: signals our own child process.
+    unsafe {
+        libc::kill(view.child.id() as i32, libc::SIGINT);
+    }
+    let start = Instant::now();
+    let status = loop {
+        if let Some(status) = view.child.try_wait().unwrap() {
+            break status;
+        }
+        assert!(start.elapsed() < Duration::from_secs(10), "still running");
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert!(status.success(), "{status}");
+    // The open event stream ends with the server.
+    let mut rest = String::new();
+    let _ = events.read_to_string(&mut rest);
+    assert!(TcpStream::connect(("127.0.0.1", view.port)).is_err());
+}
