@@ -6,7 +6,7 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use crate::machine::{Lockstep, Machine, Render, RenderError, RenderOptions};
+use crate::machine::{AccelUse, Lockstep, Machine, Render, RenderError, RenderOptions};
 use crate::scene::obj::{self, MemoryAssets, ObjOptions};
 use crate::scene::{Scene, SceneError};
 
@@ -25,6 +25,11 @@ pub struct BenchOptions {
     pub sphere_size: u32,
     /// Threads for the "all cores" column; `None`: the machine's available parallelism.
     pub threads: Option<usize>,
+    /// Subdivisions of the large generated mesh (`20 * 4^n` triangles); `None` leaves
+    /// its rows out.
+    pub mesh: Option<u32>,
+    /// Also measure the large mesh with `--accel cull` and `--accel off` (minutes).
+    pub mesh_all_modes: bool,
 }
 
 impl Default for BenchOptions {
@@ -36,6 +41,8 @@ impl Default for BenchOptions {
             sphere: (64, 41),
             sphere_size: 256,
             threads: None,
+            mesh: Some(6),
+            mesh_all_modes: false,
         }
     }
 }
@@ -51,8 +58,9 @@ pub struct BenchRow {
     pub one_core: Duration,
     /// Fastest frame on all cores.
     pub all_cores: Duration,
-    /// Emulated instructions per frame (culled MAIN runs counted as executed).
-    pub instructions: u64,
+    /// Emulated instructions per frame (culled MAIN runs counted as executed); `None`
+    /// where the acceleration structure leaves the count unknown.
+    pub instructions: Option<u64>,
     /// Whether MAIN was culled for rejected triangles.
     pub culling: bool,
     /// Whether the cores ran in lock-step groups on one core, and on all cores.
@@ -75,8 +83,9 @@ impl BenchRow {
 
     /// Emulated instructions per second on one core, in millions. With culling this is an
     /// effective rate (skipped MAIN runs count as executed).
-    pub fn mips_per_core(&self) -> f64 {
-        self.instructions as f64 / self.one_core.as_secs_f64().max(1e-12) / 1e6
+    pub fn mips_per_core(&self) -> Option<f64> {
+        self.instructions
+            .map(|n| n as f64 / self.one_core.as_secs_f64().max(1e-12) / 1e6)
     }
 }
 
@@ -111,11 +120,10 @@ impl fmt::Display for BenchTable {
                     format!("{:.1}{}", row.ms_one_core(), mark(row.lockstep.0)),
                     format!("{:.1}{}", row.ms_all_cores(), mark(row.lockstep.1)),
                     format!("{:.2}x", row.speedup()),
-                    format!(
-                        "{:.0}{}",
-                        row.mips_per_core(),
-                        if row.culling { "*" } else { "" }
-                    ),
+                    match row.mips_per_core() {
+                        Some(mips) => format!("{mips:.0}{}", if row.culling { "*" } else { "" }),
+                        None => "n/a".to_string(),
+                    },
                 ]
             })
             .collect();
@@ -149,6 +157,12 @@ impl fmt::Display for BenchTable {
             writeln!(
                 f,
                 "+ cores in lock-step groups, one SIMD lane per emulated core"
+            )?;
+        }
+        if self.rows.iter().any(|r| r.instructions.is_none()) {
+            writeln!(
+                f,
+                "n/a: the acceleration structure skips triangles whose cost depends on the pixel"
             )?;
         }
         if self.rows.iter().any(|r| r.culling) {
@@ -206,7 +220,7 @@ pub fn measure(
         frames: frames.max(1),
         one_core,
         all_cores,
-        instructions: render.instructions,
+        instructions: render.instructions_exact.then_some(render.instructions),
         culling: render.culled > 0,
         lockstep: (render.lockstep_groups > 0, render_all.lockstep_groups > 0),
     })
@@ -239,6 +253,24 @@ impl Pools {
             threads,
         })
     }
+}
+
+/// The large generated mesh of the benchmark: a bumpy icosphere, unlit.
+pub fn mesh_scene(subdivisions: u32, size: u32) -> Result<Scene, SceneError> {
+    let text = crate::scene::generate::displaced_icosphere_obj(subdivisions, 0.08);
+    let options = ObjOptions {
+        width: size,
+        height: size,
+        flat: true,
+        ..Default::default()
+    };
+    Ok(obj::load_obj_text(
+        &text,
+        Path::new("bumpy_icosphere.obj"),
+        &MemoryAssets(&[]),
+        &options,
+    )?
+    .scene)
 }
 
 /// The UV sphere scene of the large-scene benchmark.
@@ -307,15 +339,49 @@ pub fn run(options: &BenchOptions) -> Result<BenchTable, BenchError> {
         options.frames,
         &pools,
     )?);
+    let modes = [
+        ("accel auto", AccelUse::Auto, true),
+        ("accel cull", AccelUse::Never, true),
+        ("accel off", AccelUse::Never, false),
+    ];
     let (segments, rings) = options.sphere;
     let sphere = sphere_scene(segments, rings, options.sphere_size)?;
-    rows.push(measure(
-        &format!("UV sphere {0}x{0}", options.sphere_size),
-        &sphere,
-        &defaults,
-        options.sphere_frames,
-        &pools,
-    )?);
+    for (mode, accel, culling) in modes {
+        let render_options = RenderOptions {
+            accel,
+            culling,
+            ..Default::default()
+        };
+        rows.push(measure(
+            &format!("UV sphere {0}x{0}, {mode}", options.sphere_size),
+            &sphere,
+            &render_options,
+            options.sphere_frames,
+            &pools,
+        )?);
+    }
+    if let Some(subdivisions) = options.mesh {
+        let mesh = mesh_scene(subdivisions, options.sphere_size)?;
+        let modes = if options.mesh_all_modes {
+            &modes[..]
+        } else {
+            &modes[..1]
+        };
+        for &(mode, accel, culling) in modes {
+            let render_options = RenderOptions {
+                accel,
+                culling,
+                ..Default::default()
+            };
+            rows.push(measure(
+                &format!("bumpy icosphere {0}x{0}, {mode}", options.sphere_size),
+                &mesh,
+                &render_options,
+                options.sphere_frames,
+                &pools,
+            )?);
+        }
+    }
     Ok(BenchTable {
         threads: pools.threads,
         rows,
@@ -333,7 +399,7 @@ mod tests {
             frames: 5,
             one_core: Duration::from_millis(one),
             all_cores: Duration::from_millis(all),
-            instructions: 64_000_000,
+            instructions: Some(64_000_000),
             culling,
             lockstep: (false, false),
         }
@@ -349,7 +415,7 @@ mod tests {
             ],
         };
         assert_eq!(table.rows[0].speedup(), 2.0);
-        assert_eq!(table.rows[0].mips_per_core(), 320.0);
+        assert_eq!(table.rows[0].mips_per_core(), Some(320.0));
         let text = table.to_string();
         let lines: Vec<&str> = text.lines().collect();
         assert_eq!(
@@ -378,7 +444,7 @@ mod tests {
         let pools = Pools::new(Some(2)).unwrap();
         let row = measure("sphere", &scene, &RenderOptions::default(), 1, &pools).unwrap();
         assert_eq!(row.triangles, 64);
-        assert!(row.instructions > 0 && row.culling);
+        assert!(row.instructions > Some(0) && row.culling);
         assert!(row.one_core > Duration::ZERO && row.all_cores > Duration::ZERO);
     }
 }

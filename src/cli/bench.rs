@@ -21,6 +21,9 @@ pub struct BenchArgs {
     /// Threads for the "all cores" column [default: the machine's]
     #[arg(long, value_name = "N")]
     threads: Option<usize>,
+    /// Also time the 81,920-triangle mesh with `--accel cull` and `--accel off` (minutes)
+    #[arg(long)]
+    all_modes: bool,
 }
 
 pub fn run(args: BenchArgs) -> anyhow::Result<Outcome> {
@@ -40,6 +43,7 @@ pub fn run(args: BenchArgs) -> anyhow::Result<Outcome> {
         conformance_scene,
         frames: args.frames,
         threads: args.threads,
+        mesh_all_modes: args.all_modes,
         ..BenchOptions::default()
     };
     print!("{}", run_bench(&options)?);

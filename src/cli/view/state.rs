@@ -403,7 +403,14 @@ impl Rendered {
             ("cores", render.cores.to_string()),
             ("lockstep_groups", render.lockstep_groups.to_string()),
             ("triangles", render.triangles.to_string()),
-            ("instructions", render.instructions.to_string()),
+            (
+                "instructions",
+                if render.instructions_exact {
+                    render.instructions.to_string()
+                } else {
+                    "null".to_string()
+                },
+            ),
             ("culling", json::string(&culling)),
             ("rom", json::string(self.inputs.options.rom.name())),
             (
