@@ -258,36 +258,24 @@ impl Pools {
 /// The large generated mesh of the benchmark: a bumpy icosphere, unlit.
 pub fn mesh_scene(subdivisions: u32, size: u32) -> Result<Scene, SceneError> {
     let text = crate::scene::generate::displaced_icosphere_obj(subdivisions, 0.08);
-    let options = ObjOptions {
-        width: size,
-        height: size,
-        flat: true,
-        ..Default::default()
-    };
-    Ok(obj::load_obj_text(
-        &text,
-        Path::new("bumpy_icosphere.obj"),
-        &MemoryAssets(&[]),
-        &options,
-    )?
-    .scene)
+    generated_scene(&text, "bumpy_icosphere.obj", size, true)
 }
 
 /// The UV sphere scene of the large-scene benchmark.
 pub fn sphere_scene(segments: u32, rings: u32, size: u32) -> Result<Scene, SceneError> {
     let text = crate::scene::generate::uv_sphere_obj(segments, rings);
+    generated_scene(&text, "uv_sphere.obj", size, false)
+}
+
+/// A generated OBJ text as a square scene of `size` pixels.
+fn generated_scene(text: &str, name: &str, size: u32, flat: bool) -> Result<Scene, SceneError> {
     let options = ObjOptions {
         width: size,
         height: size,
+        flat,
         ..Default::default()
     };
-    Ok(obj::load_obj_text(
-        &text,
-        Path::new("uv_sphere.obj"),
-        &MemoryAssets(&[]),
-        &options,
-    )?
-    .scene)
+    Ok(obj::load_obj_text(text, Path::new(name), &MemoryAssets(&[]), &options)?.scene)
 }
 
 /// Runs every benchmark: scenes_example3 interpreted (culling off: the interpreter's
@@ -344,22 +332,27 @@ pub fn run(options: &BenchOptions) -> Result<BenchTable, BenchError> {
         ("accel cull", AccelUse::Never, true),
         ("accel off", AccelUse::Never, false),
     ];
+    let mut in_modes = |name: &str, scene: &Scene, modes: &[(&str, AccelUse, bool)]| {
+        for &(mode, accel, culling) in modes {
+            let render_options = RenderOptions {
+                accel,
+                culling,
+                ..Default::default()
+            };
+            let name = format!("{name} {0}x{0}, {mode}", options.sphere_size);
+            rows.push(measure(
+                &name,
+                scene,
+                &render_options,
+                options.sphere_frames,
+                &pools,
+            )?);
+        }
+        Ok::<_, BenchError>(())
+    };
     let (segments, rings) = options.sphere;
     let sphere = sphere_scene(segments, rings, options.sphere_size)?;
-    for (mode, accel, culling) in modes {
-        let render_options = RenderOptions {
-            accel,
-            culling,
-            ..Default::default()
-        };
-        rows.push(measure(
-            &format!("UV sphere {0}x{0}, {mode}", options.sphere_size),
-            &sphere,
-            &render_options,
-            options.sphere_frames,
-            &pools,
-        )?);
-    }
+    in_modes("UV sphere", &sphere, &modes)?;
     if let Some(subdivisions) = options.mesh {
         let mesh = mesh_scene(subdivisions, options.sphere_size)?;
         let modes = if options.mesh_all_modes {
@@ -367,20 +360,7 @@ pub fn run(options: &BenchOptions) -> Result<BenchTable, BenchError> {
         } else {
             &modes[..1]
         };
-        for &(mode, accel, culling) in modes {
-            let render_options = RenderOptions {
-                accel,
-                culling,
-                ..Default::default()
-            };
-            rows.push(measure(
-                &format!("bumpy icosphere {0}x{0}, {mode}", options.sphere_size),
-                &mesh,
-                &render_options,
-                options.sphere_frames,
-                &pools,
-            )?);
-        }
+        in_modes("bumpy icosphere", &mesh, modes)?;
     }
     Ok(BenchTable {
         threads: pools.threads,

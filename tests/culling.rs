@@ -278,18 +278,24 @@ fn a_runaway_shader_stops_at_the_same_place_with_the_structure() {
 }
 
 fn small_sphere(size: u32) -> Scene {
+    generated(&uv_sphere_obj(24, 12), size, false)
+}
+
+/// A generated OBJ text as a square scene.
+fn generated(text: &str, size: u32, flat: bool) -> Scene {
     let options = ObjOptions {
         width: size,
         height: size,
+        flat,
         ..Default::default()
     };
     theia::scene::obj::load_obj_text(
-        &uv_sphere_obj(24, 12),
-        std::path::Path::new("sphere.obj"),
+        text,
+        std::path::Path::new("generated.obj"),
         &theia::scene::obj::MemoryAssets(&[]),
         &options,
     )
-    .expect("the sphere loads")
+    .expect("the generated mesh loads")
     .scene
 }
 
@@ -297,22 +303,7 @@ fn small_sphere(size: u32) -> Scene {
 /// at every pixel, and a BIU-reading shader sees the same leftover registers.
 #[test]
 fn generated_meshes_are_identical_in_all_three_modes() {
-    let bumpy = {
-        let options = ObjOptions {
-            width: 48,
-            height: 48,
-            flat: true,
-            ..Default::default()
-        };
-        theia::scene::obj::load_obj_text(
-            &displaced_icosphere_obj(4, 0.1),
-            std::path::Path::new("bumpy.obj"),
-            &theia::scene::obj::MemoryAssets(&[]),
-            &options,
-        )
-        .expect("loads")
-        .scene
-    };
+    let bumpy = generated(&displaced_icosphere_obj(4, 0.1), 48, true);
     for (name, scene) in [("sphere", small_sphere(48)), ("bumpy", bumpy)] {
         for rom in [RomVariant::Faithful, RomVariant::Fixed] {
             let options = RenderOptions {
