@@ -210,6 +210,8 @@ pub struct Machine<'a> {
     pub stage: Arc<dyn PixelStage>,
     /// The acceleration structure (`Ok(None)`: not wanted for this frame).
     pub accel: Result<Option<Accel>, AccelRefusal>,
+    /// How long computing the rays and building the structure took.
+    pub accel_build: Duration,
     /// Raised by another thread to stop a render early ([`RenderError::Cancelled`]), e.g.
     /// when a newer edit makes the frame in flight worthless. Checked once per pixel.
     pub cancel: Option<Arc<AtomicBool>>,
@@ -243,6 +245,7 @@ impl<'a> Machine<'a> {
             program,
             culler,
             accel: Ok(None),
+            accel_build: Duration::ZERO,
             partitions,
             lockstep: options.lockstep,
             stage: options
@@ -260,6 +263,7 @@ impl<'a> Machine<'a> {
             AccelUse::Never => false,
         };
         if wanted && machine.culler.is_ok() {
+            let start = Instant::now();
             machine.accel = machine.precompute_rays().and_then(|rays| {
                 Accel::build(
                     &scene.triangles,
@@ -270,6 +274,7 @@ impl<'a> Machine<'a> {
                 )
                 .map(Some)
             });
+            machine.accel_build = start.elapsed();
         }
         Ok(machine)
     }
