@@ -18,17 +18,13 @@ use crate::isa::registers::EntryPoint;
 
 /// Register addresses the stage inputs are read from (spec isa_and_formats §2.2).
 mod reg {
-    pub const RESOLUTION: u16 = 4;
-    pub const TEXTURE_SIZE: u16 = 5;
-    pub const UV0_LAST: u16 = 91;
-    pub const UV1_LAST: u16 = 92;
-    pub const UV2_LAST: u16 = 93;
-    pub const LAST_T: u16 = 95;
-    pub const LAST_U: u16 = 96;
-    pub const LAST_V: u16 = 97;
-    pub const TEXTURE_COLOR: u16 = 110;
-    pub const PIXEL_2D_POSITION: u16 = 111;
-    pub const CURRENT_OUTPUT_PIXEL: u16 = 120;
+    pub use crate::isa::registers::address::{
+        CREG_CURRENT_OUTPUT_PIXEL as CURRENT_OUTPUT_PIXEL, CREG_LAST_T as LAST_T,
+        CREG_LAST_U as LAST_U, CREG_LAST_V as LAST_V, CREG_PIXEL_2D_POSITION as PIXEL_2D_POSITION,
+        CREG_RESOLUTION as RESOLUTION, CREG_TEXTURE_COLOR as TEXTURE_COLOR,
+        CREG_TEXTURE_SIZE as TEXTURE_SIZE, CREG_UV0_LAST as UV0_LAST, CREG_UV1_LAST as UV1_LAST,
+        CREG_UV2_LAST as UV2_LAST,
+    };
 }
 
 /// What a pixel stage may do with the core whose pixel it shades.

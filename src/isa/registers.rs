@@ -101,11 +101,18 @@ pub const REGISTERS: &[(&str, u16)] = &[
 
 /// Addresses the emulator itself reads by name (the test below ties them to [`REGISTERS`]).
 pub mod address {
+    pub const CREG_RESOLUTION: u16 = 4;
+    pub const CREG_TEXTURE_SIZE: u16 = 5;
     pub const CREG_RAY_DIRECTION: u16 = 85;
+    pub const CREG_UV0_LAST: u16 = 91;
+    pub const CREG_UV1_LAST: u16 = 92;
+    pub const CREG_UV2_LAST: u16 = 93;
     pub const CREG_LAST_T: u16 = 95;
     pub const CREG_LAST_U: u16 = 96;
     pub const CREG_LAST_V: u16 = 97;
+    pub const CREG_TEXTURE_COLOR: u16 = 110;
     pub const CREG_PIXEL_2D_POSITION: u16 = 111;
+    pub const CREG_CURRENT_OUTPUT_PIXEL: u16 = 120;
 }
 
 /// `VOID`: the placeholder operand, address 0.
@@ -307,6 +314,16 @@ mod tests {
         assert_eq!(register_address("CREG_FIRST_LIGTH_DIFFUSE"), Some(8));
         assert_eq!(register_address("creg_zero"), None);
         for (name, constant) in [
+            ("CREG_RESOLUTION", address::CREG_RESOLUTION),
+            ("CREG_TEXTURE_SIZE", address::CREG_TEXTURE_SIZE),
+            ("CREG_UV0_LAST", address::CREG_UV0_LAST),
+            ("CREG_UV1_LAST", address::CREG_UV1_LAST),
+            ("CREG_UV2_LAST", address::CREG_UV2_LAST),
+            ("CREG_TEXTURE_COLOR", address::CREG_TEXTURE_COLOR),
+            (
+                "CREG_CURRENT_OUTPUT_PIXEL",
+                address::CREG_CURRENT_OUTPUT_PIXEL,
+            ),
             ("CREG_RAY_DIRECTION", address::CREG_RAY_DIRECTION),
             ("CREG_LAST_t", address::CREG_LAST_T),
             ("CREG_LAST_u", address::CREG_LAST_U),

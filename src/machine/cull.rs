@@ -97,7 +97,7 @@ mod reg {
     pub const R1: u16 = 71;
     pub const R2: u16 = 72;
     pub const R3: u16 = 73;
-    pub const RAY_DIRECTION: u16 = 85;
+    pub use crate::isa::registers::address::CREG_RAY_DIRECTION as RAY_DIRECTION;
     pub const T: u16 = 88;
     pub const P: u16 = 89;
     pub const Q: u16 = 90;
@@ -112,9 +112,6 @@ mod reg {
     pub const H3: u16 = 107;
     pub const ZERO: u16 = 119;
 }
-
-/// CREG_RAY_DIRECTION, the register whose value [`Culler::try_skip_with`] takes.
-pub const RAY_DIRECTION: u16 = reg::RAY_DIRECTION;
 
 /// Jump relations as the opcodes encode them (bits 2..0): JGE and JLE.
 const JGE: u16 = 4;

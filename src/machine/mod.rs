@@ -475,7 +475,7 @@ impl<'a> Machine<'a> {
                 // Triangles before `loaded` are in the core; skipped MAINs do not read the
                 // swap memory, so the host's loads are caught up only before code runs.
                 let mut loaded = 0;
-                let mut ray = core.register(cull::RAY_DIRECTION);
+                let mut ray = core.register(address::CREG_RAY_DIRECTION);
                 for index in 0..triangles.len() {
                     if culler.try_skip_with(core, index, ray, &mut pending) {
                         continue;
@@ -484,7 +484,7 @@ impl<'a> Machine<'a> {
                     loaded = index + 1;
                     culler.flush(core, &mut pending);
                     hit |= run(core, EntryPoint::Main, observer)?;
-                    ray = core.register(cull::RAY_DIRECTION);
+                    ray = core.register(address::CREG_RAY_DIRECTION);
                 }
                 core.load_triangles(&triangles[loaded..]);
                 culler.flush(core, &mut pending);
