@@ -46,9 +46,8 @@
 
 use rayon::prelude::*;
 
-use super::cull::{Culler, Exit};
+use super::cull::{Culler, Exit, TriangleConstants};
 use crate::core::alu::{self, Vec3};
-use crate::scene::{config_row, Triangle};
 
 /// Pixels per tile side.
 pub const TILE: u32 = 4;
@@ -223,16 +222,13 @@ fn ceil_div(a: i128, shift: u32) -> i128 {
 
 impl Forms {
     /// The forms of a triangle, or `None` when it cannot be bounded over `all` rays.
-    fn new(triangle: &Triangle, camera: Vec3, all: &RayBox) -> Option<Forms> {
+    fn new(k: &TriangleConstants, all: &RayBox) -> Option<Forms> {
         let wide = |v: Vec3| v.map(|w| i128::from(w as i32));
-        let lanes = |a: Vec3, b: Vec3| [0, 1, 2].map(|i| alu::sub(a[i], b[i]));
-        let (v0, v1, v2) = (triangle[0], triangle[2], triangle[4]);
-        let (e1, e2, t) = (lanes(v1, v0), lanes(v2, v0), lanes(camera, v0));
-        let q = alu::cross(t, e1);
-        if !alu::exact_multiplicands(q) || !alu::exact_multiplicands(t) {
+        // H3 = DOT(Q, R): Q is the multiplier's first operand.
+        if !alu::exact_multiplicands(k.q) || !alu::exact_multiplicands(k.t) {
             return None;
         }
-        let (e1w, e2w, tw, qw) = (wide(e1), wide(e2), wide(t), wide(q));
+        let (e1w, e2w, tw, qw) = (wide(k.e1), wide(k.e2), wide(k.t), wide(k.q));
         let cross = |a: [i128; 3], b: [i128; 3]| {
             [
                 a[1] * b[2] - a[2] * b[1],
@@ -313,10 +309,9 @@ impl Forms {
 
 impl Accel {
     /// Builds the structure for `rays` (row-major, one per pixel of a `width` x `height`
-    /// image) over `triangles`, seen from `config`'s camera.
+    /// image) over the triangles of `culler` (BIU's per-triangle constants).
     pub fn build(
-        triangles: &[Triangle],
-        config: &[Vec3; 6],
+        culler: &Culler,
         width: u32,
         height: u32,
         rays: Vec<Vec3>,
@@ -328,7 +323,7 @@ impl Accel {
         let mut nodes = Vec::new();
         let root = build_node(&mut nodes, &rays, width, height, [0, 0, tiles_x, tiles_y]);
         let all = nodes[root as usize].rays;
-        let camera = config[config_row::CAMERA_POSITION];
+        let triangles = culler.constants();
         // Triangles in contiguous chunks, so that merged candidate lists stay ascending.
         let chunk = triangles
             .len()
@@ -340,9 +335,9 @@ impl Accel {
             .map(|(c, part)| {
                 let mut found = Vec::new();
                 let mut skipped: Vec<Skipped> = vec![(0, 0, 0); nodes.len()];
-                for (k, triangle) in part.iter().enumerate() {
+                for (k, constants) in part.iter().enumerate() {
                     let index = (c * chunk + k) as u32;
-                    match Forms::new(triangle, camera, &all) {
+                    match Forms::new(constants, &all) {
                         Some(forms) => visit(&nodes, root, &forms, index, &mut found, &mut skipped),
                         None => mark_all(&nodes, root, index, &mut found),
                     }

@@ -170,12 +170,12 @@ impl std::fmt::Display for Refusal {
 
 /// What BIU computes for one triangle before looking at the ray: constant for a frame.
 #[derive(Clone, Copy, Debug)]
-struct TriangleConstants {
-    e1: Vec3,
-    e2: Vec3,
-    t: Vec3,
-    q: Vec3,
-    h1: u32,
+pub struct TriangleConstants {
+    pub e1: Vec3,
+    pub e2: Vec3,
+    pub t: Vec3,
+    pub q: Vec3,
+    pub h1: u32,
 }
 
 /// Everything a rejecting MAIN computes for one triangle and ray.
@@ -235,6 +235,11 @@ impl Culler {
             })
             .collect();
         Ok(Culler { triangles })
+    }
+
+    /// Each triangle's [`TriangleConstants`], in scene order.
+    pub fn constants(&self) -> &[TriangleConstants] {
+        &self.triangles
     }
 
     /// BIU's verdict for triangle `index` under `ray`: `Some(exit)` when it rejects.

@@ -262,17 +262,10 @@ impl<'a> Machine<'a> {
             AccelUse::Always => true,
             AccelUse::Never => false,
         };
-        if wanted && machine.culler.is_ok() {
+        if let (true, Ok(culler)) = (wanted, &machine.culler) {
             let start = Instant::now();
             machine.accel = machine.precompute_rays().and_then(|rays| {
-                Accel::build(
-                    &scene.triangles,
-                    &scene.config,
-                    scene.width(),
-                    scene.height(),
-                    rays,
-                )
-                .map(Some)
+                Accel::build(culler, scene.width(), scene.height(), rays).map(Some)
             });
             machine.accel_build = start.elapsed();
         }
