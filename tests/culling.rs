@@ -10,6 +10,7 @@ use theia::isa::registers::{register_address, EntryPoint};
 use theia::isa::{Instruction, Opcode};
 use theia::machine::accel::check_tile_claims;
 use theia::machine::cull::Refusal;
+use theia::machine::hits::{Artifact, PixelHit};
 use theia::machine::{render, AccelUse, Machine, Render, RenderOptions};
 use theia::scene::generate::{displaced_icosphere_obj, uv_sphere_obj};
 use theia::scene::obj::{default_scene, ObjOptions};
@@ -368,4 +369,230 @@ fn biu_reading_shader() -> Vec<Instruction> {
     ));
     code.push(Instruction::type2(Opcode::Return, 0, 1));
     imem_with(EntryPoint::PixelShader, &code)
+}
+
+/// A mesh of at least 65,000 small triangles (the scale): identical in all three
+/// modes, leftover registers included, and every tile's claims hold at every pixel.
+#[test]
+fn a_mesh_of_81920_triangles_is_identical_in_all_three_modes() {
+    let scene = generated(&displaced_icosphere_obj(6, 0.08), 20, true);
+    assert_eq!(scene.triangles.len(), 81_920);
+    let render = assert_identical(&scene, &RenderOptions::default(), "81,920 triangles");
+    assert!(render.frame.hits.iter().any(|hit| *hit != PixelHit::Miss));
+    let options = RenderOptions {
+        imem: Some(biu_reading_shader()),
+        ..Default::default()
+    };
+    assert_identical(&scene, &options, "81,920 triangles, BIU-reading shader");
+    assert_claims_hold(&scene, "81,920 triangles");
+}
+
+/// Every tile's claim (a triangle it skips is rejected, at the exit it books) checked
+/// against the exact verdict at every pixel.
+fn assert_claims_hold(scene: &Scene, label: &str) {
+    let options = RenderOptions {
+        accel: AccelUse::Always,
+        ..Default::default()
+    };
+    let machine = Machine::new(scene, &options).expect("the machine starts");
+    let (Ok(culler), Ok(Some(accel))) = (&machine.culler, &machine.accel) else {
+        panic!("{label}: no structure: {:?}", machine.accel.as_ref().err());
+    };
+    check_tile_claims(culler, accel, scene.triangles.len(), scene.height())
+        .unwrap_or_else(|e| panic!("{label}: {e}"));
+}
+
+/// Q15.17 raw word of a coordinate.
+fn q(value: f64) -> u32 {
+    (value * 131072.0).round() as i32 as u32
+}
+
+/// A square scene of `size` pixels whose camera and projection window come from a fitted
+/// unit sphere, holding `triangles` (world coordinates) instead.
+fn scene_of(triangles: &[[[f64; 3]; 3]], size: u32) -> Scene {
+    let mut scene = generated(&uv_sphere_obj(8, 4), size, true);
+    let template = scene.triangles[0];
+    scene.triangles = triangles
+        .iter()
+        .map(|vertices| {
+            let mut record = template;
+            for (k, vertex) in vertices.iter().enumerate() {
+                record[2 * k] = vertex.map(q);
+            }
+            record
+        })
+        .collect();
+    scene
+}
+
+/// Where the template scene's camera is, and where it looks (its fitted sphere's centre
+/// and radius), in world units.
+fn template_view() -> ([f64; 3], [f64; 3], f64) {
+    let scene = generated(&uv_sphere_obj(8, 4), 8, true);
+    let camera = scene.config[theia::scene::config_row::CAMERA_POSITION]
+        .map(|w| f64::from(w as i32) / 131072.0);
+    let (mut lo, mut hi) = ([f64::MAX; 3], [f64::MIN; 3]);
+    for triangle in &scene.triangles {
+        for vertex in [triangle[0], triangle[2], triangle[4]] {
+            for i in 0..3 {
+                let v = f64::from(vertex[i] as i32) / 131072.0;
+                lo[i] = lo[i].min(v);
+                hi[i] = hi[i].max(v);
+            }
+        }
+    }
+    let centre = std::array::from_fn(|i| (lo[i] + hi[i]) / 2.0);
+    (camera, centre, (hi[0] - lo[0]) / 2.0)
+}
+
+fn add(a: [f64; 3], b: [f64; 3]) -> [f64; 3] {
+    std::array::from_fn(|i| a[i] + b[i])
+}
+
+fn scale(a: [f64; 3], s: f64) -> [f64; 3] {
+    a.map(|v| v * s)
+}
+
+/// A hit the hardware reports only because u + v wrapped, built for one pixel: a
+/// triangle facing the ray, 0.1 wide and about 820 away from it, so that BIU's u and v
+/// are both near 8192.0 and their sum passes 16384.0, where ADD wraps it into [0, 1].
+/// The triangle slides in small steps until the ALU's own u + v lands there. Every mode
+/// must show the hit, and the structure must keep the triangle a candidate only where
+/// its verdict is unsettled.
+#[test]
+fn a_hit_through_wrap_around_is_the_same_in_every_mode() {
+    let size = 16;
+    let (camera, _, _) = template_view();
+    let probe = scene_of(&[[[0.0; 3], [1.0, 0.0, 0.0], [0.0, 1.0, 0.0]]], size);
+    let machine = Machine::new(
+        &probe,
+        &RenderOptions {
+            accel: AccelUse::Always,
+            ..Default::default()
+        },
+    )
+    .expect("the machine starts");
+    let raw_ray = machine
+        .accel
+        .as_ref()
+        .unwrap()
+        .as_ref()
+        .unwrap()
+        .ray(8, 8)
+        .unwrap();
+    let ray = normalise(raw_ray.map(|w| f64::from(w as i32)));
+    let a = normalise(cross(ray, [0.0, 1.0, 0.0]));
+    let b = cross(ray, a);
+    let hit_point = add(camera, scale(ray, 50.0));
+    let edge = 0.1;
+    let mut found = None;
+    for step in 0..4000 {
+        // u and v near 8185 + 0.0025·step (truncation adds a few units): u + v crosses 16384.
+        let offset = (8185.0 + 0.0025 * step as f64) * edge;
+        let v0 = add(hit_point, scale(add(a, b), -offset));
+        let triangle = [v0, add(v0, scale(a, edge)), add(v0, scale(b, edge))];
+        let scene = scene_of(&[triangle], size);
+        let machine = Machine::new(&scene, &RenderOptions::default()).expect("starts");
+        let culler = machine.culler.as_ref().expect("culling applies");
+        let biu = culler.reject_state(0, raw_ray);
+        if theia::machine::cull::exact_verdict(biu.h2, biu.h3, biu.delta).is_none()
+            && (biu.u as i32) > (1 << 17)
+        {
+            found = Some(scene);
+            break;
+        }
+    }
+    let scene = found.expect("the slide passes u + v = 16384.0");
+    let render = assert_identical(&scene, &RenderOptions::default(), "wrap-around hit");
+    assert_eq!(
+        render.frame.hits[8 * size as usize + 8],
+        PixelHit::Artifact(Artifact::WrappedSum),
+        "pixel (8, 8) shows a hit only u + v wrapping made"
+    );
+    assert_claims_hold(&scene, "wrap-around hit");
+}
+
+fn normalise(v: [f64; 3]) -> [f64; 3] {
+    let length = (v[0] * v[0] + v[1] * v[1] + v[2] * v[2]).sqrt();
+    v.map(|c| c / length)
+}
+
+fn cross(a: [f64; 3], b: [f64; 3]) -> [f64; 3] {
+    [
+        a[1] * b[2] - a[2] * b[1],
+        a[2] * b[0] - a[0] * b[2],
+        a[0] * b[1] - a[1] * b[0],
+    ]
+}
+
+/// One random triangle: its kind, nine coordinates in [-1, 1] and a size exponent.
+type RandomTriangle = (u8, [f64; 9], i32);
+
+/// World-space vertices of a random triangle near the template's view: ordinary, tiny,
+/// degenerate (a repeated vertex or three collinear ones), or nearly parallel to the rays
+/// (its plane holds the line from the camera through a vertex, tilted by a hair).
+fn random_triangle(
+    (kind, c, exponent): RandomTriangle,
+    camera: [f64; 3],
+    centre: [f64; 3],
+    radius: f64,
+) -> [[f64; 3]; 3] {
+    let size = radius * 2f64.powi(exponent);
+    let v0 = add(centre, [c[0] * radius, c[1] * radius, c[2] * radius]);
+    let a = [c[3] * size, c[4] * size, c[5] * size];
+    let b = [c[6] * size, c[7] * size, c[8] * size];
+    match kind % 4 {
+        0 => [v0, add(v0, a), add(v0, b)],
+        1 => [v0, add(v0, scale(a, 1e-3)), add(v0, scale(b, 1e-3))],
+        2 if c[8] > 0.0 => [v0, v0, add(v0, b)],
+        2 => [v0, add(v0, a), add(v0, scale(a, 2.0))],
+        _ => {
+            let along = add(v0, scale(camera, -1.0));
+            let v2 = add(add(v0, scale(along, c[6] * 0.5)), scale(b, 1e-4));
+            [v0, add(v0, a), v2]
+        }
+    }
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig {
+        cases: 200,
+        ..Default::default()
+    })]
+
+    /// Random small scenes, cameras and triangle sizes: what the structure prunes, brute
+    /// force rejects at every pixel, and frames (with a BIU-reading shader: the leftover
+    /// registers too) and instruction counts equal brute force's.
+    #[test]
+    fn pruning_random_scenes_matches_brute_force(
+        triangles in proptest::collection::vec(
+            (0u8..4, proptest::array::uniform9(-1.0f64..1.0), -8i32..2),
+            1..8,
+        ),
+        camera_shift in proptest::array::uniform3(-0.5f64..0.5),
+        fixed_rom: bool,
+        reads_biu: bool,
+    ) {
+        let (camera, centre, radius) = template_view();
+        let camera = add(camera, scale(camera_shift, radius));
+        let vertices: Vec<_> = triangles
+            .iter()
+            .map(|&t| random_triangle(t, camera, centre, radius))
+            .collect();
+        let mut scene = scene_of(&vertices, 8);
+        scene.config[theia::scene::config_row::CAMERA_POSITION] = camera.map(q);
+        let options = RenderOptions {
+            rom: if fixed_rom { RomVariant::Fixed } else { RomVariant::Faithful },
+            imem: reads_biu.then(biu_reading_shader),
+            ..Default::default()
+        };
+        let brute = render_with(&scene, &options, false);
+        let pruned = render_accelerated(&scene, &options);
+        proptest::prop_assert_eq!(&pruned.accel, &Ok(true));
+        proptest::prop_assert!(pruned.frame == brute.frame, "the frames differ");
+        if pruned.instructions_exact {
+            proptest::prop_assert_eq!(pruned.instructions, brute.instructions);
+        }
+        assert_claims_hold(&scene, "random scene");
+    }
 }

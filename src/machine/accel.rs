@@ -329,9 +329,12 @@ impl Forms<i128> {
         let r = all.magnitude();
         let fits = |c: [i128; 3]| (0..3).map(|i| c[i].abs() * r[i]).sum::<i128>() < NARROW;
         let small = |e: i128| e < 1 << 31;
-        if !(fits(self.delta) && fits(self.h2) && fits(self.h3))
-            || !(small(self.delta_error) && small(self.h2_error))
-        {
+        let narrow_enough = fits(self.delta)
+            && fits(self.h2)
+            && fits(self.h3)
+            && small(self.delta_error)
+            && small(self.h2_error);
+        if !narrow_enough {
             return None;
         }
         let narrow = |c: [i128; 3]| c.map(|v| v as i64);
