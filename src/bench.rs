@@ -6,7 +6,7 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use crate::machine::{AccelUse, Lockstep, Machine, Render, RenderError, RenderOptions};
+use crate::machine::{AccelMode, Lockstep, Machine, Render, RenderError, RenderOptions};
 use crate::scene::obj::{self, MemoryAssets, ObjOptions};
 use crate::scene::{Scene, SceneError};
 
@@ -30,6 +30,8 @@ pub struct BenchOptions {
     pub mesh: Option<u32>,
     /// Also measure the large mesh with `--accel cull` and `--accel off` (minutes).
     pub mesh_all_modes: bool,
+    /// Measure the sphere and the mesh in this mode only (`theia bench --accel`).
+    pub accel: Option<AccelMode>,
 }
 
 impl Default for BenchOptions {
@@ -43,6 +45,7 @@ impl Default for BenchOptions {
             threads: None,
             mesh: Some(6),
             mesh_all_modes: false,
+            accel: None,
         }
     }
 }
@@ -327,38 +330,37 @@ pub fn run(options: &BenchOptions) -> Result<BenchTable, BenchError> {
         options.frames,
         &pools,
     )?);
-    let modes = [
-        ("accel auto", AccelUse::Auto, true),
-        ("accel cull", AccelUse::Never, true),
-        ("accel off", AccelUse::Never, false),
-    ];
-    let mut in_modes = |name: &str, scene: &Scene, modes: &[(&str, AccelUse, bool)]| {
-        for &(mode, accel, culling) in modes {
-            let render_options = RenderOptions {
-                accel,
-                culling,
-                ..Default::default()
-            };
-            let name = format!("{name} {0}x{0}, {mode}", options.sphere_size);
+    let mut in_modes = |name: &str, scene: &Scene, modes: &[AccelMode]| {
+        for &mode in modes {
+            let name = format!(
+                "{name} {0}x{0}, accel {1}",
+                options.sphere_size,
+                mode.name()
+            );
             rows.push(measure(
                 &name,
                 scene,
-                &render_options,
+                &mode.apply(RenderOptions::default()),
                 options.sphere_frames,
                 &pools,
             )?);
         }
         Ok::<_, BenchError>(())
     };
+    let only = options.accel.map(|mode| [mode]);
     let (segments, rings) = options.sphere;
     let sphere = sphere_scene(segments, rings, options.sphere_size)?;
-    in_modes("UV sphere", &sphere, &modes)?;
+    in_modes(
+        "UV sphere",
+        &sphere,
+        only.as_ref().map_or(&AccelMode::ALL, |m| m),
+    )?;
     if let Some(subdivisions) = options.mesh {
         let mesh = mesh_scene(subdivisions, options.sphere_size)?;
-        let modes = if options.mesh_all_modes {
-            &modes[..]
-        } else {
-            &modes[..1]
+        let modes: &[AccelMode] = match (&only, options.mesh_all_modes) {
+            (Some(mode), _) => mode,
+            (None, true) => &AccelMode::ALL,
+            (None, false) => &AccelMode::ALL[..1],
         };
         in_modes("bumpy icosphere", &mesh, modes)?;
     }

@@ -6,6 +6,7 @@ use clap::Args;
 
 use super::Outcome;
 use theia::bench::{run as run_bench, BenchOptions};
+use theia::machine::AccelMode;
 
 /// Where `scenes_example3` lives in the project's layout.
 const CONFORMANCE_SCENE: &str = "../shared/conformance/scenes_example3";
@@ -24,6 +25,9 @@ pub struct BenchArgs {
     /// Also time the 81,920-triangle mesh with `--accel cull` and `--accel off` (minutes)
     #[arg(long)]
     all_modes: bool,
+    /// Time the UV sphere and the mesh in this mode only: auto, cull or off
+    #[arg(long, value_name = "MODE")]
+    accel: Option<AccelMode>,
 }
 
 pub fn run(args: BenchArgs) -> anyhow::Result<Outcome> {
@@ -44,6 +48,7 @@ pub fn run(args: BenchArgs) -> anyhow::Result<Outcome> {
         frames: args.frames,
         threads: args.threads,
         mesh_all_modes: args.all_modes,
+        accel: args.accel,
         ..BenchOptions::default()
     };
     print!("{}", run_bench(&options)?);

@@ -8,7 +8,7 @@ use clap::Args;
 
 use super::shader::Shader;
 use theia::core::RomVariant;
-use theia::machine::{AccelUse, RenderOptions};
+use theia::machine::{AccelMode, RenderOptions};
 use theia::scene::mem::load_scene_dir;
 use theia::scene::obj::{default_scene, load_obj, ObjOptions};
 use theia::scene::Scene;
@@ -65,18 +65,19 @@ pub struct SceneArgs {
     pub no_cull: bool,
 }
 
-/// `--accel`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
-pub enum AccelMode {
-    Auto,
-    Cull,
-    Off,
-}
-
 impl SceneArgs {
+    /// `--accel`, with `--no-cull` meaning `off`.
+    pub fn accel_mode(&self) -> AccelMode {
+        if self.no_cull {
+            AccelMode::Off
+        } else {
+            self.accel
+        }
+    }
+
     /// Whether triangle tests are interpreted one and all (`--accel off`, `--no-cull`).
     pub fn interprets_everything(&self) -> bool {
-        self.no_cull || self.accel == AccelMode::Off
+        self.accel_mode() == AccelMode::Off
     }
 }
 
@@ -225,12 +226,7 @@ impl SceneArgs {
             imem: shader.and_then(Shader::imem),
             stage: shader.and_then(Shader::stage),
             max_steps: self.max_steps,
-            culling: !self.interprets_everything(),
-            accel: match self.accel {
-                AccelMode::Auto => AccelUse::Auto,
-                AccelMode::Cull | AccelMode::Off => AccelUse::Never,
-            },
-            ..RenderOptions::default()
+            ..self.accel_mode().apply(RenderOptions::default())
         })
     }
 }

@@ -69,6 +69,51 @@ impl AccelUse {
     pub const AUTO_TRIANGLES: usize = 512;
 }
 
+/// The user's choice of triangle-test shortcut (`--accel`): `auto` uses the acceleration
+/// structure where it pays off, `cull` tests each triangle natively, `off` interprets
+/// every test. Frames are identical in all three.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum AccelMode {
+    #[default]
+    Auto,
+    Cull,
+    Off,
+}
+
+impl AccelMode {
+    pub const ALL: [AccelMode; 3] = [AccelMode::Auto, AccelMode::Cull, AccelMode::Off];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            AccelMode::Auto => "auto",
+            AccelMode::Cull => "cull",
+            AccelMode::Off => "off",
+        }
+    }
+
+    /// `options` with the culling and acceleration settings of this mode.
+    pub fn apply(self, options: RenderOptions) -> RenderOptions {
+        RenderOptions {
+            culling: self != AccelMode::Off,
+            accel: match self {
+                AccelMode::Auto => AccelUse::Auto,
+                AccelMode::Cull | AccelMode::Off => AccelUse::Never,
+            },
+            ..options
+        }
+    }
+}
+
+impl std::str::FromStr for AccelMode {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        AccelMode::ALL
+            .into_iter()
+            .find(|mode| mode.name() == s)
+            .ok_or_else(|| format!("unknown mode `{s}`: auto, cull or off"))
+    }
+}
+
 /// When to run cores in lock-step groups, one SIMD lane per core ([`CoreGroup`]), rather
 /// than each core on its own. The output is identical either way; only speed differs.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
