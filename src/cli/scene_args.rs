@@ -56,8 +56,8 @@ pub struct SceneArgs {
     pub max_steps: Option<u64>,
     /// How triangle tests the ROM's intersection routine provably rejects are skipped:
     /// `auto` with the acceleration structure (scenes of 512 triangles or more), `cull`
-    /// tests each triangle natively, `off` interprets every test. The image and the
-    /// instruction counts are identical in all three
+    /// tests each triangle natively, `off` interprets every test. The image is identical in
+    /// all three; with the structure the instruction count is not available
     #[arg(long, value_name = "MODE", default_value = "auto")]
     pub accel: AccelMode,
     /// The same as `--accel off`
