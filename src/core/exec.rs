@@ -1,7 +1,8 @@
 //! One core's execution unit: the register banks with the hardware's address decoding, the
 //! swap-memory copies, operand forwarding, CALL/RET and the ALU dispatch.
 
-use super::alu::{self, Vec3};
+use super::alu::Vec3;
+use super::control::{self, Lane, Routine};
 use super::program::{
     jump_taken, operand_row, storage_row, Kind, Op, Program, DYNAMIC_FORWARDING, FORWARD_A_ROW,
     FORWARD_B_ROW, LATCH_ROW, REGISTER_ARRAY_ROWS,
@@ -196,9 +197,7 @@ impl<'a> Core<'a> {
 
     /// What OMWRITE does with its operands: output word `addresses[i]` := `values[i]`.
     pub fn omwrite(&mut self, addresses: Vec3, values: Vec3) {
-        for lane in 0..3 {
-            self.output.write(addresses[lane], values[lane]);
-        }
+        control::omwrite(&mut self.output, addresses, values);
     }
 
     /// The address CALL's return register holds.
@@ -230,28 +229,19 @@ impl<'a> Core<'a> {
         if O::ENABLED {
             observer.routine_start(entry, self.program.entry(entry));
         }
-        // Triggering a routine resets the last-destination latch (not the result latch).
-        self.last_dst = 0;
-        if self.last_row != LATCH_ROW {
-            // Decoding assumes a routine starts with the result latch in the latch row
-            // (true after every RETURN; this covers a core resumed after a fault).
-            self.regs[LATCH_ROW as usize] = self.regs[self.last_row as usize];
-            self.last_row = LATCH_ROW;
-        }
-        let state = Registers {
+        let routine = control::start(self);
+        let mut state = Registers {
             pc: self.program.entry_slot(entry) as u16,
             ld: 0,
             last_row: LATCH_ROW,
-            ret: self.return_slot as u16,
             budget_left: self.budget_left,
         };
-        let budget_at_start = self.budget_left;
-        let value =
-            if self.budget_left >= self.program.ops(self.parity)[state.pc as usize].run as u64 {
-                self.execute::<O, false>(state, budget_at_start, observer)
-            } else {
-                self.execute::<O, true>(state, budget_at_start, observer)
-            }?;
+        let first_run = self.program.ops(self.parity)[state.pc as usize].run as u64;
+        let value = if control::charge(&mut state.budget_left, first_run) {
+            self.execute::<O, false>(state, routine, observer)
+        } else {
+            self.execute::<O, true>(state, routine, observer)
+        }?;
         if O::ENABLED {
             observer.routine_end(entry, value);
         }
@@ -265,13 +255,13 @@ impl<'a> Core<'a> {
     ///
     /// The watchdog: unless `PRECISE`, the budget is charged a whole straight run at a time
     /// (at the routine's start and after every jump, branch, CALL and RET), which the
-    /// caller has checked for the first run; when the budget does not cover the next run,
+    /// caller has done for the first run; when the budget does not cover the next run,
     /// the rest of the routine runs `PRECISE`, counting instruction by instruction, so the
     /// watchdog stops exactly where it would have.
     fn execute<O: Observer, const PRECISE: bool>(
         &mut self,
         state: Registers,
-        budget_at_start: u64,
+        mut routine: Routine,
         observer: &mut O,
     ) -> Result<bool, Fault> {
         let program = self.program;
@@ -281,19 +271,12 @@ impl<'a> Core<'a> {
             mut pc,
             mut ld,
             mut last_row,
-            mut ret,
             mut budget_left,
         } = state;
-        if !PRECISE {
-            budget_left -= ops[pc as usize].run as u64;
-        }
         loop {
             if PRECISE {
                 if budget_left == 0 {
-                    self.last_dst = ld;
-                    self.last_row = last_row;
-                    self.return_slot = ret as u32;
-                    self.settle(budget_at_start, budget_left);
+                    control::stop(self, ld, last_row, routine, budget_left);
                     return Err(Fault::Watchdog {
                         address: program.slot_info(pc as u32).address,
                         budget: self.budget,
@@ -337,8 +320,7 @@ impl<'a> Core<'a> {
                 ($target:expr, $result:expr, $taken:expr) => {{
                     pc = $target;
                     if !PRECISE {
-                        let run = ops[pc as usize].run as u64;
-                        if budget_left < run {
+                        if !control::charge(&mut budget_left, ops[pc as usize].run as u64) {
                             let result: Vec3 = $result;
                             regs[op.d_row as usize] = result;
                             if O::ENABLED {
@@ -348,12 +330,10 @@ impl<'a> Core<'a> {
                                 pc,
                                 ld: op.dst,
                                 last_row: op.d_row,
-                                ret,
                                 budget_left,
                             };
-                            return self.execute::<O, true>(state, budget_at_start, observer);
+                            return self.execute::<O, true>(state, routine, observer);
                         }
-                        budget_left -= run;
                     }
                 }};
             }
@@ -370,9 +350,7 @@ impl<'a> Core<'a> {
                 |result| (result, None), {
                 Kind::Omwrite => {
                     let (a, b) = (a!(), b!());
-                    for lane in 0..3 {
-                        self.output.write(a[lane], b[lane]);
-                    }
+                    control::omwrite(&mut self.output, a, b);
                     (ZERO, None)
                 }
                 Kind::Jmp => {
@@ -380,39 +358,27 @@ impl<'a> Core<'a> {
                     (ZERO, None)
                 }
                 Kind::Call => {
-                    ret = pc;
-                    jump!(op.imm as u16, ZERO, None);
+                    let target = control::call(op, this, &mut routine.ret);
+                    jump!(target, ZERO, None);
                     (ZERO, None)
                 }
                 Kind::Ret => {
-                    let b = b!();
-                    let result = [op.imm, b[1], b[2]];
-                    jump!(ret, result, None);
+                    let result = control::ret_result(op.imm, b!());
+                    jump!(routine.ret, result, None);
                     (result, None)
                 }
                 Kind::BranchX => branch!(a!()[0], b!()[0]),
                 Kind::BranchY => branch!(a!()[1], b!()[1]),
                 Kind::BranchZ => branch!(a!()[2], b!()[2]),
                 Kind::Return => {
-                    let result = [op.imm; 3];
-                    regs[op.d_row as usize] = result;
-                    // The next routine's first instruction may read it through address 0,
-                    // after the host has written rows: keep it in the latch row.
-                    regs[LATCH_ROW as usize] = result;
                     if O::ENABLED {
-                        self.observe(observer, this, op, seen, (result, None), pc);
+                        self.observe(observer, this, op, seen, ([op.imm; 3], None), pc);
                     }
-                    self.last_dst = op.dst;
-                    self.last_row = LATCH_ROW;
-                    self.return_slot = ret as u32;
-                    self.settle(budget_at_start, budget_left);
-                    return Ok(op.imm & 1 == 1);
+                    return Ok(control::finish(self, op, routine, budget_left));
                 }
                 Kind::Hang => {
-                    self.last_dst = ld;
-                    self.last_row = last_row;
-                    self.return_slot = ret as u32;
-                    self.settle(budget_at_start, budget_left + 1);
+                    // The hung instruction is not executed.
+                    control::stop(self, ld, last_row, routine, budget_left + 1);
                     let address = op.imm as u16;
                     return Err(Fault::Hang {
                         address,
@@ -467,6 +433,55 @@ impl<'a> Core<'a> {
             taken,
             next: program.slot_info(next as u32).address,
         });
+    }
+}
+
+/// A lone core is one lane.
+impl Lane for Core<'_> {
+    #[inline(always)]
+    fn row(&self, row: u8) -> Vec3 {
+        self.regs[row as usize]
+    }
+
+    #[inline(always)]
+    fn set_row(&mut self, row: u8, value: Vec3) {
+        self.regs[row as usize] = value;
+    }
+
+    #[inline(always)]
+    fn set_last_dst(&mut self, last_dst: u16) {
+        self.last_dst = last_dst;
+    }
+
+    #[inline(always)]
+    fn last_row(&self) -> u8 {
+        self.last_row
+    }
+
+    #[inline(always)]
+    fn set_last_row(&mut self, last_row: u8) {
+        self.last_row = last_row;
+    }
+
+    #[inline(always)]
+    fn return_slot(&self) -> u32 {
+        self.return_slot
+    }
+
+    #[inline(always)]
+    fn set_return_slot(&mut self, return_slot: u32) {
+        self.return_slot = return_slot;
+    }
+
+    #[inline(always)]
+    fn budget_left(&self) -> u64 {
+        self.budget_left
+    }
+
+    #[inline(always)]
+    fn settle(&mut self, executed: u64, budget_left: u64) {
+        self.instructions += executed;
+        self.budget_left = budget_left;
     }
 }
 
@@ -531,18 +546,7 @@ struct Registers {
     /// The previous instruction's DST field and the row holding its result.
     ld: u16,
     last_row: u8,
-    /// CALL's return register, as a slot.
-    ret: u16,
     budget_left: u64,
-}
-
-impl Core<'_> {
-    /// Books the instructions a routine executed.
-    #[inline(always)]
-    pub(super) fn settle(&mut self, budget_at_start: u64, budget_left: u64) {
-        self.instructions += budget_at_start - budget_left;
-        self.budget_left = budget_left;
-    }
 }
 
 /// Expands to a `match` on `$kind` with an arm for every instruction that only computes
@@ -557,13 +561,14 @@ macro_rules! datapath {
     ) => {
         {
             use $crate::core::alu::{self, Vec3};
-            use $crate::core::exec::{divide, lanes2};
+            use $crate::core::control::divide_one;
+            use $crate::core::exec::lanes2;
             use $crate::core::program::Kind;
             match $kind {
                 Kind::Nop | Kind::Zero => { let $result: Vec3 = [0; 3]; $wrap }
                 Kind::Add => { let $result = lanes2($a, $b, alu::add); $wrap }
                 Kind::Sub => { let $result = lanes2($a, $b, alu::sub); $wrap }
-                Kind::Div => { let $result = divide($a, $b); $wrap }
+                Kind::Div => { let $result = divide_one($a, $b); $wrap }
                 Kind::Mul => { let $result = lanes2($a, $b, alu::mul); $wrap }
                 Kind::Imul => { let $result = lanes2($a, $b, alu::imul); $wrap }
                 Kind::Mag => { let $result = [alu::vector_magnitude($a); 3]; $wrap }
@@ -607,17 +612,6 @@ pub(super) fn lanes2(a: Vec3, b: Vec3, f: impl Fn(u32, u32) -> u32) -> Vec3 {
     [f(a[0], b[0]), f(a[1], b[1]), f(a[2], b[2])]
 }
 
-/// DIV per component. The ROM divides replicated scalars (x = y = z) most of the time, so
-/// compute such a quotient once: the result is the same bit for bit.
-#[inline(always)]
-pub(super) fn divide(a: Vec3, b: Vec3) -> Vec3 {
-    if a[0] == a[1] && a[1] == a[2] && b[0] == b[1] && b[1] == b[2] {
-        [alu::div(a[0], b[0]); 3]
-    } else {
-        lanes2(a, b, alu::div)
-    }
-}
-
 #[cfg(test)]
 pub(crate) mod tests {
     //! The interpreter against a reference model written the plain way (decode every word
@@ -625,6 +619,7 @@ pub(crate) mod tests {
     //! instruction), on random programs that exercise forwarding through every kind of
     //! control flow, swap parity, aliases, CALL/RET, hangs and the watchdog.
     use super::*;
+    use crate::core::alu;
     use crate::core::program::{Decoded, SHADOW_SWAP_ROW};
     use crate::core::rom::{rom, RomVariant};
     use crate::isa::{Opcode, OPCODES};

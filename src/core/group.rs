@@ -21,6 +21,7 @@
 #![allow(clippy::needless_range_loop)]
 
 use super::alu::{self, Vec3};
+use super::control::{self, Routine};
 use super::exec::{datapath, Core, OutputMemory};
 use super::program::{
     jump_taken, operand_row, Kind, Op, Program, DYNAMIC_FORWARDING, FORWARD_A_ROW, FORWARD_B_ROW,
@@ -138,14 +139,75 @@ pub struct CoreGroup<'a> {
     rows: Box<[Row; REGISTER_ARRAY_ROWS]>,
     lanes: usize,
     parity: [u8; LANES],
+    latches: Latches,
+    budget_left: [u64; LANES],
+    budget: u64,
+    culled_routines: [u64; LANES],
+    outputs: Vec<OutputMemory>,
+}
+
+/// Each lane's control-path latches and instruction counters, as a [`Core`] keeps its own.
+struct Latches {
     last_dst: [u16; LANES],
     last_row: [u8; LANES],
     return_slot: [u32; LANES],
-    budget_left: [u64; LANES],
-    budget: u64,
     instructions: [u64; LANES],
-    culled_routines: [u64; LANES],
-    outputs: Vec<OutputMemory>,
+}
+
+/// Lane `lane` of a group's rows and latches: one core, as the control unit reaches it.
+struct LaneRegisters<'g> {
+    rows: &'g mut [Row; REGISTER_ARRAY_ROWS],
+    latches: &'g mut Latches,
+    budget_left: &'g mut [u64; LANES],
+    lane: usize,
+}
+
+impl control::Lane for LaneRegisters<'_> {
+    #[inline(always)]
+    fn row(&self, row: u8) -> Vec3 {
+        self.rows[row as usize].lane(self.lane)
+    }
+
+    #[inline(always)]
+    fn set_row(&mut self, row: u8, value: Vec3) {
+        self.rows[row as usize].set_lane(self.lane, value);
+    }
+
+    #[inline(always)]
+    fn set_last_dst(&mut self, last_dst: u16) {
+        self.latches.last_dst[self.lane] = last_dst;
+    }
+
+    #[inline(always)]
+    fn last_row(&self) -> u8 {
+        self.latches.last_row[self.lane]
+    }
+
+    #[inline(always)]
+    fn set_last_row(&mut self, last_row: u8) {
+        self.latches.last_row[self.lane] = last_row;
+    }
+
+    #[inline(always)]
+    fn return_slot(&self) -> u32 {
+        self.latches.return_slot[self.lane]
+    }
+
+    #[inline(always)]
+    fn set_return_slot(&mut self, return_slot: u32) {
+        self.latches.return_slot[self.lane] = return_slot;
+    }
+
+    #[inline(always)]
+    fn budget_left(&self) -> u64 {
+        self.budget_left[self.lane]
+    }
+
+    #[inline(always)]
+    fn settle(&mut self, executed: u64, budget_left: u64) {
+        self.latches.instructions[self.lane] += executed;
+        self.budget_left[self.lane] = budget_left;
+    }
 }
 
 /// One lane of a group, as the host sees a core.
@@ -169,12 +231,14 @@ impl<'a> CoreGroup<'a> {
             rows: Box::new([Row::ZERO; REGISTER_ARRAY_ROWS]),
             lanes: cores.len(),
             parity: [0; LANES],
-            last_dst: [0; LANES],
-            last_row: [LATCH_ROW; LANES],
-            return_slot: [0; LANES],
+            latches: Latches {
+                last_dst: [0; LANES],
+                last_row: [LATCH_ROW; LANES],
+                return_slot: [0; LANES],
+                instructions: [0; LANES],
+            },
             budget_left: [0; LANES],
             budget: first.budget,
-            instructions: [0; LANES],
             culled_routines: [0; LANES],
             outputs: Vec::with_capacity(cores.len()),
         };
@@ -187,11 +251,11 @@ impl<'a> CoreGroup<'a> {
                 group.rows[row].set_lane(lane, *value);
             }
             group.parity[lane] = core.parity as u8;
-            group.last_dst[lane] = core.last_dst;
-            group.last_row[lane] = core.last_row;
-            group.return_slot[lane] = core.return_slot;
+            group.latches.last_dst[lane] = core.last_dst;
+            group.latches.last_row[lane] = core.last_row;
+            group.latches.return_slot[lane] = core.return_slot;
             group.budget_left[lane] = core.budget_left;
-            group.instructions[lane] = core.instructions;
+            group.latches.instructions[lane] = core.instructions;
             group.culled_routines[lane] = core.culled_routines;
             group.outputs.push(core.output);
         }
@@ -272,12 +336,12 @@ impl<'a> CoreGroup<'a> {
                     *value = self.rows[row].lane(lane);
                 }
                 core.parity = self.parity[lane] as usize;
-                core.last_dst = self.last_dst[lane];
-                core.last_row = self.last_row[lane];
-                core.return_slot = self.return_slot[lane];
+                core.last_dst = self.latches.last_dst[lane];
+                core.last_row = self.latches.last_row[lane];
+                core.return_slot = self.latches.return_slot[lane];
                 core.budget = self.budget;
                 core.budget_left = self.budget_left[lane];
-                core.instructions = self.instructions[lane];
+                core.instructions = self.latches.instructions[lane];
                 core.culled_routines = self.culled_routines[lane];
                 core.output = output;
                 core
@@ -339,6 +403,8 @@ impl<'a> CoreGroup<'a> {
         let texture = self.texture;
         let ops = program.ops(parity);
         let rows = &mut *self.rows;
+        let latches = &mut self.latches;
+        let budget_left = &mut self.budget_left;
         let start = program.entry_slot(entry) as u16;
         let start_run = ops[start as usize].run as u64;
         // Per lane: the slot it waits at (lanes outside the group), its previous DST and
@@ -349,23 +415,20 @@ impl<'a> CoreGroup<'a> {
         let mut ret = [0u16; LANES];
         let mut budget_at_start = [0u64; LANES];
         for lane in lanes_of(lanes) {
-            // As `Core::run`: the last-destination latch resets, the result latch moves to
-            // the latch row.
-            self.last_dst[lane] = 0;
-            let last_row = self.last_row[lane];
-            if last_row != LATCH_ROW {
-                let value = rows[last_row as usize].lane(lane);
-                rows[LATCH_ROW as usize].set_lane(lane, value);
-                self.last_row[lane] = LATCH_ROW;
-            }
-            ret[lane] = self.return_slot[lane] as u16;
-            budget_at_start[lane] = self.budget_left[lane];
-            if self.budget_left[lane] < start_run {
+            let mut core = LaneRegisters {
+                rows,
+                latches,
+                budget_left,
+                lane,
+            };
+            Routine {
+                ret: ret[lane],
+                budget_at_start: budget_at_start[lane],
+            } = control::start(&mut core);
+            if !control::charge(&mut budget_left[lane], start_run) {
                 return Err(Abandoned);
             }
-            self.budget_left[lane] -= start_run;
         }
-        let budget_left = &mut self.budget_left;
         let mut returned: LaneMask = 0;
         let mut pc = start;
         let mut group = lanes;
@@ -408,28 +471,25 @@ impl<'a> CoreGroup<'a> {
                     result.0[component] = [op.imm; LANES];
                     Next::Straight(result)
                 }
-                Kind::Div => Next::Straight(divide(&a, &b, &active)),
+                Kind::Div => Next::Straight(Row(control::divide(&a.0, &b.0, &active))),
                 Kind::Dot => Next::Straight(dot(&a, &b, &active)),
                 Kind::Cross => Next::Straight(cross(&a, &b, &active)),
                 Kind::Omwrite => {
                     for lane in lanes_of(group) {
-                        let (a, b) = (a.lane(lane), b.lane(lane));
-                        for component in 0..3 {
-                            self.outputs[lane].write(a[component], b[component]);
-                        }
+                        control::omwrite(&mut self.outputs[lane], a.lane(lane), b.lane(lane));
                     }
                     Next::Straight(Row::ZERO)
                 }
                 Kind::Jmp => Next::Jump(Row::ZERO, op.imm as u16),
                 Kind::Call => {
+                    let mut target = 0;
                     for lane in lanes_of(group) {
-                        ret[lane] = pc.wrapping_add(1);
+                        target = control::call(op, pc, &mut ret[lane]);
                     }
-                    Next::Jump(Row::ZERO, op.imm as u16)
+                    Next::Jump(Row::ZERO, target)
                 }
                 Kind::Ret => {
-                    let mut result = b;
-                    result.0[0] = [op.imm; LANES];
+                    let result = Row(control::ret_result([op.imm; LANES], b.0));
                     let first = ret[group.trailing_zeros() as usize];
                     if lanes_of(group).all(|lane| ret[lane] == first) {
                         Next::Jump(result, first)
@@ -521,18 +581,22 @@ impl<'a> CoreGroup<'a> {
                     }
                 }
                 Next::Return => {
-                    let result = [op.imm; 3];
+                    let mut value = false;
                     for lane in lanes_of(group) {
-                        rows[d_row].set_lane(lane, result);
-                        // As `Core::run`: the next routine's first instruction may read it
-                        // through address 0, after the host has written rows.
-                        rows[LATCH_ROW as usize].set_lane(lane, result);
-                        self.last_dst[lane] = op.dst;
-                        self.last_row[lane] = LATCH_ROW;
-                        self.return_slot[lane] = ret[lane] as u32;
-                        self.instructions[lane] += budget_at_start[lane] - budget_left[lane];
+                        let routine = Routine {
+                            ret: ret[lane],
+                            budget_at_start: budget_at_start[lane],
+                        };
+                        let left = budget_left[lane];
+                        let mut core = LaneRegisters {
+                            rows,
+                            latches,
+                            budget_left,
+                            lane,
+                        };
+                        value = control::finish(&mut core, op, routine, left);
                     }
-                    if op.imm & 1 == 1 {
+                    if value {
                         returned |= group;
                     }
                     if waiting == 0 {
@@ -588,15 +652,14 @@ fn lowest(lane_pc: &[u16; LANES], mask: LaneMask) -> u16 {
         .unwrap_or(u16::MAX)
 }
 
-/// Takes `run` instructions from the budget of every lane of `mask`, which must cover it:
-/// a lane it does not cover faults within that run.
+/// [`control::charge`] on every lane of `mask`, which must cover the run: a lane it does
+/// not cover faults within that run.
 #[inline(always)]
 fn charge(budget_left: &mut [u64; LANES], mask: LaneMask, run: u64) -> Result<(), Abandoned> {
     for lane in lanes_of(mask) {
-        if budget_left[lane] < run {
+        if !control::charge(&mut budget_left[lane], run) {
             return Err(Abandoned);
         }
-        budget_left[lane] -= run;
     }
     Ok(())
 }
@@ -609,27 +672,6 @@ fn branch_taken(x: &Wide, y: &Wide, mask: u8) -> LaneMask {
         taken |= (jump_taken(mask, x[lane], y[lane]) as LaneMask) << lane;
     }
     taken
-}
-
-/// DIV in every lane, through [`alu::div_by_float`] (equal to [`alu::div`]). The ROM
-/// divides replicated scalars (x = y = z) most of the time: then one quotient per lane.
-#[inline(always)]
-fn divide(a: &Row, b: &Row, active: &Wide) -> Row {
-    let mut mixed = 0;
-    for lane in 0..LANES {
-        let [x, y] = [a, b].map(|row| row.0.map(|component| component[lane]));
-        let differ = (x[0] ^ x[1]) | (x[1] ^ x[2]) | (y[0] ^ y[1]) | (y[1] ^ y[2]);
-        mixed |= differ & active[lane];
-    }
-    if mixed == 0 {
-        let mut word = [0; LANES];
-        for lane in 0..LANES {
-            word[lane] = alu::div_by_float(a.0[0][lane], b.0[0][lane]);
-        }
-        Row([word; 3])
-    } else {
-        a.zip(b, alu::div_by_float)
-    }
 }
 
 /// Whether every lane of `active` has an exact multiplicand vector in `a`.
@@ -732,14 +774,14 @@ impl CoreState for LaneMut<'_, '_> {
 
     #[inline(always)]
     fn book(&mut self, instructions: u64, culled_routines: u64) {
-        self.group.instructions[self.lane] += instructions;
+        self.group.latches.instructions[self.lane] += instructions;
         self.group.culled_routines[self.lane] += culled_routines;
     }
 
     fn set_latches(&mut self, last_dst: u16, last_row: u8, return_slot: u32) {
-        self.group.last_dst[self.lane] = last_dst;
-        self.group.last_row[self.lane] = last_row;
-        self.group.return_slot[self.lane] = return_slot;
+        self.group.latches.last_dst[self.lane] = last_dst;
+        self.group.latches.last_row[self.lane] = last_row;
+        self.group.latches.return_slot[self.lane] = return_slot;
     }
 }
 

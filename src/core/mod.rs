@@ -2,6 +2,7 @@
 //! operand forwarding.
 
 pub mod alu;
+mod control;
 pub mod exec;
 pub mod group;
 pub mod program;

@@ -1,0 +1,174 @@
+//! The control unit, written once for both places a core runs: alone ([`Core::run`]) and as
+//! one lane of a lock-step group ([`CoreGroup::run`]). What starting a routine, CALL, RET,
+//! RETURN and OMWRITE do to a core, and how the watchdog budget is charged, lives here;
+//! the two interpreter loops only decide when to call it (a lone core keeps its control
+//! state in locals, a group keeps it per lane and also schedules lanes whose paths split).
+//! DIV, the one opcode both loops compute with a shortcut of their own, is here too.
+//!
+//! Everything is `#[inline(always)]`: these run inside the hot loops, where a call or a
+//! spilled register costs more than the work itself.
+//!
+//! [`Core::run`]: super::Core::run
+//! [`CoreGroup::run`]: super::group::CoreGroup::run
+
+// Lane loops index several lane-wide arrays at once: the shape the vectoriser wants.
+#![allow(clippy::needless_range_loop)]
+
+use super::alu::{self, Vec3};
+use super::exec::OutputMemory;
+use super::program::{Op, LATCH_ROW};
+
+/// One core's register rows and control-path latches, wherever they are stored: a lone
+/// [`Core`](super::Core), or one lane of a lock-step group.
+pub(super) trait Lane {
+    /// Storage row `row` (see [`storage_row`](super::program::storage_row)).
+    fn row(&self, row: u8) -> Vec3;
+    fn set_row(&mut self, row: u8, value: Vec3);
+    /// The previous instruction's DST field (the forwarding address).
+    fn set_last_dst(&mut self, last_dst: u16);
+    /// The row holding the previous instruction's result.
+    fn last_row(&self) -> u8;
+    fn set_last_row(&mut self, last_row: u8);
+    /// CALL's single return register (no stack), as a program slot.
+    fn return_slot(&self) -> u32;
+    fn set_return_slot(&mut self, return_slot: u32);
+    /// Instructions left before the watchdog stops the current pixel.
+    fn budget_left(&self) -> u64;
+    /// Books `executed` instructions and leaves `budget_left` of the budget.
+    fn settle(&mut self, executed: u64, budget_left: u64);
+}
+
+/// What the control unit keeps for a core while it runs a routine, besides the program
+/// counter and the forwarding latches.
+#[derive(Clone, Copy)]
+pub(super) struct Routine {
+    /// CALL's return register, as a slot.
+    pub ret: u16,
+    /// The budget left when the routine started: what it executed is the difference.
+    pub budget_at_start: u64,
+}
+
+/// Triggering a routine resets the last-destination latch (not the result latch).
+/// Decoding assumes a routine starts with the result latch in the latch row (true after
+/// every RETURN; moving it covers a core resumed after a fault).
+#[inline(always)]
+pub(super) fn start(lane: &mut impl Lane) -> Routine {
+    lane.set_last_dst(0);
+    let last_row = lane.last_row();
+    if last_row != LATCH_ROW {
+        let result = lane.row(last_row);
+        lane.set_row(LATCH_ROW, result);
+        lane.set_last_row(LATCH_ROW);
+    }
+    Routine {
+        ret: lane.return_slot() as u16,
+        budget_at_start: lane.budget_left(),
+    }
+}
+
+/// Charges the watchdog a whole straight run of `run` instructions (at a routine's start
+/// and at every jump target), if the budget covers it; otherwise leaves the budget as it
+/// is and says no: the core would stop within the run, which the caller counts precisely.
+#[inline(always)]
+pub(super) fn charge(budget_left: &mut u64, run: u64) -> bool {
+    if *budget_left < run {
+        return false;
+    }
+    *budget_left -= run;
+    true
+}
+
+/// CALL at slot `pc`: the return register takes the next slot; returns the target.
+#[inline(always)]
+pub(super) fn call(op: &Op, pc: u16, ret: &mut u16) -> u16 {
+    *ret = pc.wrapping_add(1);
+    op.imm as u16
+}
+
+/// RET's result, written nowhere but forwarded: the immediate in x, B's y and z. A
+/// component is one core's word, or the same component of every lane of a group.
+#[inline(always)]
+pub(super) fn ret_result<C: Copy>(imm: C, b: [C; 3]) -> [C; 3] {
+    [imm, b[1], b[2]]
+}
+
+/// OMWRITE: output word `addresses[i]` := `values[i]`, component by component.
+#[inline(always)]
+pub(super) fn omwrite(output: &mut OutputMemory, addresses: Vec3, values: Vec3) {
+    for component in 0..3 {
+        output.write(addresses[component], values[component]);
+    }
+}
+
+/// RETURN: its result `[imm; 3]` goes to its destination and stays in the latch row, where
+/// the next routine's first instruction may read it through address 0 after the host has
+/// written rows; the routine ends with bit 0 of the immediate.
+#[inline(always)]
+pub(super) fn finish(lane: &mut impl Lane, op: &Op, routine: Routine, budget_left: u64) -> bool {
+    let result = [op.imm; 3];
+    lane.set_row(op.d_row, result);
+    lane.set_row(LATCH_ROW, result);
+    stop(lane, op.dst, LATCH_ROW, routine, budget_left);
+    op.imm & 1 == 1
+}
+
+/// A routine stops (returned or faulted): the core keeps its forwarding latches (`last_dst`,
+/// `last_row`) and return register, and books what the routine executed.
+#[inline(always)]
+pub(super) fn stop(
+    lane: &mut impl Lane,
+    last_dst: u16,
+    last_row: u8,
+    routine: Routine,
+    budget_left: u64,
+) {
+    lane.set_last_dst(last_dst);
+    lane.set_last_row(last_row);
+    lane.set_return_slot(routine.ret as u32);
+    lane.settle(routine.budget_at_start - budget_left, budget_left);
+}
+
+/// DIV for `N` cores at once, component by component (`a[c][lane]`); a lone core is
+/// `N = 1`. The ROM divides replicated scalars (x = y = z) most of the time: when every
+/// lane of `active` does, one quotient per lane serves all three components. A lone core
+/// divides with [`alu::div`] (one hardware division; the float form's rounding is a
+/// library call without SSE4.1), lanes with [`alu::div_by_float`], its equal, which
+/// vectorises.
+#[inline(always)]
+pub(super) fn divide<const N: usize>(
+    a: &[[u32; N]; 3],
+    b: &[[u32; N]; 3],
+    active: &[u32; N],
+) -> [[u32; N]; 3] {
+    let quotient = if N == 1 { alu::div } else { alu::div_by_float };
+    let mut mixed = 0;
+    for lane in 0..N {
+        let differ = (a[0][lane] ^ a[1][lane])
+            | (a[1][lane] ^ a[2][lane])
+            | (b[0][lane] ^ b[1][lane])
+            | (b[1][lane] ^ b[2][lane]);
+        mixed |= differ & active[lane];
+    }
+    let mut out = [[0; N]; 3];
+    if mixed == 0 {
+        for lane in 0..N {
+            out[0][lane] = quotient(a[0][lane], b[0][lane]);
+        }
+        out[1] = out[0];
+        out[2] = out[0];
+    } else {
+        for component in 0..3 {
+            for lane in 0..N {
+                out[component][lane] = quotient(a[component][lane], b[component][lane]);
+            }
+        }
+    }
+    out
+}
+
+/// [`divide`] for a lone core.
+#[inline(always)]
+pub(super) fn divide_one(a: Vec3, b: Vec3) -> Vec3 {
+    let [[x], [y], [z]] = divide(&[[a[0]], [a[1]], [a[2]]], &[[b[0]], [b[1]], [b[2]]], &[!0]);
+    [x, y, z]
+}
