@@ -172,3 +172,53 @@ pub(super) fn divide_one(a: Vec3, b: Vec3) -> Vec3 {
     let [[x], [y], [z]] = divide(&[[a[0]], [a[1]], [a[2]]], &[[b[0]], [b[1]], [b[2]]], &[!0]);
     [x, y, z]
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    #[test]
+    fn a_run_is_charged_only_when_the_budget_covers_it() {
+        let mut budget_left = 5;
+        assert!(charge(&mut budget_left, 5));
+        assert_eq!(budget_left, 0);
+        assert!(!charge(&mut budget_left, 1));
+        assert_eq!(budget_left, 0);
+        let mut budget_left = 4;
+        assert!(!charge(&mut budget_left, 5));
+        assert_eq!(budget_left, 4);
+        assert!(charge(&mut budget_left, 0));
+        assert_eq!(budget_left, 4);
+    }
+
+    /// Replicated scalars (the shortcut) and mixed vectors, zero divisors and signs.
+    fn vector() -> impl Strategy<Value = Vec3> {
+        let word = prop_oneof![Just(0u32), Just(0x2_0000), Just(0xFFFE_0000), any::<u32>()];
+        prop_oneof![
+            word.clone().prop_map(|w| [w; 3]),
+            [word.clone(), word.clone(), word]
+        ]
+    }
+
+    proptest! {
+        #[test]
+        fn divide_is_div_in_every_active_lane_and_component(
+            a in prop::collection::vec(vector(), 8),
+            b in prop::collection::vec(vector(), 8),
+            active in any::<u8>(),
+        ) {
+            let expected = |lane: usize| -> Vec3 {
+                std::array::from_fn(|c| alu::div(a[lane][c], b[lane][c]))
+            };
+            let wide = |v: &[Vec3]| -> [[u32; 8]; 3] { std::array::from_fn(|c| std::array::from_fn(|lane| v[lane][c])) };
+            let mask: [u32; 8] = std::array::from_fn(|lane| 0u32.wrapping_sub((active as u32 >> lane) & 1));
+            let quotient = divide(&wide(&a), &wide(&b), &mask);
+            for lane in (0..8).filter(|lane| active >> lane & 1 == 1) {
+                let got: Vec3 = std::array::from_fn(|c| quotient[c][lane]);
+                prop_assert_eq!(got, expected(lane));
+            }
+            prop_assert_eq!(divide_one(a[0], b[0]), expected(0));
+        }
+    }
+}

@@ -1,8 +1,10 @@
 //! One core's execution unit: the register banks with the hardware's address decoding, the
-//! swap-memory copies, operand forwarding, CALL/RET and the ALU dispatch.
+//! swap-memory copies, operand forwarding and the ALU dispatch. What the control unit does
+//! (routine start, CALL/RET, RETURN, OMWRITE, the watchdog budget) is
+//! [`control`](super::control)'s, shared with lock-step groups.
 
 use super::alu::Vec3;
-use super::control::{self, Lane, Routine};
+use super::control::{self, Routine};
 use super::program::{
     jump_taken, operand_row, storage_row, Kind, Op, Program, DYNAMIC_FORWARDING, FORWARD_A_ROW,
     FORWARD_B_ROW, LATCH_ROW, REGISTER_ARRAY_ROWS,
@@ -437,7 +439,7 @@ impl<'a> Core<'a> {
 }
 
 /// A lone core is one lane.
-impl Lane for Core<'_> {
+impl control::Lane for Core<'_> {
     #[inline(always)]
     fn row(&self, row: u8) -> Vec3 {
         self.regs[row as usize]
