@@ -19,7 +19,10 @@ fn table(text: &str, header: &str) -> Vec<Vec<String>> {
         .take_while(|line| line.starts_with('|'))
         .map(|line| {
             let inner = line.trim().trim_start_matches('|').trim_end_matches('|');
-            inner.split('|').map(|cell| cell.trim().to_string()).collect()
+            inner
+                .split('|')
+                .map(|cell| cell.trim().to_string())
+                .collect()
         })
         .collect()
 }
@@ -76,7 +79,10 @@ fn every_opcode_of_the_spec_is_in_the_table_and_no_other() {
         let row = ours[code];
         assert_eq!(row.mnemonic, mnemonic, "{code:#04x}");
         assert_eq!(row.opcode.is_type2(), *type2, "{mnemonic}: type II");
-        assert_eq!(row.hardware, *hardware, "{mnemonic}: implemented by the RTL");
+        assert_eq!(
+            row.hardware, *hardware,
+            "{mnemonic}: implemented by the RTL"
+        );
     }
 }
 
@@ -140,14 +146,20 @@ fn every_latency_matches_the_spec() {
             // Memory-dependent: §7 gives the lower bound the table uses.
             "var." => {
                 let bound = format!("{mnemonic}: memory dependent (≥ ");
-                let at = text.find(&bound).unwrap_or_else(|| panic!("§7 on {mnemonic}"));
+                let at = text
+                    .find(&bound)
+                    .unwrap_or_else(|| panic!("§7 on {mnemonic}"));
                 assert_eq!(
                     leading_number(&text[at + bound.len()..]),
                     Some(row.latency),
                     "{mnemonic}"
                 );
             }
-            cell => assert_eq!(leading_number(cell), Some(row.latency), "{mnemonic}: `{cell}`"),
+            cell => assert_eq!(
+                leading_number(cell),
+                Some(row.latency),
+                "{mnemonic}: `{cell}`"
+            ),
         }
     }
 }

@@ -808,7 +808,7 @@ impl<'a> Assembler<'a> {
                 Instr::Immediate {
                     opcode,
                     dst: target,
-                    imm: imm,
+                    imm,
                 }
             }
             Shape::DstImm => {
@@ -816,11 +816,7 @@ impl<'a> Assembler<'a> {
                 let dst = check(self, operands[0], dst) as u16;
                 let imm = self.immediate(operands[1]);
                 let imm = check(self, operands[1], imm);
-                Instr::Immediate {
-                    opcode,
-                    dst: dst,
-                    imm: imm,
-                }
+                Instr::Immediate { opcode, dst, imm }
             }
             Shape::DstSwizzle => {
                 let dst = self.register(operands[0]).map(u32::from);
@@ -838,7 +834,7 @@ impl<'a> Assembler<'a> {
                 let code = check(self, operands[1], code);
                 Instr::Immediate {
                     opcode,
-                    dst: dst,
+                    dst,
                     imm: code,
                 }
             }
@@ -861,11 +857,7 @@ impl<'a> Assembler<'a> {
                     let dst = check(self, operands[0], dst) as u16;
                     let imm = self.immediate(operands[1]);
                     let imm = check(self, operands[1], imm);
-                    Instr::Immediate {
-                        opcode,
-                        dst: dst,
-                        imm: imm,
-                    }
+                    Instr::Immediate { opcode, dst, imm }
                 }
             }
         };
