@@ -57,9 +57,8 @@ use crate::core::alu::{magnitude32, Vec3};
 use crate::core::exec::{NoObserver, Observer, Step};
 use crate::core::program::Program;
 use crate::core::CoreState;
-use crate::isa::opcodes::{Opcode, Shape};
+use crate::isa::opcodes::{Flow, InputA, InputB, Opcode, Writes};
 use crate::isa::registers::{EntryPoint, USER_CODE_START};
-use crate::isa::{disassemble, Instruction};
 use crate::machine::hits::{Artifact, PixelHit};
 use crate::machine::{Machine, PixelDone, RenderError};
 use crate::scene::Partition;
@@ -467,7 +466,7 @@ fn write_footer(
 /// Estimated cycles the execution unit spends on one instruction: ALU latency + 1 (see the
 /// module documentation for the approximations).
 pub fn issue_cycles(step: &Step) -> u64 {
-    let Some(opcode) = step.word.opcode() else {
+    let Some(opcode) = step.instruction.opcode() else {
         return 0;
     };
     let latency = match opcode {
@@ -492,21 +491,6 @@ pub fn div_latency(a: Vec3, b: Vec3) -> u32 {
     }
 }
 
-/// Which columns an instruction fills: (reads A, reads B, has a result).
-fn columns(word: Instruction) -> (bool, bool, bool) {
-    let Some(opcode) = word.opcode() else {
-        return (false, false, false);
-    };
-    match opcode.info().shape {
-        Shape::Nop | Shape::Target => (false, false, false),
-        Shape::DstSrc1Src2 | Shape::DstImm | Shape::DstSwizzle => (true, true, true),
-        Shape::DstSrc1 => (true, false, true),
-        Shape::Dst => (false, false, true),
-        Shape::Branch => (true, true, false),
-        Shape::Return => (true, false, true),
-    }
-}
-
 /// Width of one lane: 8 hex digits, a blank, 13 columns of decimal.
 const LANE_WIDTH: usize = 8 + 1 + 13;
 /// Width of one vector: three lanes, two blanks between them.
@@ -526,16 +510,19 @@ fn format_vector(value: Option<Vec3>) -> String {
 
 /// The trace line of one executed instruction (format in the module documentation).
 pub fn format_step(step: &Step) -> String {
-    let (reads_a, reads_b, has_result) = columns(step.word);
+    let instruction = step.instruction;
+    let reads_a = instruction.a() != InputA::Unused;
+    let reads_b = instruction.b() != InputB::Unused;
+    let has_result = instruction.writes() != Writes::Nothing;
     let flag = match (has_result, step.written) {
         (false, _) => '-',
         (true, true) => 'W',
         (true, false) => '.',
     };
-    let jump = match (step.taken, step.word.opcode()) {
+    let jump = match (step.taken, instruction.flow()) {
         (Some(true), _) => 'T',
         (Some(false), _) => 'N',
-        (None, Some(Opcode::Jmp | Opcode::Call | Opcode::Ret)) => 'J',
+        (None, Flow::Jump | Flow::Call | Flow::Ret) => 'J',
         _ => ' ',
     };
     format!(
@@ -545,7 +532,7 @@ pub fn format_step(step: &Step) -> String {
         format_vector(reads_a.then_some(step.a)),
         format_vector(reads_b.then_some(step.b)),
         format_vector(has_result.then_some(step.result)),
-        disassemble(step.word)
+        instruction
     )
 }
 
@@ -716,7 +703,7 @@ impl Observer for Tracer<'_> {
         let stats = &mut self.stats.routines[row];
         stats.instructions += 1;
         stats.cycles += issue_cycles(step);
-        match step.word.opcode() {
+        match step.instruction.opcode() {
             Some(Opcode::Call) => {
                 if let Some(entry) = self.entry {
                     let target = step.next;
@@ -761,11 +748,12 @@ impl Observer for Tracer<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::isa::{Instr, Instruction};
 
     fn step(word: u64, a: Vec3, b: Vec3, result: Vec3) -> Step {
         Step {
             address: 0x002F,
-            word: Instruction(word),
+            instruction: Instr::decode(Instruction(word)),
             a,
             b,
             result,

@@ -6,12 +6,12 @@
 use super::alu::Vec3;
 use super::control::{self, Routine};
 use super::program::{
-    jump_taken, operand_row, storage_row, Kind, Op, Program, DYNAMIC_FORWARDING, FORWARD_A_ROW,
+    jump_taken, operand_row, storage_row, Op, Program, DYNAMIC_FORWARDING, FORWARD_A_ROW,
     FORWARD_B_ROW, LATCH_ROW, REGISTER_ARRAY_ROWS,
 };
 use super::state::CoreState;
 use crate::isa::registers::EntryPoint;
-use crate::isa::Instruction;
+use crate::isa::{InputA, InputB, Instr, Instruction};
 
 const ZERO: Vec3 = [0; 3];
 
@@ -56,8 +56,9 @@ impl std::error::Error for Fault {}
 #[derive(Clone, Copy, Debug)]
 pub struct Step {
     pub address: u16,
-    pub word: Instruction,
-    /// ALU inputs A and B, after forwarding.
+    pub instruction: Instr,
+    /// ALU inputs A and B, after forwarding; zero where the instruction uses neither a
+    /// register nor the immediate (see [`Instr::a`], [`Instr::b`]).
     pub a: Vec3,
     pub b: Vec3,
     pub result: Vec3,
@@ -412,22 +413,20 @@ impl<'a> Core<'a> {
     ) {
         let program = self.program;
         let slot = program.slot_info(this as u32);
-        let (reads_a, reads_b) = op.kind.reads();
-        let imm_a = matches!(
-            op.kind,
-            Kind::SetX | Kind::SetY | Kind::SetZ | Kind::Swizzle | Kind::Ret | Kind::Return
-        );
-        let a = if reads_a {
-            a
-        } else if imm_a {
-            [op.imm, 0, 0]
-        } else {
-            ZERO
+        let instruction = slot.instr;
+        let a = match instruction.a() {
+            InputA::Src1 => a,
+            InputA::Imm => [instruction.word().imm(), 0, 0],
+            InputA::Unused => ZERO,
         };
-        let b = if reads_b { b } else { ZERO };
+        let b = if instruction.b() == InputB::Unused {
+            ZERO
+        } else {
+            b
+        };
         observer.step(&Step {
             address: slot.address,
-            word: slot.word,
+            instruction,
             a,
             b,
             result,
@@ -622,7 +621,7 @@ pub(crate) mod tests {
     //! control flow, swap parity, aliases, CALL/RET, hangs and the watchdog.
     use super::*;
     use crate::core::alu;
-    use crate::core::program::{Decoded, SHADOW_SWAP_ROW};
+    use crate::core::program::SHADOW_SWAP_ROW;
     use crate::core::rom::{rom, RomVariant};
     use crate::isa::{Opcode, OPCODES};
     use crate::scene::Triangle;
@@ -665,8 +664,8 @@ pub(crate) mod tests {
                     });
                 }
                 let word = program.word(pc);
-                let d = Decoded::new(word);
-                let Some(op) = d.op else {
+                let d = Fields::of(word);
+                let Some(op) = word.opcode() else {
                     return Err(Fault::Hang { address: pc, word });
                 };
                 self.budget_left -= 1;
@@ -749,6 +748,30 @@ pub(crate) mod tests {
                     return Ok(d.imm & 1 == 1);
                 }
                 pc = next;
+            }
+        }
+    }
+
+    /// A word's fields as the decoder routes them, written out plainly (spec
+    /// isa_and_formats §1.2): type I A = SRC1, B = SRC2; type II A = (IMM, 0, 0), B = DST.
+    struct Fields {
+        dst: u16,
+        a_addr: u16,
+        b_addr: u16,
+        imm: u32,
+    }
+
+    impl Fields {
+        fn of(word: Instruction) -> Fields {
+            Fields {
+                dst: word.dst(),
+                a_addr: word.src1(),
+                b_addr: if word.is_type2() {
+                    word.dst()
+                } else {
+                    word.src2()
+                },
+                imm: word.imm(),
             }
         }
     }

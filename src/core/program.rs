@@ -14,35 +14,16 @@
 
 use std::collections::HashMap;
 
-use crate::isa::registers::{Bank, EntryPoint, ENTRY_TABLE_LEN, IMEM_WORDS, USER_CODE_BIT};
-use crate::isa::{Instruction, Opcode, UNDEFINED_ROM_WORD};
+use crate::isa::registers::{
+    core_writable, EntryPoint, ENTRY_TABLE_LEN, IMEM_WORDS, USER_CODE_BIT,
+};
+use crate::isa::{Flow, Instr, Instruction, Writes, UNDEFINED_ROM_WORD};
 
 use super::alu;
 
-/// An instruction ready to execute: operand addresses already routed as the decoder does
-/// (type I: A = SRC1, B = SRC2; type II: A = (IMM, 0, 0), B = DST).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Decoded {
-    /// `None`: an opcode the hardware never finishes (the core hangs).
-    pub op: Option<Opcode>,
-    pub dst: u16,
-    pub a_addr: u16,
-    pub b_addr: u16,
-    pub imm: u32,
-}
-
-impl Decoded {
-    pub fn new(word: Instruction) -> Decoded {
-        let type2 = word.is_type2();
-        Decoded {
-            op: word.opcode(),
-            dst: word.dst(),
-            a_addr: word.src1(),
-            b_addr: if type2 { word.dst() } else { word.src2() },
-            imm: word.imm(),
-        }
-    }
-}
+/// What an [`Op`] does: the opcode table's operation column (one variant per lane for the
+/// lane-specific ones), with [`Kind::Hang`] for undefined opcodes.
+pub(crate) use crate::isa::Operation as Kind;
 
 /// Rows 0..127 are the address space as the execution unit sees it with swap parity 0;
 /// rows 128..159 hold the second swap-memory copy.
@@ -63,62 +44,6 @@ pub(crate) fn storage_row(address: u16, parity: usize) -> usize {
     } else {
         row
     }
-}
-
-/// What an [`Op`] does. Lane-specific opcodes get one kind per lane: a lane chosen at run
-/// time would force the interpreter's operand triples out of registers into memory.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-#[repr(u8)]
-pub(crate) enum Kind {
-    /// NOP, DEBUG_PRINT.
-    Nop,
-    Add,
-    Sub,
-    Div,
-    Mul,
-    Imul,
-    Mag,
-    Copy,
-    Zero,
-    Inc,
-    Dec,
-    IncX,
-    IncY,
-    IncZ,
-    Cross,
-    Dot,
-    Mulp,
-    Mod,
-    Frac,
-    Intp,
-    Neg,
-    Unscale,
-    Rescale,
-    /// XCHANGEX/Y/Z: that lane from B, the others from A.
-    ExchangeX,
-    ExchangeY,
-    ExchangeZ,
-    Omwrite,
-    Tmread,
-    /// LEA: `imm` holds the instruction's address.
-    Lea,
-    SetX,
-    SetY,
-    SetZ,
-    Swizzle,
-    /// JMP: `imm` holds the target slot.
-    Jmp,
-    /// CALL: `imm` holds the target slot.
-    Call,
-    Ret,
-    Return,
-    /// Conditional jumps on one lane; `mask` is the truth table over (greater, equal);
-    /// `imm` holds the target slot.
-    BranchX,
-    BranchY,
-    BranchZ,
-    /// An opcode the hardware never finishes; `imm` holds the address.
-    Hang,
 }
 
 /// One decoded instruction for one swap parity: 20 bytes.
@@ -156,35 +81,6 @@ pub(crate) const FORWARD_B_ROW: u8 = 162;
 /// Slots of the op table: every 16-bit slot number indexes it without a bounds check.
 pub(crate) const OP_TABLE_LEN: usize = 1 << 16;
 
-impl Kind {
-    /// Whether the instruction reads operand A (a register; type I) and operand B.
-    pub(crate) fn reads(self) -> (bool, bool) {
-        use Kind::*;
-        match self {
-            Nop | Zero | Lea | Jmp | Call | Return | Hang => (false, false),
-            Mag | Copy | Inc | Dec | IncX | IncY | IncZ | Mulp | Frac | Intp | Neg | Unscale
-            | Rescale | Tmread => (true, false),
-            SetX | SetY | SetZ | Swizzle | Ret => (false, true),
-            Add | Sub | Div | Mul | Imul | Cross | Dot | Mod | ExchangeX | ExchangeY
-            | ExchangeZ | Omwrite | BranchX | BranchY | BranchZ => (true, true),
-        }
-    }
-
-    /// Whether control never continues at the next slot (or may not: branches).
-    fn ends_run(self) -> bool {
-        use Kind::*;
-        matches!(
-            self,
-            Jmp | Call | Ret | Return | Hang | BranchX | BranchY | BranchZ
-        )
-    }
-
-    fn falls_through(self) -> bool {
-        use Kind::*;
-        !matches!(self, Jmp | Call | Ret | Return | Hang)
-    }
-}
-
 /// Resolves operand forwarding at decode time, for one parity's op table.
 ///
 /// The hardware forwards the previous instruction's result to an operand whose address
@@ -201,17 +97,15 @@ fn resolve_forwarding(ops: &mut [Op], slots: &[Slot], entries: &[u32], return_po
     let mut preds: Vec<Vec<(u16, u8)>> = vec![Vec::new(); ops.len()];
     let rets: Vec<(u16, u8)> = ops
         .iter()
-        .filter(|op| op.kind == Kind::Ret)
+        .filter(|op| op.kind.flow() == Flow::Ret)
         .map(|op| (op.dst, op.d_row))
         .collect();
     for (i, op) in ops.iter().enumerate() {
-        if op.kind.falls_through() && i + 1 < ops.len() {
+        let flow = op.kind.flow();
+        if flow.falls_through() && i + 1 < ops.len() {
             preds[i + 1].push((op.dst, op.d_row));
         }
-        if matches!(
-            op.kind,
-            Kind::Jmp | Kind::Call | Kind::BranchX | Kind::BranchY | Kind::BranchZ
-        ) {
+        if flow.has_target() {
             preds[slots[i].target as usize].push((op.dst, op.d_row));
         }
     }
@@ -221,7 +115,7 @@ fn resolve_forwarding(ops: &mut [Op], slots: &[Slot], entries: &[u32], return_po
     for &point in return_points {
         preds[point as usize].extend_from_slice(&rets);
     }
-    for (op, preds) in ops.iter_mut().zip(&preds) {
+    for ((op, preds), slot) in ops.iter_mut().zip(&preds).zip(slots) {
         let source = |address: u16, home: u8| -> Option<u8> {
             let mut rows = preds
                 .iter()
@@ -229,7 +123,7 @@ fn resolve_forwarding(ops: &mut [Op], slots: &[Slot], entries: &[u32], return_po
             let first = rows.next().unwrap_or(home);
             rows.all(|row| row == first).then_some(first)
         };
-        let (reads_a, reads_b) = op.kind.reads();
+        let (reads_a, reads_b) = slot.instr.reads();
         if reads_a {
             match source(op.a_addr, op.a_home) {
                 Some(row) => op.a_row = row,
@@ -249,9 +143,9 @@ fn resolve_forwarding(ops: &mut [Op], slots: &[Slot], entries: &[u32], return_po
             }
         }
     }
-    // Straight runs, from the back.
+    // Straight runs, from the back; any change of control flow (or a hang) ends one.
     for i in (0..ops.len()).rev() {
-        ops[i].run = if ops[i].kind.ends_run() || i + 1 == ops.len() {
+        ops[i].run = if ops[i].kind.flow() != Flow::Next || i + 1 == ops.len() {
             1
         } else {
             ops[i + 1].run.saturating_add(1)
@@ -292,13 +186,11 @@ fn relation_mask(relation: u16) -> u8 {
         .sum()
 }
 
-/// Whether an opcode's result reaches DST (hardware write rule, spec machine §1.4).
 /// A slot: one executable address.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Slot {
     pub address: u16,
-    pub word: Instruction,
-    pub decoded: Decoded,
+    pub instr: Instr,
     /// The slot a jump or CALL goes to (unused otherwise).
     pub target: u32,
 }
@@ -320,15 +212,6 @@ pub struct Program {
 
 /// Instruction memory words that were never loaded read as undefined (X in the RTL).
 const UNLOADED_WORD: Instruction = UNDEFINED_ROM_WORD;
-
-/// What an undefined address decodes to.
-const HANG_DECODED: Decoded = Decoded {
-    op: None,
-    dst: 0,
-    a_addr: 0,
-    b_addr: 0,
-    imm: 0,
-};
 
 impl Program {
     /// Builds code memory from the ROM words (address 0..) and the IMEM words (0x8000..):
@@ -369,24 +252,19 @@ impl Program {
         // address 0, the return register's value before any CALL).
         let mut i = 0;
         while i < program.slots.len() {
-            let Slot {
-                address, decoded, ..
-            } = program.slots[i];
-            if let Some(op) = decoded.op {
-                if matches!(op, Opcode::Jmp | Opcode::Call) || op.is_conditional_jump() {
-                    let target = program.slot(decoded.dst);
-                    program.slots[i].target = target;
-                }
-                if op == Opcode::Call {
-                    program.slot(address.wrapping_add(1));
-                }
+            let Slot { address, instr, .. } = program.slots[i];
+            if let Some(target) = instr.target() {
+                program.slots[i].target = program.slot(target);
+            }
+            if instr.flow() == Flow::Call {
+                program.slot(address.wrapping_add(1));
             }
             i += 1;
         }
         let mut return_points: Vec<u32> = program
             .slots
             .iter()
-            .filter(|slot| slot.decoded.op == Some(Opcode::Call))
+            .filter(|slot| slot.instr.flow() == Flow::Call)
             .map(|slot| slot.address.wrapping_add(1))
             .chain([0])
             .map(|address| program.slot_of[&address])
@@ -427,115 +305,55 @@ impl Program {
 
     fn add_slot(&mut self, address: u16) -> u32 {
         let index = self.slots.len() as u32;
-        let word = self.word(address);
         self.slots.push(Slot {
             address,
-            word,
-            decoded: Decoded::new(word),
+            instr: Instr::decode(self.word(address)),
             target: 0,
         });
         self.slot_of.insert(address, index);
         index
     }
 
+    /// The op of one slot for swap parity `parity`, from its instruction's table row.
     fn op(slot: &Slot, parity: usize) -> Op {
-        let d = slot.decoded;
+        let instr = slot.instr;
+        let kind = instr.operation();
+        let (a_addr, b_addr) = instr.input_addresses();
+        let dst = instr.dst();
         let row = |address: u16| storage_row(address, parity) as u8;
-        let mut op = Op {
-            kind: Kind::Hang,
-            mask: 0,
+        // Results the hardware writes nowhere go to the latch row (forwarding only).
+        let d_row = if instr.writes() == Writes::Dst && core_writable(dst) {
+            row(dst)
+        } else {
+            LATCH_ROW
+        };
+        // What `imm` holds besides the word's immediate: see the variants of [`Kind`].
+        let imm = match kind.flow() {
+            Flow::Branch | Flow::Jump | Flow::Call => slot.target,
+            Flow::Hang => slot.address as u32,
+            _ if kind == Kind::Lea => slot.address as u32,
+            _ => instr.word().imm(),
+        };
+        // Opcode bits 2..0 name a conditional jump's relation.
+        let mask = match kind.flow() {
+            Flow::Branch => relation_mask(instr.word().opcode_field() & 7),
+            _ => 0,
+        };
+        Op {
+            kind,
+            mask,
             flags: 0,
-            a_row: row(d.a_addr),
-            b_row: row(d.b_addr),
-            d_row: LATCH_ROW,
-            a_home: row(d.a_addr),
-            b_home: row(d.b_addr),
-            a_addr: d.a_addr,
-            b_addr: d.b_addr,
-            dst: d.dst,
+            a_row: row(a_addr),
+            b_row: row(b_addr),
+            d_row,
+            a_home: row(a_addr),
+            b_home: row(b_addr),
+            a_addr,
+            b_addr,
+            dst,
             run: 1,
-            imm: d.imm,
-        };
-        let Some(opcode) = d.op else {
-            op.imm = slot.address as u32;
-            return op;
-        };
-        if opcode.writes_destination() && Bank::of(d.dst).core_writable() {
-            op.d_row = row(d.dst);
+            imm,
         }
-        let code = opcode as u8;
-        op.kind = match opcode {
-            Opcode::Nop | Opcode::DebugPrint => Kind::Nop,
-            Opcode::Add => Kind::Add,
-            Opcode::Sub => Kind::Sub,
-            Opcode::Div => Kind::Div,
-            Opcode::Mul => Kind::Mul,
-            Opcode::Imul => Kind::Imul,
-            Opcode::Mag => Kind::Mag,
-            Opcode::Copy => Kind::Copy,
-            Opcode::Zero => Kind::Zero,
-            Opcode::Inc => Kind::Inc,
-            Opcode::Dec => Kind::Dec,
-            Opcode::Incx => Kind::IncX,
-            Opcode::Incy => Kind::IncY,
-            Opcode::Incz => Kind::IncZ,
-            Opcode::Cross => Kind::Cross,
-            Opcode::Dot => Kind::Dot,
-            Opcode::Mulp => Kind::Mulp,
-            Opcode::Mod => Kind::Mod,
-            Opcode::Frac => Kind::Frac,
-            Opcode::Intp => Kind::Intp,
-            Opcode::Neg => Kind::Neg,
-            Opcode::Unscale => Kind::Unscale,
-            Opcode::Rescale => Kind::Rescale,
-            Opcode::Xchangex => Kind::ExchangeX,
-            Opcode::Xchangey => Kind::ExchangeY,
-            Opcode::Xchangez => Kind::ExchangeZ,
-            Opcode::Omwrite => Kind::Omwrite,
-            Opcode::Tmread => Kind::Tmread,
-            Opcode::Lea => {
-                op.imm = slot.address as u32;
-                Kind::Lea
-            }
-            Opcode::Setx => Kind::SetX,
-            Opcode::Sety => Kind::SetY,
-            Opcode::Setz => Kind::SetZ,
-            Opcode::Swizzle3d => Kind::Swizzle,
-            Opcode::Jmp => {
-                op.imm = slot.target;
-                Kind::Jmp
-            }
-            Opcode::Call => {
-                op.imm = slot.target;
-                Kind::Call
-            }
-            Opcode::Ret => Kind::Ret,
-            Opcode::Return => Kind::Return,
-            Opcode::Jgx
-            | Opcode::Jlx
-            | Opcode::Jeqx
-            | Opcode::Jnex
-            | Opcode::Jgex
-            | Opcode::Jlex
-            | Opcode::Jgy
-            | Opcode::Jly
-            | Opcode::Jeqy
-            | Opcode::Jney
-            | Opcode::Jgey
-            | Opcode::Jley
-            | Opcode::Jgz
-            | Opcode::Jlz
-            | Opcode::Jeqz
-            | Opcode::Jnez
-            | Opcode::Jgez
-            | Opcode::Jlez => {
-                // Opcode bits 4..3 pick the component (01 x, 10 y, 11 z), bits 2..0 the relation.
-                op.mask = relation_mask(code as u16 & 7);
-                op.imm = slot.target;
-                [Kind::BranchX, Kind::BranchY, Kind::BranchZ][((code >> 3) - 1) as usize]
-            }
-        };
-        op
     }
 
     /// The default entry table (every routine at its ROM address) with no user code.
@@ -546,11 +364,9 @@ impl Program {
             .collect()
     }
 
-    /// The decoded instruction at any address (undefined addresses decode to a hang).
-    pub fn decoded(&self, address: u16) -> &Decoded {
-        self.slot_of
-            .get(&address)
-            .map_or(&HANG_DECODED, |&slot| &self.slots[slot as usize].decoded)
+    /// The instruction at any address, as the fetch unit reads and the decoder decodes it.
+    pub fn instruction(&self, address: u16) -> Instr {
+        Instr::decode(self.word(address))
     }
 
     /// The instruction word at any address, as the fetch unit reads it.
@@ -605,6 +421,7 @@ impl Program {
 mod tests {
     use super::*;
     use crate::core::rom::{rom, RomVariant};
+    use crate::isa::Opcode;
 
     #[test]
     fn relation_masks_follow_compare() {
@@ -638,7 +455,10 @@ mod tests {
         assert!(program.is_unloaded(0x800C));
         assert_eq!(program.ops(0)[281 + 12].kind, Kind::Hang);
         assert_eq!(program.word(0x9000), UNDEFINED_ROM_WORD);
-        assert_eq!(program.decoded(0x1234).op, None);
+        assert_eq!(
+            program.instruction(0x1234),
+            Instr::Undefined(UNDEFINED_ROM_WORD)
+        );
     }
 
     #[test]

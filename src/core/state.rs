@@ -4,6 +4,7 @@
 
 use super::alu::Vec3;
 use super::program::{storage_row, Program, LATCH_ROW, SHADOW_SWAP_ROW};
+use crate::isa::registers::core_writable;
 use crate::scene::Triangle;
 
 /// Swap-memory rows the host writes a triangle into (CREG_V0..CREG_TRI_DIFFUSE).
@@ -61,7 +62,7 @@ pub trait CoreState {
     /// Writes a register as the execution unit would (bank 0 writes are dropped).
     #[inline(always)]
     fn write_register(&mut self, address: u16, value: Vec3) {
-        if address & 0x60 != 0 {
+        if core_writable(address) {
             self.set_row(storage_row(address, self.parity()), value);
         }
     }

@@ -43,9 +43,10 @@ use std::str::FromStr;
 use fixed::types::I15F17;
 
 use super::encoding::Instruction;
+use super::instr::Instr;
 use super::opcodes::{Hardware, Opcode, Shape};
 use super::registers::{
-    register_address, swizzle_code, Bank, EntryPoint, ENTRY_TABLE_LEN, HARDWARE_SWIZZLES,
+    core_writable, register_address, swizzle_code, EntryPoint, ENTRY_TABLE_LEN, HARDWARE_SWIZZLES,
     IMEM_WORDS, SWIZZLES, USER_CODE_BIT, USER_CODE_START,
 };
 
@@ -320,7 +321,9 @@ impl<'a> Assembler<'a> {
         let mut lines = Vec::with_capacity(statements.len());
         let mut texts = Vec::with_capacity(statements.len());
         for statement in &statements {
-            let word = self.encode(statement).unwrap_or_default();
+            let word = self
+                .encode(statement)
+                .map_or(Instruction::default(), Instr::word);
             words.push(word);
             lines.push(statement.line);
             let text: Vec<&str> = (0..4)
@@ -651,8 +654,9 @@ impl<'a> Assembler<'a> {
         }
     }
 
-    /// Pass 2: one statement to one word. Errors are recorded; `None` if there were any.
-    fn encode(&mut self, statement: &Statement<'a>) -> Option<Instruction> {
+    /// Pass 2: one statement to one instruction. Errors are recorded; `None` if there were
+    /// any.
+    fn encode(&mut self, statement: &Statement<'a>) -> Option<Instr> {
         let line = statement.line;
         let head = statement.tokens[0];
         let operands = &statement.tokens[1..];
@@ -706,9 +710,9 @@ impl<'a> Assembler<'a> {
             );
             return None;
         }
-        let word = self.encode_operands(opcode, shape, line, operands)?;
-        self.check_hardware(word, line, head, operands);
-        Some(word)
+        let instr = self.encode_operands(opcode, shape, line, operands)?;
+        self.check_hardware(instr, line, head, operands);
+        Some(instr)
     }
 
     fn encode_operands(
@@ -717,7 +721,7 @@ impl<'a> Assembler<'a> {
         shape: Shape,
         line: usize,
         operands: &[Token<'a>],
-    ) -> Option<Instruction> {
+    ) -> Option<Instr> {
         // Results per operand, errors recorded as they come so all of them are reported.
         let mut failed = false;
         let mut check = |this: &mut Self, token: Token, result: Result<u32, String>| -> u32 {
@@ -727,7 +731,7 @@ impl<'a> Assembler<'a> {
                 0
             })
         };
-        let word = match shape {
+        let instr = match shape {
             Shape::Nop => match operands.first().map(|t| return_value(t.text)) {
                 Some(Some(value)) => {
                     if let Some(extra) = operands.get(1) {
@@ -735,7 +739,12 @@ impl<'a> Assembler<'a> {
                             format!("unexpected `{}` after {}", extra.text, operands[0].text);
                         check(self, *extra, Err(message));
                     }
-                    Instruction::type1(opcode, 0, 0, value as u16)
+                    Instr::Registers {
+                        opcode,
+                        dst: 0,
+                        src1: 0,
+                        src2: value as u16,
+                    }
                 }
                 _ => {
                     let mut fields = [0u16; 3];
@@ -743,7 +752,12 @@ impl<'a> Assembler<'a> {
                         let result = self.register(*token).map(u32::from);
                         *field = check(self, *token, result) as u16;
                     }
-                    Instruction::type1(opcode, fields[0], fields[1], fields[2])
+                    Instr::Registers {
+                        opcode,
+                        dst: fields[0],
+                        src1: fields[1],
+                        src2: fields[2],
+                    }
                 }
             },
             Shape::DstSrc1Src2 | Shape::DstSrc1 | Shape::Dst => {
@@ -752,7 +766,12 @@ impl<'a> Assembler<'a> {
                     let result = self.register(*token).map(u32::from);
                     *field = check(self, *token, result) as u16;
                 }
-                Instruction::type1(opcode, fields[0], fields[1], fields[2])
+                Instr::Registers {
+                    opcode,
+                    dst: fields[0],
+                    src1: fields[1],
+                    src2: fields[2],
+                }
             }
             Shape::Branch => {
                 let target = self.target(operands[0]).map(u32::from);
@@ -761,7 +780,12 @@ impl<'a> Assembler<'a> {
                 let s1 = check(self, operands[1], s1) as u16;
                 let s2 = self.register(operands[2]).map(u32::from);
                 let s2 = check(self, operands[2], s2) as u16;
-                Instruction::type1(opcode, target, s1, s2)
+                Instr::Registers {
+                    opcode,
+                    dst: target,
+                    src1: s1,
+                    src2: s2,
+                }
             }
             Shape::Target => {
                 let target = self.target(operands[0]).map(u32::from);
@@ -781,14 +805,18 @@ impl<'a> Assembler<'a> {
                         s1 << 16 | s2
                     }
                 };
-                Instruction::type2(opcode, target, imm)
+                Instr::Immediate {
+                    opcode,
+                    dst: target,
+                    imm,
+                }
             }
             Shape::DstImm => {
                 let dst = self.register(operands[0]).map(u32::from);
                 let dst = check(self, operands[0], dst) as u16;
                 let imm = self.immediate(operands[1]);
                 let imm = check(self, operands[1], imm);
-                Instruction::type2(opcode, dst, imm)
+                Instr::Immediate { opcode, dst, imm }
             }
             Shape::DstSwizzle => {
                 let dst = self.register(operands[0]).map(u32::from);
@@ -804,7 +832,11 @@ impl<'a> Assembler<'a> {
                     }),
                 };
                 let code = check(self, operands[1], code);
-                Instruction::type2(opcode, dst, code)
+                Instr::Immediate {
+                    opcode,
+                    dst,
+                    imm: code,
+                }
             }
             Shape::Return => {
                 if operands.len() == 1 {
@@ -815,17 +847,21 @@ impl<'a> Assembler<'a> {
                         )
                     });
                     let value = check(self, operands[0], value);
-                    Instruction::type2(opcode, 0, value)
+                    Instr::Immediate {
+                        opcode,
+                        dst: 0,
+                        imm: value,
+                    }
                 } else {
                     let dst = self.register(operands[0]).map(u32::from);
                     let dst = check(self, operands[0], dst) as u16;
                     let imm = self.immediate(operands[1]);
                     let imm = check(self, operands[1], imm);
-                    Instruction::type2(opcode, dst, imm)
+                    Instr::Immediate { opcode, dst, imm }
                 }
             }
         };
-        (!failed).then_some(word)
+        (!failed).then_some(instr)
     }
 
     fn encode_word_directive(
@@ -833,7 +869,7 @@ impl<'a> Assembler<'a> {
         line: usize,
         head: Token,
         operands: &[Token],
-    ) -> Option<Instruction> {
+    ) -> Option<Instr> {
         if operands.len() != 1 {
             let column = operands.get(1).unwrap_or(&head).column;
             self.error(
@@ -859,14 +895,15 @@ impl<'a> Assembler<'a> {
                 return None;
             }
         };
-        let word = Instruction(value);
-        self.check_hardware(word, line, head, operands);
-        Some(word)
+        let instr = Instr::decode(Instruction(value));
+        self.check_hardware(instr, line, head, operands);
+        Some(instr)
     }
 
     /// Warnings about what the original hardware does differently with this word.
-    fn check_hardware(&mut self, word: Instruction, line: usize, head: Token, operands: &[Token]) {
-        let Some(opcode) = word.opcode() else {
+    fn check_hardware(&mut self, instr: Instr, line: usize, head: Token, operands: &[Token]) {
+        let word = instr.word();
+        let Some(opcode) = instr.opcode() else {
             self.warn(
                 line,
                 head.column,
@@ -915,7 +952,7 @@ impl<'a> Assembler<'a> {
         let dst = word.dst();
         let is_oreg = (128..=131).contains(&dst);
         if opcode.writes_destination()
-            && Bank::of(dst) == Bank::Config
+            && !core_writable(dst)
             && opcode != Opcode::Return
             && !(opcode == Opcode::Omwrite && is_oreg)
         {
@@ -929,7 +966,7 @@ impl<'a> Assembler<'a> {
                 ),
             );
         }
-        if opcode == Opcode::Omwrite && Bank::of(dst) != Bank::Config {
+        if opcode == Opcode::Omwrite && core_writable(dst) {
             self.warn(
                 line,
                 column_of(0),

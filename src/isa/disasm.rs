@@ -17,20 +17,29 @@
 //! the same for a ROM image (ROM-mode source, addresses from 0).
 
 use std::collections::BTreeMap;
-use std::fmt::Write as _;
+use std::fmt::{self, Write as _};
 
 use super::encoding::Instruction;
-use super::opcodes::Shape;
+use super::instr::Instr;
+use super::opcodes::{InputA, InputB, Shape, Writes};
 use super::registers::{
     register_name, EntryPoint, ENTRY_TABLE_LEN, SWIZZLES, USER_CODE_BIT, USER_CODE_START, VOID,
 };
 
 /// One instruction word in assembler syntax, jump targets in hex.
 pub fn disassemble(word: Instruction) -> String {
-    let text = format_word(word, &|target| format!("0x{target:04X}"));
-    match undefined_note(word) {
-        Some(note) => format!("{text}  // {note}"),
-        None => text,
+    Instr::decode(word).to_string()
+}
+
+/// The disassembler's text of one instruction, jump targets in hex; an undefined word
+/// gets a comment saying why it is a `.word`.
+impl fmt::Display for Instr {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.text(&|target| format!("0x{target:04X}")))?;
+        match self.undefined_note() {
+            Some(note) => write!(f, "  // {note}"),
+            None => Ok(()),
+        }
     }
 }
 
@@ -50,80 +59,72 @@ fn immediate(value: u32) -> String {
     format!("32'h{value:X}")
 }
 
-/// Why a word needs the `.word` form (no colon: the assembler reads a colon in a trailing
-/// comment as the original's line-dropping label quirk).
-fn undefined_note(word: Instruction) -> Option<String> {
-    word.opcode().is_none().then(|| {
-        format!(
-            "undefined opcode 0x{:04X}, the core hangs here",
-            word.opcode_field()
-        )
-    })
-}
-
-/// Formats one word; `target` names a jump target (hex, or a label in listings).
-fn format_word(word: Instruction, target: &dyn Fn(u16) -> String) -> String {
-    let Some(opcode) = word.opcode() else {
-        return format!(".word 0x{:016X}", word.0);
-    };
-    let op = opcode.mnemonic();
-    let (dst, src1, src2, imm) = (word.dst(), word.src1(), word.src2(), word.imm());
-    match opcode.info().shape {
-        Shape::Nop => match (dst, src1, src2) {
-            (0, 0, 0) => format!("{op} RT_FALSE"),
-            (0, 0, 1) => format!("{op} RT_TRUE"),
-            _ => format!(
-                "{op} {} {} {}",
-                operand(dst, false),
-                operand(src1, false),
-                operand(src2, false)
-            ),
-        },
-        Shape::DstSrc1Src2 => format!(
-            "{op} {} {} {}",
-            operand(dst, true),
-            operand(src1, true),
-            operand(src2, true)
-        ),
-        Shape::DstSrc1 => format!(
-            "{op} {} {} {}",
-            operand(dst, true),
-            operand(src1, true),
-            operand(src2, false)
-        ),
-        Shape::Dst => format!(
-            "{op} {} {} {}",
-            operand(dst, true),
-            operand(src1, false),
-            operand(src2, false)
-        ),
-        Shape::Branch => format!(
-            "{op} {} {} {}",
-            target(dst),
-            operand(src1, true),
-            operand(src2, true)
-        ),
-        Shape::Target => match imm {
-            0 => format!("{op} {}", target(dst)),
-            _ => format!("{op} {} {}", target(dst), immediate(imm)),
-        },
-        Shape::DstImm => format!("{op} {} {}", operand(dst, true), immediate(imm)),
-        Shape::DstSwizzle => match SWIZZLES.get(imm as usize) {
-            Some(name) => format!("{op} {} {name}", operand(dst, true)),
-            None => format!("{op} {} {}", operand(dst, true), immediate(imm)),
-        },
-        Shape::Return => match (dst, imm) {
-            (0, 0) => format!("{op} RT_FALSE"),
-            (0, 1) => format!("{op} RT_TRUE"),
-            _ => format!("{op} {} {}", operand(dst, false), immediate(imm)),
-        },
+impl Instr {
+    /// Why a word needs the `.word` form (no colon: the assembler reads a colon in a
+    /// trailing comment as the original's line-dropping label quirk).
+    fn undefined_note(self) -> Option<String> {
+        match self {
+            Instr::Undefined(word) => Some(format!(
+                "undefined opcode 0x{:04X}, the core hangs here",
+                word.opcode_field()
+            )),
+            _ => None,
+        }
     }
-}
 
-/// The jump target of a branch, JMP or CALL word.
-fn jump_target(word: Instruction) -> Option<u16> {
-    let shape = word.opcode()?.info().shape;
-    matches!(shape, Shape::Branch | Shape::Target).then(|| word.dst())
+    /// The instruction's text; `target` names a jump target (hex, or a label in listings).
+    fn text(self, target: &dyn Fn(u16) -> String) -> String {
+        let Some(row) = self.info() else {
+            return format!(".word 0x{:016X}", self.word().0);
+        };
+        let op = row.mnemonic;
+        let word = self.word();
+        let (dst, src1, src2, imm) = (word.dst(), word.src1(), word.src2(), word.imm());
+        // A slot the opcode reads or writes prints address 0 by its name, not as VOID.
+        let dst_used = row.writes == Writes::Dst || row.b == InputB::Dst;
+        let src1_used = row.a == InputA::Src1;
+        let src2_used = row.b == InputB::Src2;
+        match row.shape {
+            Shape::Nop => match (dst, src1, src2) {
+                (0, 0, 0) => format!("{op} RT_FALSE"),
+                (0, 0, 1) => format!("{op} RT_TRUE"),
+                _ => format!(
+                    "{op} {} {} {}",
+                    operand(dst, dst_used),
+                    operand(src1, src1_used),
+                    operand(src2, src2_used)
+                ),
+            },
+            Shape::DstSrc1Src2 | Shape::DstSrc1 | Shape::Dst => format!(
+                "{op} {} {} {}",
+                operand(dst, dst_used),
+                operand(src1, src1_used),
+                operand(src2, src2_used)
+            ),
+            Shape::Branch => format!(
+                "{op} {} {} {}",
+                target(dst),
+                operand(src1, src1_used),
+                operand(src2, src2_used)
+            ),
+            Shape::Target => match imm {
+                0 => format!("{op} {}", target(dst)),
+                _ => format!("{op} {} {}", target(dst), immediate(imm)),
+            },
+            Shape::DstImm => format!("{op} {} {}", operand(dst, dst_used), immediate(imm)),
+            Shape::DstSwizzle => match SWIZZLES.get(imm as usize) {
+                Some(name) => format!("{op} {} {name}", operand(dst, dst_used)),
+                None => format!("{op} {} {}", operand(dst, dst_used), immediate(imm)),
+            },
+            // RETURN writes (IMM, IMM, IMM) to D, but its syntax (`RT_TRUE`) leaves D at 0
+            // (bank 0: dropped), so a 0 there is the placeholder, not a register.
+            Shape::Return => match (dst, imm) {
+                (0, 0) => format!("{op} RT_FALSE"),
+                (0, 1) => format!("{op} RT_TRUE"),
+                _ => format!("{op} {} {}", operand(dst, false), immediate(imm)),
+            },
+        }
+    }
 }
 
 fn generated_label(address: u16) -> String {
@@ -142,7 +143,7 @@ fn render_code(
     let inside = |address: u16| (base as usize..end).contains(&(address as usize));
     let targets: std::collections::BTreeSet<u16> = code
         .iter()
-        .filter_map(|&w| jump_target(w))
+        .filter_map(|&w| Instr::decode(w).target())
         .filter(|&t| inside(t))
         .collect();
     let name_target = |address: u16| {
@@ -160,13 +161,15 @@ fn render_code(
         if targets.contains(&address) {
             let _ = writeln!(out, "{}:", generated_label(address));
         }
-        let text = format_word(word, &name_target);
+        let instr = Instr::decode(word);
+        let text = instr.text(&name_target);
         // Name the ROM routine a jump out of the listed code lands on.
-        let note = jump_target(word)
+        let note = instr
+            .target()
             .filter(|&t| !inside(t) && t & USER_CODE_BIT == 0)
             .and_then(|t| EntryPoint::ALL.iter().find(|e| e.default_address() == t))
             .map(|e| format!(", ROM {}", e.name()))
-            .or_else(|| undefined_note(word).map(|note| format!(", {note}")))
+            .or_else(|| instr.undefined_note().map(|note| format!(", {note}")))
             .unwrap_or_default();
         let _ = writeln!(out, "\t{text}\t// 0x{address:04X}{note}");
     }

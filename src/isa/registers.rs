@@ -153,11 +153,13 @@ impl Bank {
             _ => Bank::Internal,
         }
     }
+}
 
-    /// Whether the core's execution unit can write this bank.
-    pub fn core_writable(self) -> bool {
-        self != Bank::Config
-    }
+/// Whether a write by the core's execution unit to `address` reaches the register file:
+/// every bank but bank 0, which only the host writes (spec machine §1.4).
+#[inline(always)]
+pub fn core_writable(address: u16) -> bool {
+    Bank::of(address) != Bank::Config
 }
 
 /// SWIZZLE3D codes, in code order (code = index). The RTL implements only XXX, YYY, ZZZ and
@@ -342,6 +344,22 @@ mod tests {
         assert_eq!(Bank::of(127), Bank::Internal);
         assert_eq!(Bank::of(128), Bank::Config);
         assert_eq!(Bank::of(0x8047), Bank::General);
+    }
+
+    #[test]
+    fn the_core_writes_every_bank_but_bank_0() {
+        for (address, writable) in [
+            (0, false),
+            (31, false),
+            (32, true),
+            (95, true),
+            (127, true),
+            (128, false),
+            (0x8081, false),
+            (0xFFFF, true),
+        ] {
+            assert_eq!(core_writable(address), writable, "{address:#x}");
+        }
     }
 
     #[test]
