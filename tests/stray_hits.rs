@@ -1,10 +1,12 @@
 //! Issue 9: the fixed ROM keeps no hit that only the hardware's wrap-around or a negative t
 //! makes, so fine meshes show no stray pixels; the faithful ROM keeps them and says so.
 
+mod model;
+
 use std::path::Path;
 
 use theia::core::rom::RomVariant;
-use theia::machine::hits::{isolated_hits, PixelHit};
+use theia::machine::hits::{isolated_hits, Artifact, PixelHit};
 use theia::machine::{render, AccelUse, Frame, RenderOptions};
 use theia::scene::generate::{displaced_icosphere_obj, uv_sphere_obj};
 use theia::scene::obj::{load_obj_text, MemoryAssets, ObjOptions};
@@ -91,4 +93,57 @@ fn the_generated_sphere_has_no_stray_hits_in_the_fixed_rom() {
     assert!(hits(&fixed) > 128 * 128 / 4, "the sphere fills the view");
     assert_eq!(isolated_hits(&fixed.hits, 128, 128), []);
     assert_eq!(fixed.artifact_pixels(), 0);
+}
+
+/// The faithful ROM's hits, artifacts included, are the ones the independent model of BIU
+/// (tests/model, no t > 0 test and the adder's wrap, as in the ROM) keeps, and each pixel's
+/// class follows from the model's t, u, v: u or v above 1.0 is a wrapped sum, t <= 0 is
+/// behind the camera.
+#[test]
+fn faithful_hits_are_the_models_closest_hits_and_fixed_keeps_the_real_ones() {
+    let mesh = scene(&displaced_icosphere_obj(3, 0.08), 48);
+    let predicted = model::hits(&mesh);
+    let faithful = frame(&mesh, RomVariant::Faithful);
+    let fixed = frame(&mesh, RomVariant::Fixed);
+    let one = model::as_f64(theia::core::alu::ONE);
+    let mut real = 0;
+    for (k, hit) in predicted.iter().enumerate() {
+        let expected = match hit {
+            None => None,
+            Some(hit) if model::as_f64(hit.u) > one || model::as_f64(hit.v) > one => {
+                Some(PixelHit::Artifact(Artifact::WrappedSum))
+            }
+            Some(hit) if model::as_f64(hit.t) <= 0.0 => {
+                Some(PixelHit::Artifact(Artifact::NotInFront))
+            }
+            Some(_) => Some(PixelHit::Hit),
+        };
+        let at = format!("pixel ({}, {})", k % 48, k / 48);
+        match expected {
+            // BIU kept nothing: a miss, or accepted hits none of which beat 250.0.
+            None => assert!(
+                matches!(
+                    faithful.hits[k],
+                    PixelHit::Miss | PixelHit::Artifact(Artifact::NoneKept)
+                ),
+                "{at}: {:?}",
+                faithful.hits[k]
+            ),
+            Some(class) => assert_eq!(faithful.hits[k], class, "{at}"),
+        }
+        // The fixed ROM rejects the artifacts (finding a real hit behind one, or none).
+        match expected {
+            Some(PixelHit::Hit) => {
+                real += 1;
+                assert_eq!(fixed.hits[k], PixelHit::Hit, "{at}");
+            }
+            None => assert_eq!(fixed.hits[k], PixelHit::Miss, "{at}"),
+            Some(_) => assert!(
+                matches!(fixed.hits[k], PixelHit::Hit | PixelHit::Miss),
+                "{at}: {:?}",
+                fixed.hits[k]
+            ),
+        }
+    }
+    assert!(real > 48 * 48 / 4, "{real} real hits");
 }
