@@ -547,6 +547,10 @@ fn spec_latencies() -> SpecLatencies {
         let latency = if l == "∞" {
             Latency::Never
         } else if l == "var." {
+            assert_eq!(
+                cells[2], "TMREAD",
+                "only TMREAD's latency depends on memory"
+            );
             Latency::Cycles(tmread)
         } else if let Some(normal) = l.strip_suffix(" if special)") {
             let (normal, special) = normal.split_once(" (").unwrap();
