@@ -307,9 +307,9 @@ fn check_depth_ramp(scenes: &[(&str, Scene)]) {
         _ => [0; 3],
     };
     for (name, scene) in scenes {
-        let plain = frame(&scene, None);
-        let shaded = frame(&scene, Some(assembly.imem.clone()));
-        let hits = hits(&scene);
+        let plain = frame(scene, None);
+        let shaded = frame(scene, Some(assembly.imem.clone()));
+        let hits = hits(scene);
         assert!(hits.iter().flatten().count() > 1000, "{name}");
         assert_pixels(name, &plain, &shaded, |k, _| expected(hits[k]));
         // And in real numbers: grey = (40 - t) / 32 within rounding, for hits before far.
@@ -372,12 +372,12 @@ fn uv_shows_the_texture_coordinates_of_scenes_example1() {
 
 fn check_uv(scenes: &[(&str, Scene)]) {
     for (name, scene) in scenes {
-        let plain = frame(&scene, None);
-        let shaded = with_shader(&scene, "uv.shdr");
-        let hits = hits(&scene);
+        let plain = frame(scene, None);
+        let shaded = with_shader(scene, "uv.shdr");
+        let hits = hits(scene);
         assert_pixels(name, &plain, &shaded, |k, _| match &hits[k] {
             Some(hit) => {
-                let [s, t, _] = texture_coordinates(&scene, hit);
+                let [s, t, _] = texture_coordinates(scene, hit);
                 [s, t, 0]
             }
             None => [0; 3],
@@ -400,13 +400,13 @@ fn checker_alternates_in_scenes_example1() {
 fn check_checker(scenes: &[(&str, Scene)]) {
     let (eight, dim) = (q(8.0), q(0.3));
     for (name, scene) in scenes {
-        let plain = frame(&scene, None);
-        let shaded = with_shader(&scene, "checker.shdr");
-        let hits = hits(&scene);
+        let plain = frame(scene, None);
+        let shaded = with_shader(scene, "checker.shdr");
+        let hits = hits(scene);
         let (mut odd, mut even) = (0, 0);
         assert_pixels(name, &plain, &shaded, |k, colour| match &hits[k] {
             Some(hit) => {
-                let [s, t, _] = texture_coordinates(&scene, hit);
+                let [s, t, _] = texture_coordinates(scene, hit);
                 let column = (alu::mul(s, eight) as i32) >> 17;
                 let row = (alu::mul(t, eight) as i32) >> 17;
                 if (column + row) & 1 == 1 {
@@ -418,7 +418,7 @@ fn check_checker(scenes: &[(&str, Scene)]) {
             None => [0; 3],
         });
         for hit in hits.iter().flatten() {
-            let [s, t, _] = texture_coordinates(&scene, hit);
+            let [s, t, _] = texture_coordinates(scene, hit);
             let parity = ((as_f64(s) * 8.0).floor() + (as_f64(t) * 8.0).floor()) as i64 & 1;
             if parity == 1 {
                 odd += 1;
@@ -450,9 +450,9 @@ fn check_wireframe(scenes: &[(&str, Scene)]) {
     let edge_colour = [ONE, q(0.85), q(0.1)];
     let at_most = |x: u32, y: u32| x as i32 <= y as i32;
     for (name, scene) in scenes {
-        let plain = frame(&scene, None);
-        let shaded = with_shader(&scene, "wireframe.shdr");
-        let hits = hits(&scene);
+        let plain = frame(scene, None);
+        let shaded = with_shader(scene, "wireframe.shdr");
+        let hits = hits(scene);
         let mut edges = 0;
         assert_pixels(name, &plain, &shaded, |k, colour| match &hits[k] {
             Some(hit) => {
@@ -489,13 +489,12 @@ fn check_lambert(scenes: &[(&str, Scene)]) {
     let light = [q(0.36), q(0.48), q(0.8)];
     let (ambient, diffuse) = (q(0.25), q(0.75));
     for (name, scene) in scenes {
-        let plain = frame(&scene, None);
-        let shaded = with_shader(&scene, "lambert.shdr");
-        let hits = hits(&scene);
-        let ray =
-            |k: usize| primary_ray(&scene, k as u32 % scene.width(), k as u32 / scene.width());
+        let plain = frame(scene, None);
+        let shaded = with_shader(scene, "lambert.shdr");
+        let hits = hits(scene);
+        let ray = |k: usize| primary_ray(scene, k as u32 % scene.width(), k as u32 / scene.width());
         let factor = |k: usize, hit: &Hit| {
-            let record = hit.record(&scene);
+            let record = hit.record(scene);
             let e1 = lanes2(record[2], record[0], alu::sub);
             let e2 = lanes2(record[4], record[0], alu::sub);
             let normal = alu::cross(e1, e2);
@@ -518,7 +517,7 @@ fn check_lambert(scenes: &[(&str, Scene)]) {
         // The same light in floating point, from the triangle's vertices.
         for (k, hit) in hits.iter().enumerate() {
             let Some(hit) = hit else { continue };
-            let record = hit.record(&scene);
+            let record = hit.record(scene);
             let v = |i: usize| record[i].map(as_f64);
             let (a, b) = (
                 [v(2)[0] - v(0)[0], v(2)[1] - v(0)[1], v(2)[2] - v(0)[2]],
