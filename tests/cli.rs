@@ -135,10 +135,9 @@ fn compare_lists_twenty_pixels_and_marks_band_starts() {
 /// The acceptance check: render scenes_example3 to PPM, then compare it with the
 /// reference; 0 differing pixels, and the text is the test bench's but for line ends.
 #[test]
+#[cfg_attr(not(conformance_data), ignore = "needs ../shared")]
 fn example3_renders_to_its_reference_from_the_command_line() {
-    let Some(scene) = common::conformance("scenes_example3") else {
-        return;
-    };
+    let scene = common::conformance("scenes_example3");
     let dir = tempfile::tempdir().unwrap();
     let scene = scene.to_str().unwrap();
     let output = theia(dir.path(), &["render", scene, "-o", "out/ex3.ppm"]);

@@ -10,9 +10,9 @@ use theia::machine::{render, RenderOptions};
 use theia::scene::mem::load_scene_dir;
 use theia::scene::{Partition, Scene};
 
-fn load(name: &str) -> Option<(Scene, std::path::PathBuf)> {
-    let dir = common::conformance(name)?;
-    Some((load_scene_dir(&dir).expect("conformance scene loads"), dir))
+fn load(name: &str) -> (Scene, std::path::PathBuf) {
+    let dir = common::conformance(name);
+    (load_scene_dir(&dir).expect("conformance scene loads"), dir)
 }
 
 fn rgb(scene: &Scene, options: &RenderOptions) -> Rgb8 {
@@ -22,10 +22,9 @@ fn rgb(scene: &Scene, options: &RenderOptions) -> Rgb8 {
 /// README decision 1: scenes_example3 with its own 8 partitions is pixel-exact, and the PPM
 /// text is the test bench's, byte for byte (but for the reference's CRLF line ends).
 #[test]
+#[cfg_attr(not(conformance_data), ignore = "needs ../shared")]
 fn example3_matches_its_reference_exactly() {
-    let Some((scene, dir)) = load("scenes_example3") else {
-        return;
-    };
+    let (scene, dir) = load("scenes_example3");
     assert_eq!(scene.partitions.len(), 8);
     let frame = render(&scene, &RenderOptions::default()).unwrap().frame;
     let reference_text = std::fs::read_to_string(dir.join("Reference.ppm"))
@@ -44,10 +43,9 @@ fn example3_matches_its_reference_exactly() {
 /// README decision 7: any core count gives the same image but for each core's first
 /// pixel, which is black instead of red when it misses (INITIAL zeroes the colour).
 #[test]
+#[cfg_attr(not(conformance_data), ignore = "needs ../shared")]
 fn core_counts_differ_only_at_partition_starts_that_miss() {
-    let Some((scene, _)) = load("scenes_example3") else {
-        return;
-    };
+    let (scene, _) = load("scenes_example3");
     let single = rgb(
         &scene,
         &RenderOptions {
@@ -87,10 +85,9 @@ fn core_counts_differ_only_at_partition_starts_that_miss() {
 
 /// With the fixed ROM misses are black everywhere, so every core count gives one image.
 #[test]
+#[cfg_attr(not(conformance_data), ignore = "needs ../shared")]
 fn fixed_rom_is_identical_for_every_core_count() {
-    let Some((scene, _)) = load("scenes_example3") else {
-        return;
-    };
+    let (scene, _) = load("scenes_example3");
     let options = |cores| RenderOptions {
         cores: Some(cores),
         rom: RomVariant::Fixed,
@@ -106,10 +103,9 @@ fn fixed_rom_is_identical_for_every_core_count() {
 /// README decision 2: shaders_example1's reference came from a ROM with the correct texel
 /// pairing; the fixed variant matches at least 15624 of its 15625 textured pixels.
 #[test]
+#[cfg_attr(not(conformance_data), ignore = "needs ../shared")]
 fn fixed_rom_matches_the_shader_example_reference() {
-    let Some((scene, dir)) = load("shaders_example1") else {
-        return;
-    };
+    let (scene, dir) = load("shaders_example1");
     let ours = rgb(
         &scene,
         &RenderOptions {
@@ -133,11 +129,10 @@ fn fixed_rom_matches_the_shader_example_reference() {
 
 /// The older references: render, compare, report (no tuning for them).
 #[test]
+#[cfg_attr(not(conformance_data), ignore = "needs ../shared")]
 fn older_references_render_and_report_their_difference() {
     for name in ["scenes_example1", "scenes_example2", "shaders_example1"] {
-        let Some((scene, dir)) = load(name) else {
-            return;
-        };
+        let (scene, dir) = load(name);
         let reference = read_image(&dir.join("Reference.ppm")).unwrap();
         for rom in [RomVariant::Faithful, RomVariant::Fixed] {
             let ours = rgb(

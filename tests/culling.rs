@@ -4,8 +4,10 @@
 //! and none (`--accel off`).
 
 mod common;
+mod model;
 
 use theia::core::RomVariant;
+use theia::image::{read_image, Rgb8};
 use theia::isa::registers::{register_address, EntryPoint};
 use theia::isa::{Instruction, Opcode};
 use theia::machine::accel::check_tile_claims;
@@ -89,17 +91,16 @@ fn assert_identical(scene: &Scene, options: &RenderOptions, label: &str) -> Rend
     on
 }
 
-fn conformance_scene(name: &str) -> Option<Scene> {
-    let dir = common::conformance(name)?;
-    Some(theia::scene::mem::load_scene_dir(&dir).expect("conformance scene loads"))
+fn conformance_scene(name: &str) -> Scene {
+    let dir = common::conformance(name);
+    theia::scene::mem::load_scene_dir(&dir).expect("conformance scene loads")
 }
 
 #[test]
+#[cfg_attr(not(conformance_data), ignore = "needs ../shared")]
 fn every_conformance_scene_is_identical_with_both_roms() {
     for name in CONFORMANCE_SCENES {
-        let Some(scene) = conformance_scene(name) else {
-            return;
-        };
+        let scene = conformance_scene(name);
         for rom in [RomVariant::Faithful, RomVariant::Fixed] {
             let options = RenderOptions {
                 rom,
@@ -111,10 +112,9 @@ fn every_conformance_scene_is_identical_with_both_roms() {
 }
 
 #[test]
+#[cfg_attr(not(conformance_data), ignore = "needs ../shared")]
 fn other_core_counts_are_identical() {
-    let Some(scene) = conformance_scene("scenes_example3") else {
-        return;
-    };
+    let scene = conformance_scene("scenes_example3");
     for cores in [1, 3] {
         let options = RenderOptions {
             cores: Some(cores),
@@ -142,6 +142,64 @@ fn the_default_obj_scene_is_identical_with_both_roms() {
     }
 }
 
+/// scenes_example3 culled, and with the acceleration structure, is its Reference.ppm pixel
+/// for pixel: the modes agree with the hardware, not merely with each other.
+#[test]
+#[cfg_attr(not(conformance_data), ignore = "needs ../shared")]
+fn example3_culled_and_accelerated_is_its_reference() {
+    let dir = common::conformance("scenes_example3");
+    let scene = conformance_scene("scenes_example3");
+    let reference = read_image(&dir.join("Reference.ppm")).expect("the reference reads");
+    for accel in [AccelUse::Never, AccelUse::Always] {
+        let options = RenderOptions {
+            culling: true,
+            accel,
+            ..Default::default()
+        };
+        let rendered = render(&scene, &options).expect("renders");
+        assert!(rendered.culled > 0, "{accel:?}: nothing was culled");
+        assert!(
+            Rgb8::from_frame(&rendered.frame) == reference,
+            "{accel:?}: the image is not the reference"
+        );
+    }
+}
+
+/// Brute force, per-triangle culling and the acceleration structure each give every pixel
+/// the closest hit (t, u, v) the independent model (tests/model) computes from the spec's
+/// formulas.
+#[test]
+fn every_mode_shows_the_closest_hits_the_model_predicts() {
+    let scene = small_sphere(48);
+    let predicted = model::hits(&scene);
+    let options = RenderOptions {
+        imem: Some(model::hit_shader()),
+        ..Default::default()
+    };
+    for (label, culling, accel) in [
+        ("brute force", false, AccelUse::Never),
+        ("culling", true, AccelUse::Never),
+        ("structure", true, AccelUse::Always),
+    ] {
+        let rendered = render(
+            &scene,
+            &RenderOptions {
+                culling,
+                accel,
+                ..options.clone()
+            },
+        )
+        .expect("renders");
+        assert_eq!(rendered.culled > 0, culling, "{label}");
+        assert_eq!(rendered.accel, Ok(accel == AccelUse::Always), "{label}");
+        let hits = model::assert_words_show_hits(label, &predicted, &rendered.frame.words);
+        assert!(
+            hits > 500 && hits < predicted.len() - 500,
+            "{label}: {hits} hits"
+        );
+    }
+}
+
 fn address(name: &str) -> u16 {
     register_address(name).unwrap_or_else(|| panic!("{name} is a register"))
 }
@@ -161,10 +219,9 @@ fn imem_with(entry: EntryPoint, code: &[Instruction]) -> Vec<Instruction> {
 /// intermediate values of the last triangle, R1..R3, t, u, v): culling must reproduce
 /// them, not merely the image.
 #[test]
+#[cfg_attr(not(conformance_data), ignore = "needs ../shared")]
 fn a_shader_reading_biu_registers_sees_the_same_values() {
-    let Some(scene) = conformance_scene("scenes_example3") else {
-        return;
-    };
+    let scene = conformance_scene("scenes_example3");
     let options = RenderOptions {
         imem: Some(biu_reading_shader()),
         ..Default::default()
@@ -180,10 +237,9 @@ fn a_shader_reading_biu_registers_sees_the_same_values() {
 /// MAIN replaced by user code (the same algorithm at 0x800C): culling is refused, and the
 /// frame is the ROM's.
 #[test]
+#[cfg_attr(not(conformance_data), ignore = "needs ../shared")]
 fn a_user_main_refuses_culling() {
-    let Some(scene) = conformance_scene("scenes_example3") else {
-        return;
-    };
+    let scene = conformance_scene("scenes_example3");
     let code = [
         Instruction::type2(Opcode::Call, 157, 0),
         Instruction::type1(Opcode::Jeqx, 0x8011, address("R99"), address("CREG_ZERO")),
@@ -214,10 +270,9 @@ fn a_user_main_refuses_culling() {
 /// A watchdog that fires inside the triangle loop stops at the same instruction: culling
 /// only skips a MAIN whose whole path fits the budget.
 #[test]
+#[cfg_attr(not(conformance_data), ignore = "needs ../shared")]
 fn the_watchdog_fires_at_the_same_instruction() {
-    let Some(scene) = conformance_scene("scenes_example3") else {
-        return;
-    };
+    let scene = conformance_scene("scenes_example3");
     for max_steps in [1_000, 2_345] {
         let options = RenderOptions {
             cores: Some(1),

@@ -440,10 +440,9 @@ proptest! {
 }
 
 #[test]
+#[cfg_attr(not(conformance_data), ignore = "needs ../shared")]
 fn faithful_rom_equals_the_spec_rom_words() {
-    let Some(path) = common::shared("spec/rom_words.txt") else {
-        return;
-    };
+    let path = common::shared_path("spec/rom_words.txt");
     let text = std::fs::read_to_string(path).unwrap();
     let expected: Vec<(usize, u64)> = text
         .lines()
@@ -537,10 +536,9 @@ fn rom_mode_immediates_and_entry_addresses() {
 
 /// The scene examples ship the original's output for Example1.shdr (CRLF).
 #[test]
+#[cfg_attr(not(conformance_data), ignore = "needs ../shared")]
 fn example1_equals_the_scenes_instructions_mem() {
-    let Some(dir) = common::conformance("scenes_example3") else {
-        return;
-    };
+    let dir = common::conformance("scenes_example3");
     let shipped = theia::scene::mem::read_instructions(&dir.join("Instructions.mem")).unwrap();
     assert_eq!(asm(EXAMPLES[0].1).imem, shipped);
     let text = std::fs::read_to_string(dir.join("Instructions.mem")).unwrap();

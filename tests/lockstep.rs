@@ -4,10 +4,12 @@
 //! without culling; a core that faults inside a group gives the very error it gives alone.
 
 mod common;
+mod model;
 
 use std::path::Path;
 
 use theia::core::RomVariant;
+use theia::image::{read_image, Rgb8};
 use theia::isa::asm::assemble;
 use theia::machine::{render, Lockstep, Render, RenderOptions};
 use theia::scene::obj::{default_scene, ObjOptions};
@@ -48,6 +50,7 @@ fn assert_identical(scene: &Scene, options: &RenderOptions, label: &str) {
 }
 
 #[test]
+#[cfg_attr(not(conformance_data), ignore = "needs ../shared")]
 fn every_conformance_scene_is_identical_with_both_roms() {
     for name in [
         "scenes_example1",
@@ -55,9 +58,7 @@ fn every_conformance_scene_is_identical_with_both_roms() {
         "scenes_example3",
         "shaders_example1",
     ] {
-        let Some(dir) = common::conformance(name) else {
-            return;
-        };
+        let dir = common::conformance(name);
         let scene = theia::scene::mem::load_scene_dir(&dir).expect("conformance scene loads");
         for rom in [RomVariant::Faithful, RomVariant::Fixed] {
             let options = RenderOptions {
@@ -73,10 +74,9 @@ fn every_conformance_scene_is_identical_with_both_roms() {
 /// artifact), and groups hold 8 cores: 3, 8, 11 and 16 cores give partial, full and
 /// several groups.
 #[test]
+#[cfg_attr(not(conformance_data), ignore = "needs ../shared")]
 fn other_core_counts_are_identical() {
-    let Some(dir) = common::conformance("scenes_example3") else {
-        return;
-    };
+    let dir = common::conformance("scenes_example3");
     let scene = theia::scene::mem::load_scene_dir(&dir).expect("conformance scene loads");
     for cores in [3, 8, 11, 16] {
         let options = RenderOptions {
@@ -84,6 +84,52 @@ fn other_core_counts_are_identical() {
             ..Default::default()
         };
         assert_identical(&scene, &options, &format!("scenes_example3, {cores} cores"));
+    }
+}
+
+/// scenes_example3 rendered in lock-step groups is its Reference.ppm pixel for pixel: the
+/// groups agree with the hardware, not merely with the cores run one by one.
+#[test]
+#[cfg_attr(not(conformance_data), ignore = "needs ../shared")]
+fn example3_in_lockstep_is_its_reference() {
+    let dir = common::conformance("scenes_example3");
+    let scene = theia::scene::mem::load_scene_dir(&dir).expect("conformance scene loads");
+    let reference = read_image(&dir.join("Reference.ppm")).expect("the reference reads");
+    for culling in [false, true] {
+        let options = RenderOptions {
+            culling,
+            ..Default::default()
+        };
+        let grouped = render_with(&scene, &options, Lockstep::Always);
+        assert!(grouped.lockstep_groups > 0, "culling {culling}");
+        assert!(
+            Rgb8::from_frame(&grouped.frame) == reference,
+            "culling {culling}: the image is not the reference"
+        );
+    }
+}
+
+/// Lock-step groups give every pixel the closest hit (t, u, v) the independent model
+/// (tests/model) computes from the spec's formulas.
+#[test]
+fn lockstep_groups_show_the_closest_hits_the_model_predicts() {
+    let scene = small_default_scene();
+    let predicted = model::hits(&scene);
+    let options = RenderOptions {
+        cores: Some(8),
+        imem: Some(model::hit_shader()),
+        ..Default::default()
+    };
+    for culling in [false, true] {
+        let options = RenderOptions {
+            culling,
+            ..options.clone()
+        };
+        let grouped = render_with(&scene, &options, Lockstep::Always);
+        assert!(grouped.lockstep_groups > 0);
+        let label = format!("lock-step, culling {culling}");
+        let hits = model::assert_words_show_hits(&label, &predicted, &grouped.frame.words);
+        assert!(hits > 1000, "{label}: {hits} hits");
     }
 }
 

@@ -1,12 +1,16 @@
 //! Every opcode executed by the core at its edges, with the expected words written from
 //! the spec's formulas (alu_semantics.md §2-§4, isa_and_formats.md §1): negative operands,
 //! zero divisors, overflow wrap, magnitudes above 8192.0, equal magnitudes of opposite
-//! sign in the jumps, and the core's own rules (forwarding, bank 0, CALL/RET, hangs).
+//! sign in the jumps, and the core's own rules (forwarding, bank 0, CALL/RET, hangs). Then
+//! the cycles the trace charges per opcode against the spec's latency table (§3, §7).
+
+mod common;
 
 use theia::core::exec::OutputMemory;
 use theia::core::{rom, Core, CoreState, Fault, NoObserver, Program, RomVariant};
 use theia::isa::registers::{register_address, EntryPoint};
-use theia::isa::{Instruction, Opcode};
+use theia::isa::{Instruction, Opcode, OPCODES};
+use theia::trace::{RoutineStats, Stats, TraceOptions, Tracer};
 
 type Vec3 = [u32; 3];
 
@@ -465,4 +469,342 @@ fn undefined_opcodes_hang_and_the_watchdog_stops_loops() {
         })
     );
     assert_eq!(forever.instructions, 500);
+}
+
+// ---------------------------------------------------------------------------------------
+// Cycles: what the trace charges for each opcode, against the spec's latency table.
+
+/// An opcode's ALU latency as the spec states it (alu_semantics.md §3, column L).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Latency {
+    Cycles(u64),
+    /// DIV: `normal` unless every lane is a special case (|b| = 0 or |b| >= |a| << 17).
+    Divide {
+        normal: u64,
+        special: u64,
+    },
+    /// ∞: the hardware never finishes the opcode.
+    Never,
+}
+
+/// The spec's latency facts, read from ../shared at test time.
+struct SpecLatencies {
+    /// (opcode code, name cell, L) for every row of §3's master table that names codes.
+    rows: Vec<(u16, String, Latency)>,
+    /// The issue rule of §7's handshake bullet: cycles per instruction = L + this.
+    handshake: u64,
+}
+
+fn spec_text() -> String {
+    std::fs::read_to_string(common::shared_path("spec/alu_semantics.md")).expect("spec reads")
+}
+
+/// The lines of section `heading` (up to the next `## `).
+fn section<'a>(text: &'a str, heading: &str) -> Vec<&'a str> {
+    text.lines()
+        .skip_while(|l| !l.starts_with(heading))
+        .skip(1)
+        .take_while(|l| !l.starts_with("## "))
+        .collect()
+}
+
+/// The first number after `marker` in `text`.
+fn number_after(text: &str, marker: &str) -> u64 {
+    let at = text
+        .find(marker)
+        .unwrap_or_else(|| panic!("the spec says `{marker}`"));
+    let digits: String = text[at + marker.len()..]
+        .trim_start()
+        .chars()
+        .take_while(char::is_ascii_digit)
+        .collect();
+    digits
+        .parse()
+        .unwrap_or_else(|_| panic!("a number after `{marker}`"))
+}
+
+fn spec_latencies() -> SpecLatencies {
+    let text = spec_text();
+    let timing = section(&text, "## 7.")
+        .join(" ")
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ");
+    // "TMREAD: memory dependent (≥ 3)": the trace counts the minimum.
+    let tmread = number_after(&timing, "TMREAD: memory dependent (≥");
+    let mut rows = Vec::new();
+    for line in section(&text, "## 3.") {
+        let cells: Vec<&str> = line.split('|').map(str::trim).collect();
+        // | op | name | x | y | z | wb | L | RTL |
+        if cells.len() != 10 || !cells[1].starts_with(|c: char| c.is_ascii_digit()) {
+            continue;
+        }
+        let codes: Vec<u16> = match cells[1].split_once("..") {
+            Some((first, last)) => (first.parse().unwrap()..=last.parse().unwrap()).collect(),
+            None => vec![cells[1].split(" / ").next().unwrap().parse().unwrap()],
+        };
+        let l = cells[7];
+        let latency = if l == "∞" {
+            Latency::Never
+        } else if l == "var." {
+            assert_eq!(
+                cells[2], "TMREAD",
+                "only TMREAD's latency depends on memory"
+            );
+            Latency::Cycles(tmread)
+        } else if let Some(normal) = l.strip_suffix(" if special)") {
+            let (normal, special) = normal.split_once(" (").unwrap();
+            Latency::Divide {
+                normal: normal.parse().unwrap(),
+                special: special.parse().unwrap(),
+            }
+        } else {
+            Latency::Cycles(l.trim_start_matches('≈').parse().unwrap())
+        };
+        for code in codes {
+            rows.push((code, cells[2].to_string(), latency));
+        }
+    }
+    // "steady-state issue rate ≈ L+1 cycles per instruction (ADD 2, MUL 3, DOT 5, DIV 72,
+    // MAG ≈ 41)": the rule, and its examples agree with the table.
+    let rule = timing
+        .find("issue rate ≈ L+")
+        .expect("§7 states the issue rate");
+    let handshake = number_after(&timing[rule..], "issue rate ≈ L+");
+    let spec = SpecLatencies { rows, handshake };
+    let examples = &timing[rule..];
+    let examples = &examples[examples.find('(').unwrap() + 1..examples.find(')').unwrap()];
+    let mut checked = 0;
+    for example in examples.split(", ") {
+        let (name, cycles) = example.split_once(' ').unwrap();
+        let cycles: u64 = cycles.trim_start_matches("≈ ").parse().unwrap();
+        let latency = spec.latency(Opcode::from_mnemonic(name).expect("an opcode"));
+        let l = match latency {
+            Latency::Cycles(l) | Latency::Divide { normal: l, .. } => l,
+            Latency::Never => panic!("{name} never finishes"),
+        };
+        assert_eq!(l + spec.handshake, cycles, "§7's example {example}");
+        checked += 1;
+    }
+    assert!(checked >= 4, "{examples}");
+    spec
+}
+
+impl SpecLatencies {
+    fn latency(&self, op: Opcode) -> Latency {
+        let rows: Vec<_> = self.rows.iter().filter(|r| r.0 == op.code()).collect();
+        assert_eq!(rows.len(), 1, "{op:?}: one row in §3");
+        let (_, name, latency) = rows[0];
+        // Single rows start with the mnemonic; ranges list the jump family.
+        assert!(
+            name.starts_with(op.mnemonic()) || name.starts_with('J'),
+            "{op:?} is row {name}"
+        );
+        *latency
+    }
+}
+
+/// Runs `code` as the pixel shader on a traced core; the routine's result, its statistics
+/// and the trace text.
+fn traced(code: &[Instruction]) -> (Result<bool, Fault>, Stats, String) {
+    let mut imem = Program::default_imem();
+    imem[EntryPoint::PixelShader as usize] = Instruction(0x800C);
+    imem.extend_from_slice(code);
+    let program = Program::new(rom(RomVariant::Faithful), &imem);
+    let texture: Vec<u32> = (0..16).collect();
+    let mut core = Core::new(&program, &texture, 64);
+    core.set_budget(1_000);
+    let mut text = Vec::new();
+    let mut tracer = Tracer::new(&program, 0, &TraceOptions::default(), &mut text);
+    let returned = core.run(EntryPoint::PixelShader, &mut tracer);
+    let (stats, error) = tracer.finish();
+    assert!(error.is_none());
+    (returned, stats, String::from_utf8(text).unwrap())
+}
+
+/// The pixel shader's own row (not a CALLed subroutine's).
+fn shader_row(stats: &Stats) -> &RoutineStats {
+    stats
+        .routine(EntryPoint::PixelShader, None)
+        .expect("the shader ran")
+}
+
+/// Cycles the trace charges for `instruction` after `setup`: the whole routine with it,
+/// less the same routine without it (one instruction fewer, nothing else changed).
+fn charged(setup: &[Instruction], instruction: Instruction) -> u64 {
+    let run = |with: bool| {
+        let mut code = setup.to_vec();
+        code.extend(with.then_some(instruction));
+        code.push(ret(true));
+        let (returned, stats, _) = traced(&code);
+        assert_eq!(returned, Ok(true), "{instruction:?}");
+        (stats.instructions(), stats.cycles())
+    };
+    let (with, without) = (run(true), run(false));
+    assert_eq!(with.0, without.0 + 1, "{instruction:?}");
+    with.1 - without.1
+}
+
+/// R1 = (3, 2, 1), R2 = (1, 1, 1): small integers every opcode accepts (texel and output
+/// addresses), and a DIV of the normal, slow kind.
+fn cycle_setup() -> Vec<Instruction> {
+    let mut code = set("R1", [3, 2, 1]);
+    code.extend(set("R2", [1, 1, 1]));
+    code
+}
+
+/// The instruction that exercises `op` after [`cycle_setup`], at `address`, falling through
+/// (a jump's target is the next address). RETURN, CALL and RET are measured on their own.
+fn exercise(op: Opcode, address: u16) -> Instruction {
+    let next = address + 1;
+    if op == Opcode::Jmp {
+        Instruction::type2(op, next, 0)
+    } else if op.is_conditional_jump() {
+        Instruction::type1(op, next, reg("R1"), reg("R2"))
+    } else if op.is_type2() {
+        imm(op, "R3", 21)
+    } else {
+        op3(op, "R3", "R1", "R2")
+    }
+}
+
+/// The cycles the spec's issue rule gives `op` (latency + handshake); the opcodes the
+/// hardware never finishes (∞) run the manual's one-cycle semantics in the emulator.
+fn expected_cycles(spec: &SpecLatencies, op: Opcode) -> u64 {
+    match spec.latency(op) {
+        Latency::Cycles(l) => l + spec.handshake,
+        Latency::Divide { normal, .. } => normal + spec.handshake,
+        Latency::Never => 1 + spec.handshake,
+    }
+}
+
+#[test]
+#[cfg_attr(not(conformance_data), ignore = "needs ../shared")]
+fn every_opcode_is_charged_its_spec_latency_plus_the_handshake() {
+    let spec = spec_latencies();
+    assert_eq!(spec.handshake, 1);
+    let setup = cycle_setup();
+    let address = 0x800C + setup.len() as u16;
+    let mut checked = Vec::new();
+    for row in OPCODES {
+        let op = row.opcode;
+        if matches!(op, Opcode::Return | Opcode::Call | Opcode::Ret) {
+            continue;
+        }
+        let cycles = charged(&setup, exercise(op, address));
+        assert_eq!(cycles, expected_cycles(&spec, op), "{op:?}");
+        checked.push(op);
+    }
+    // A jump costs the same taken (R1.c = 3, 2, 1 > 1 for JG?) or not (operands swapped).
+    for row in OPCODES
+        .iter()
+        .filter(|row| row.opcode.is_conditional_jump())
+    {
+        let op = row.opcode;
+        let swapped = Instruction::type1(op, address + 1, reg("R2"), reg("R1"));
+        assert_eq!(
+            charged(&setup, swapped),
+            expected_cycles(&spec, op),
+            "{op:?}"
+        );
+    }
+
+    // RETURN alone; CALL and RET through a subroutine, which the trace counts on a row of
+    // its own: 0x800C CALL 0x800E; 0x800D RETURN TRUE; 0x800E RET R99 0.
+    let (returned, stats, _) = traced(&[ret(true)]);
+    assert_eq!(returned, Ok(true));
+    let return_cycles = shader_row(&stats).cycles;
+    assert_eq!(shader_row(&stats).instructions, 1);
+    assert_eq!(return_cycles, expected_cycles(&spec, Opcode::Return));
+    let (returned, stats, _) = traced(&[
+        Instruction::type2(Opcode::Call, 0x800E, 0),
+        ret(true),
+        imm(Opcode::Ret, "R99", 0),
+    ]);
+    assert_eq!(returned, Ok(true));
+    let shader = shader_row(&stats);
+    assert_eq!(shader.instructions, 2);
+    assert_eq!(
+        shader.cycles - return_cycles,
+        expected_cycles(&spec, Opcode::Call)
+    );
+    let subroutine = stats
+        .routine(EntryPoint::PixelShader, Some(0x800E))
+        .expect("the CALLed code has its row");
+    assert_eq!(subroutine.instructions, 1);
+    assert_eq!(subroutine.cycles, expected_cycles(&spec, Opcode::Ret));
+    checked.extend([Opcode::Return, Opcode::Call, Opcode::Ret]);
+    assert_eq!(checked.len(), OPCODES.len());
+
+    // The opcodes the spec says never finish are exactly the manual's unfinished four.
+    let never: Vec<&str> = OPCODES
+        .iter()
+        .filter(|row| spec.latency(row.opcode) == Latency::Never)
+        .map(|row| row.mnemonic)
+        .collect();
+    assert_eq!(never, ["INTP", "XCHANGEY", "XCHANGEZ", "RESCALE"]);
+}
+
+/// DIV is 5 cycles (+1) only when every lane's divider skips straight to its result
+/// (|b| = 0, |b| > |a| << 17 or |b| = |a| << 17), else the normal 71 (+1): the three lanes
+/// divide in parallel and the slowest one counts.
+#[test]
+#[cfg_attr(not(conformance_data), ignore = "needs ../shared")]
+fn div_is_charged_its_special_case_latency_only_when_every_lane_is_special() {
+    let spec = spec_latencies();
+    let Latency::Divide { normal, special } = spec.latency(Opcode::Div) else {
+        panic!("DIV's latency depends on its operands");
+    };
+    assert_eq!((normal, special), (71, 5));
+    let one = q(1.0);
+    // (a, b, every lane special), derived by hand from |a| << 17 against |b|.
+    let cases: [(Vec3, Vec3, bool); 11] = [
+        ([q(3.0), q(-5.0), 0], [0; 3], true),        // divisors 0
+        ([0; 3], [1; 3], true),                      // 0 << 17 = 0 < 1
+        ([1; 3], [one; 3], true),                    // 1 << 17 = |b|
+        ([1; 3], [one + 1; 3], true),                // |b| above
+        ([0xFFFF_FFFF; 3], [q(-1.0); 3], true),      // magnitudes: 1 << 17 = |-1.0|
+        ([q(5.0), 0, 1], [0, 1, q(1.5)], true),      // a different reason per lane
+        ([1; 3], [one - 1; 3], false),               // |b| just below
+        ([one; 3], [one; 3], false),                 // 1.0 / 1.0
+        ([0x8000_0000; 3], [0x7FFF_FFFF; 3], false), // |a| = 2^31
+        ([1, 1, q(3.0)], [0, one, q(2.0)], false),   // only z divides
+        ([q(3.0), 1, 1], [q(2.0), 0, one], false),   // only x divides
+    ];
+    for (a, b, every_lane_special) in cases {
+        let mut setup = set("R1", a);
+        setup.extend(set("R2", b));
+        let cycles = charged(&setup, op3(Opcode::Div, "R3", "R1", "R2"));
+        let latency = if every_lane_special { special } else { normal };
+        assert_eq!(cycles, latency + spec.handshake, "DIV {a:x?} / {b:x?}");
+    }
+}
+
+/// The spec gives an undefined opcode no latency (∞: the core stalls): the emulator stops
+/// with a hang, and the trace charges nothing for the word it cannot execute.
+#[test]
+fn undefined_opcodes_are_not_charged() {
+    for code in [0x06u64, 0x2E, 0x32, 0x45] {
+        let (returned, stats, text) = traced(&[
+            imm(Opcode::Setx, "R1", 1),
+            Instruction(code << 48),
+            ret(true),
+        ]);
+        assert!(
+            matches!(
+                returned,
+                Err(Fault::Hang {
+                    address: 0x800D,
+                    ..
+                })
+            ),
+            "{code:#x}: {returned:?}"
+        );
+        assert_eq!(shader_row(&stats).instructions, 1, "{code:#x}");
+        assert_eq!(shader_row(&stats).cycles, 2, "{code:#x}: SETX only");
+        assert!(
+            !text.lines().any(|line| line.starts_with("800D")),
+            "{code:#x}: {text}"
+        );
+    }
 }

@@ -36,9 +36,8 @@ fn shader(name: &str) -> Assembly {
     assembly
 }
 
-fn conformance(name: &str) -> Option<Scene> {
-    let dir = common::conformance(name)?;
-    Some(load_scene_dir(&dir).unwrap())
+fn conformance(name: &str) -> (&str, Scene) {
+    (name, load_scene_dir(&common::conformance(name)).unwrap())
 }
 
 /// The built-in scene, small enough for a test.
@@ -186,9 +185,12 @@ fn the_tutorial_shaders_assemble_to_the_spec_words() {
 fn passthrough_renders_exactly_like_no_shader() {
     let scene = default_scene_small();
     assert_eq!(frame(&scene, None), with_shader(&scene, "passthrough.shdr"));
-    let Some(scene) = conformance("scenes_example1") else {
-        return;
-    };
+}
+
+#[test]
+#[cfg_attr(not(conformance_data), ignore = "needs ../shared")]
+fn passthrough_is_the_program_scenes_example1_ships() {
+    let (_, scene) = conformance("scenes_example1");
     // The scene ships the same program as its Instructions.mem.
     let shipped: Vec<u64> = scene
         .program
@@ -211,10 +213,9 @@ fn passthrough_renders_exactly_like_no_shader() {
 /// Blue doubled: the word relation is exact (doubling a non-negative Q15.17 word loses
 /// nothing); the byte is min(255, (2·word) >> 9), which is not always 2·(plain byte).
 #[test]
+#[cfg_attr(not(conformance_data), ignore = "needs ../shared")]
 fn double_blue_doubles_the_blue_word_exactly() {
-    let Some(scene) = conformance("scenes_example1") else {
-        return;
-    };
+    let (_, scene) = conformance("scenes_example1");
     let plain = frame(&scene, None);
     let shaded = with_shader(&scene, "double_blue.shdr");
     assert!(plain.words.iter().all(|&w| (w as i32) >= 0 && w < 1 << 30));
@@ -254,10 +255,9 @@ fn magnitude(c: Vec3) -> u32 {
 }
 
 #[test]
+#[cfg_attr(not(conformance_data), ignore = "needs ../shared")]
 fn threshold_is_white_between_0_2_and_0_9_of_brightness() {
-    let Some(scene) = conformance("scenes_example1") else {
-        return;
-    };
+    let (_, scene) = conformance("scenes_example1");
     let plain = frame(&scene, None);
     let shaded = with_shader(&scene, "threshold.shdr");
     let (dark, bright) = (0x6666, 0x1CCCC);
@@ -284,6 +284,16 @@ fn threshold_is_white_between_0_2_and_0_9_of_brightness() {
 /// Depth: (far − t) / (far − near) from the model's closest hit; black beyond far.
 #[test]
 fn depth_is_a_linear_ramp_of_the_closest_hit_distance() {
+    check_depth_ramp(&[("default", default_scene_small())]);
+}
+
+#[test]
+#[cfg_attr(not(conformance_data), ignore = "needs ../shared")]
+fn depth_is_a_linear_ramp_in_scenes_example3() {
+    check_depth_ramp(&[conformance("scenes_example3")]);
+}
+
+fn check_depth_ramp(scenes: &[(&str, Scene)]) {
     let assembly = shader("depth.shdr");
     let (far, inverse_range) = (q(40.0), q(1.0 / 32.0));
     // The constants the test assumes are the ones in the shader.
@@ -296,12 +306,10 @@ fn depth_is_a_linear_ramp_of_the_closest_hit_distance() {
         }
         _ => [0; 3],
     };
-    let mut scenes = vec![("default", default_scene_small())];
-    scenes.extend(conformance("scenes_example3").map(|s| ("scenes_example3", s)));
     for (name, scene) in scenes {
-        let plain = frame(&scene, None);
-        let shaded = frame(&scene, Some(assembly.imem.clone()));
-        let hits = hits(&scene);
+        let plain = frame(scene, None);
+        let shaded = frame(scene, Some(assembly.imem.clone()));
+        let hits = hits(scene);
         assert!(hits.iter().flatten().count() > 1000, "{name}");
         assert_pixels(name, &plain, &shaded, |k, _| expected(hits[k]));
         // And in real numbers: grey = (40 - t) / 32 within rounding, for hits before far.
@@ -345,45 +353,60 @@ fn depth_paints_misses_black_because_last_t_keeps_250() {
 /// UV: (s, t, 0) = TCC's interpolation of the hit triangle's texture coordinates.
 #[test]
 fn uv_shows_the_interpolated_texture_coordinates() {
-    let mut scenes = vec![("default", default_scene_small())];
-    scenes.extend(conformance("scenes_example1").map(|s| ("scenes_example1", s)));
+    check_uv(&[("default", default_scene_small())]);
+}
+
+#[test]
+#[cfg_attr(not(conformance_data), ignore = "needs ../shared")]
+fn uv_shows_the_texture_coordinates_of_scenes_example1() {
+    let example1 = conformance("scenes_example1");
+    check_uv(std::slice::from_ref(&example1));
+    // The quad of scenes_example1 spans the whole texture: s runs from about 0 to 1.0.
+    let shaded = with_shader(&example1.1, "uv.shdr");
+    let reds: Vec<u8> = (0..40000)
+        .map(|k| Frame::channel_byte(shaded.words[3 * k]))
+        .collect();
+    assert!(reds.iter().max() >= Some(&250), "{:?}", reds.iter().max());
+    assert!(reds.iter().any(|&r| r <= 5));
+}
+
+fn check_uv(scenes: &[(&str, Scene)]) {
     for (name, scene) in scenes {
-        let plain = frame(&scene, None);
-        let shaded = with_shader(&scene, "uv.shdr");
-        let hits = hits(&scene);
+        let plain = frame(scene, None);
+        let shaded = with_shader(scene, "uv.shdr");
+        let hits = hits(scene);
         assert_pixels(name, &plain, &shaded, |k, _| match &hits[k] {
             Some(hit) => {
-                let [s, t, _] = texture_coordinates(&scene, hit);
+                let [s, t, _] = texture_coordinates(scene, hit);
                 [s, t, 0]
             }
             None => [0; 3],
         });
-    }
-    // The quad of scenes_example1 spans the whole texture: s runs from about 0 to 1.0.
-    if let Some(scene) = conformance("scenes_example1") {
-        let shaded = with_shader(&scene, "uv.shdr");
-        let reds: Vec<u8> = (0..40000)
-            .map(|k| Frame::channel_byte(shaded.words[3 * k]))
-            .collect();
-        assert!(reds.iter().max() >= Some(&250), "{:?}", reds.iter().max());
-        assert!(reds.iter().any(|&r| r <= 5));
     }
 }
 
 /// Checker: odd squares of (8s, 8t) keep the texture colour, even ones get 30 % of it.
 #[test]
 fn checker_alternates_on_the_parity_of_the_scaled_coordinates() {
+    check_checker(&[("default", default_scene_small())]);
+}
+
+#[test]
+#[cfg_attr(not(conformance_data), ignore = "needs ../shared")]
+fn checker_alternates_in_scenes_example1() {
+    check_checker(&[conformance("scenes_example1")]);
+}
+
+fn check_checker(scenes: &[(&str, Scene)]) {
     let (eight, dim) = (q(8.0), q(0.3));
-    let mut scenes = vec![("default", default_scene_small())];
-    scenes.extend(conformance("scenes_example1").map(|s| ("scenes_example1", s)));
     for (name, scene) in scenes {
-        let plain = frame(&scene, None);
-        let shaded = with_shader(&scene, "checker.shdr");
-        let hits = hits(&scene);
+        let plain = frame(scene, None);
+        let shaded = with_shader(scene, "checker.shdr");
+        let hits = hits(scene);
         let (mut odd, mut even) = (0, 0);
         assert_pixels(name, &plain, &shaded, |k, colour| match &hits[k] {
             Some(hit) => {
-                let [s, t, _] = texture_coordinates(&scene, hit);
+                let [s, t, _] = texture_coordinates(scene, hit);
                 let column = (alu::mul(s, eight) as i32) >> 17;
                 let row = (alu::mul(t, eight) as i32) >> 17;
                 if (column + row) & 1 == 1 {
@@ -395,7 +418,7 @@ fn checker_alternates_on_the_parity_of_the_scaled_coordinates() {
             None => [0; 3],
         });
         for hit in hits.iter().flatten() {
-            let [s, t, _] = texture_coordinates(&scene, hit);
+            let [s, t, _] = texture_coordinates(scene, hit);
             let parity = ((as_f64(s) * 8.0).floor() + (as_f64(t) * 8.0).floor()) as i64 & 1;
             if parity == 1 {
                 odd += 1;
@@ -410,16 +433,26 @@ fn checker_alternates_on_the_parity_of_the_scaled_coordinates() {
 /// Wireframe: yellow where min(u, v, 1 − u − v) <= 0.03 (JLX is <=), texture elsewhere.
 #[test]
 fn wireframe_marks_points_near_the_edges() {
+    check_wireframe(&[("default", default_scene_small())]);
+}
+
+#[test]
+#[cfg_attr(not(conformance_data), ignore = "needs ../shared")]
+fn wireframe_marks_the_edges_in_the_conformance_scenes() {
+    check_wireframe(&[
+        conformance("scenes_example1"),
+        conformance("scenes_example3"),
+    ]);
+}
+
+fn check_wireframe(scenes: &[(&str, Scene)]) {
     let width = q(0.03);
     let edge_colour = [ONE, q(0.85), q(0.1)];
     let at_most = |x: u32, y: u32| x as i32 <= y as i32;
-    let mut scenes = vec![("default", default_scene_small())];
-    scenes.extend(conformance("scenes_example1").map(|s| ("scenes_example1", s)));
-    scenes.extend(conformance("scenes_example3").map(|s| ("scenes_example3", s)));
     for (name, scene) in scenes {
-        let plain = frame(&scene, None);
-        let shaded = with_shader(&scene, "wireframe.shdr");
-        let hits = hits(&scene);
+        let plain = frame(scene, None);
+        let shaded = with_shader(scene, "wireframe.shdr");
+        let hits = hits(scene);
         let mut edges = 0;
         assert_pixels(name, &plain, &shaded, |k, colour| match &hits[k] {
             Some(hit) => {
@@ -443,18 +476,25 @@ fn wireframe_marks_points_near_the_edges() {
 /// towards the camera; checked bit for bit and against floating point.
 #[test]
 fn lambert_lights_the_texture_by_the_triangle_normal() {
+    check_lambert(&[("default", default_scene_small())]);
+}
+
+#[test]
+#[cfg_attr(not(conformance_data), ignore = "needs ../shared")]
+fn lambert_lights_scenes_example3() {
+    check_lambert(&[conformance("scenes_example3")]);
+}
+
+fn check_lambert(scenes: &[(&str, Scene)]) {
     let light = [q(0.36), q(0.48), q(0.8)];
     let (ambient, diffuse) = (q(0.25), q(0.75));
-    let mut scenes = vec![("default", default_scene_small())];
-    scenes.extend(conformance("scenes_example3").map(|s| ("scenes_example3", s)));
     for (name, scene) in scenes {
-        let plain = frame(&scene, None);
-        let shaded = with_shader(&scene, "lambert.shdr");
-        let hits = hits(&scene);
-        let ray =
-            |k: usize| primary_ray(&scene, k as u32 % scene.width(), k as u32 / scene.width());
+        let plain = frame(scene, None);
+        let shaded = with_shader(scene, "lambert.shdr");
+        let hits = hits(scene);
+        let ray = |k: usize| primary_ray(scene, k as u32 % scene.width(), k as u32 / scene.width());
         let factor = |k: usize, hit: &Hit| {
-            let record = hit.record(&scene);
+            let record = hit.record(scene);
             let e1 = lanes2(record[2], record[0], alu::sub);
             let e2 = lanes2(record[4], record[0], alu::sub);
             let normal = alu::cross(e1, e2);
@@ -477,7 +517,7 @@ fn lambert_lights_the_texture_by_the_triangle_normal() {
         // The same light in floating point, from the triangle's vertices.
         for (k, hit) in hits.iter().enumerate() {
             let Some(hit) = hit else { continue };
-            let record = hit.record(&scene);
+            let record = hit.record(scene);
             let v = |i: usize| record[i].map(as_f64);
             let (a, b) = (
                 [v(2)[0] - v(0)[0], v(2)[1] - v(0)[1], v(2)[2] - v(0)[2]],

@@ -1,10 +1,12 @@
 //! Issue 9: the fixed ROM keeps no hit that only the hardware's wrap-around or a negative t
 //! makes, so fine meshes show no stray pixels; the faithful ROM keeps them and says so.
 
+mod model;
+
 use std::path::Path;
 
 use theia::core::rom::RomVariant;
-use theia::machine::hits::{isolated_hits, PixelHit};
+use theia::machine::hits::{isolated_hits, Artifact, PixelHit};
 use theia::machine::{render, AccelUse, Frame, RenderOptions};
 use theia::scene::generate::{displaced_icosphere_obj, uv_sphere_obj};
 use theia::scene::obj::{load_obj_text, MemoryAssets, ObjOptions};
@@ -71,6 +73,12 @@ fn a_fine_mesh_has_stray_hits_in_the_faithful_rom_and_none_in_the_fixed_one() {
     assert!(!stray_faithful.is_empty(), "the mesh provokes no stray hit");
     assert_eq!(stray_fixed, []);
     assert_eq!(fixed.artifact_pixels(), 0);
+    // Against the model: every artifact pixel and a sample of the others (the model tests
+    // all 81,920 triangles per pixel).
+    let artifact = |k: usize| matches!(faithful.hits[k], PixelHit::Artifact(_));
+    let sample = (0..faithful.hits.len()).filter(|&k| k % 53 == 0 || artifact(k));
+    let checked = assert_classes_follow_the_model(&mesh, &faithful, &fixed, sample);
+    assert!(checked > 0, "no artifact reached the model");
     // The object itself is the same: only artifact pixels differ in what they hit.
     for (pixel, (a, b)) in faithful.hits.iter().zip(&fixed.hits).enumerate() {
         if matches!(a, PixelHit::Hit) {
@@ -91,4 +99,61 @@ fn the_generated_sphere_has_no_stray_hits_in_the_fixed_rom() {
     assert!(hits(&fixed) > 128 * 128 / 4, "the sphere fills the view");
     assert_eq!(isolated_hits(&fixed.hits, 128, 128), []);
     assert_eq!(fixed.artifact_pixels(), 0);
+}
+
+/// The faithful ROM's hits, artifacts included, are the ones the independent model of BIU
+/// (tests/model: no t > 0 test and the adder's wrap, as in the ROM) keeps at `pixels`, and
+/// each pixel's class follows from the model's t, u, v: u or v above 1.0 is a wrapped sum,
+/// t <= 0 is behind the camera. The fixed ROM rejects those (finding a real hit behind one,
+/// or none) and keeps the real hits. Returns the number of artifacts checked.
+fn assert_classes_follow_the_model(
+    mesh: &Scene,
+    faithful: &Frame,
+    fixed: &Frame,
+    pixels: impl Iterator<Item = usize>,
+) -> usize {
+    let width = mesh.width() as usize;
+    let one = model::as_f64(theia::core::alu::ONE);
+    let mut artifacts = 0;
+    for k in pixels {
+        let (x, y) = ((k % width) as u32, (k / width) as u32);
+        let at = format!("pixel ({x}, {y})");
+        let expected = model::closest_hit(mesh, model::primary_ray(mesh, x, y)).map(|hit| {
+            if model::as_f64(hit.u) > one || model::as_f64(hit.v) > one {
+                PixelHit::Artifact(Artifact::WrappedSum)
+            } else if model::as_f64(hit.t) <= 0.0 {
+                PixelHit::Artifact(Artifact::NotInFront)
+            } else {
+                PixelHit::Hit
+            }
+        });
+        match expected {
+            // BIU kept nothing: a miss, or accepted hits none of which beat 250.0.
+            None => {
+                assert!(
+                    matches!(
+                        faithful.hits[k],
+                        PixelHit::Miss | PixelHit::Artifact(Artifact::NoneKept)
+                    ),
+                    "{at}: {:?}",
+                    faithful.hits[k]
+                );
+                assert_eq!(fixed.hits[k], PixelHit::Miss, "{at}");
+            }
+            Some(PixelHit::Hit) => {
+                assert_eq!(faithful.hits[k], PixelHit::Hit, "{at}");
+                assert_eq!(fixed.hits[k], PixelHit::Hit, "{at}");
+            }
+            Some(artifact) => {
+                artifacts += 1;
+                assert_eq!(faithful.hits[k], artifact, "{at}");
+                assert!(
+                    matches!(fixed.hits[k], PixelHit::Hit | PixelHit::Miss),
+                    "{at}: {:?}",
+                    fixed.hits[k]
+                );
+            }
+        }
+    }
+    artifacts
 }

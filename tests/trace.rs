@@ -14,9 +14,8 @@ use theia::scene::mem::load_scene_dir;
 use theia::scene::{config_row, Scene};
 use theia::trace::{trace_pixel, PixelTrace, TraceError, TraceOptions};
 
-fn example3() -> Option<Scene> {
-    let dir = common::conformance("scenes_example3")?;
-    Some(load_scene_dir(&dir).expect("scenes_example3 loads"))
+fn example3() -> Scene {
+    load_scene_dir(&common::conformance("scenes_example3")).expect("scenes_example3 loads")
 }
 
 /// Traces (x, y) with the scene's own partitions; returns the trace and its text.
@@ -51,10 +50,9 @@ fn last_line<'a>(text: &'a str, instruction: &str) -> &'a str {
 }
 
 #[test]
+#[cfg_attr(not(conformance_data), ignore = "needs ../shared")]
 fn closest_hit_distance_matches_the_spec_formulas() {
-    let Some(scene) = example3() else {
-        return;
-    };
+    let scene = example3();
     let (x, y) = (80, 80);
     let (traced, text) = trace(&scene, x, y, &TraceOptions::default());
 
@@ -116,10 +114,9 @@ fn closest_hit_distance_matches_the_spec_formulas() {
 }
 
 #[test]
+#[cfg_attr(not(conformance_data), ignore = "needs ../shared")]
 fn traced_pixels_match_the_full_render() {
-    let Some(scene) = example3() else {
-        return;
-    };
+    let scene = example3();
     let frame = render(&scene, &RenderOptions::default()).unwrap().frame;
     // A hit, a miss in the middle of a partition (red: NPG left TEXTURE_COLOR = 3.0 from the
     // previous pixel), and a miss at a partition start (black: INITIAL zeroed it).
@@ -146,10 +143,9 @@ fn traced_pixels_match_the_full_render() {
 }
 
 #[test]
+#[cfg_attr(not(conformance_data), ignore = "needs ../shared")]
 fn a_miss_leaves_last_t_at_rgu_s_start_value() {
-    let Some(scene) = example3() else {
-        return;
-    };
+    let scene = example3();
     let (traced, text) = trace(&scene, 1, 80, &TraceOptions::default());
     assert_eq!(closest_hit(&scene, primary_ray(&scene, 1, 80)), None);
     // 0x1F40000 is 250.0 in Q15.17 (the ROM comment calls it 500.0).
@@ -158,10 +154,9 @@ fn a_miss_leaves_last_t_at_rgu_s_start_value() {
 }
 
 #[test]
+#[cfg_attr(not(conformance_data), ignore = "needs ../shared")]
 fn trace_lines_have_the_documented_format() {
-    let Some(scene) = example3() else {
-        return;
-    };
+    let scene = example3();
     let (_, text) = trace(&scene, 80, 80, &TraceOptions::default());
     let lines: Vec<&str> = text.lines().collect();
     assert_eq!(lines[0], "# theia trace, format 1");
@@ -208,10 +203,9 @@ fn trace_lines_have_the_documented_format() {
 }
 
 #[test]
+#[cfg_attr(not(conformance_data), ignore = "needs ../shared")]
 fn stats_count_every_traced_instruction_with_latency_plus_one_cycles() {
-    let Some(scene) = example3() else {
-        return;
-    };
+    let scene = example3();
     let (traced, text) = trace(&scene, 80, 80, &TraceOptions::default());
     let stats = &traced.stats;
     let instruction_lines = text
@@ -235,10 +229,9 @@ fn stats_count_every_traced_instruction_with_latency_plus_one_cycles() {
 }
 
 #[test]
+#[cfg_attr(not(conformance_data), ignore = "needs ../shared")]
 fn only_and_boot_select_what_is_printed() {
-    let Some(scene) = example3() else {
-        return;
-    };
+    let scene = example3();
     let options = TraceOptions {
         boot: true,
         only: Some(vec![EntryPoint::Initial, EntryPoint::PixelShader]),
@@ -261,10 +254,9 @@ fn only_and_boot_select_what_is_printed() {
 }
 
 #[test]
+#[cfg_attr(not(conformance_data), ignore = "needs ../shared")]
 fn pixels_outside_the_image_are_refused() {
-    let Some(scene) = example3() else {
-        return;
-    };
+    let scene = example3();
     let machine = Machine::new(&scene, &RenderOptions::default()).unwrap();
     let error =
         trace_pixel(&machine, 160, 3, &TraceOptions::default(), &mut Vec::new()).unwrap_err();
@@ -298,10 +290,9 @@ AGAIN:
 ";
 
 #[test]
+#[cfg_attr(not(conformance_data), ignore = "needs ../shared")]
 fn the_trace_command_prints_a_routine_and_the_cycle_table() {
-    let Some(dir) = common::conformance("scenes_example3") else {
-        return;
-    };
+    let dir = common::conformance("scenes_example3");
     let scene = dir.to_str().unwrap();
     let output = theia(
         &dir,
@@ -357,10 +348,9 @@ total                                      2561         31923
 }
 
 #[test]
+#[cfg_attr(not(conformance_data), ignore = "needs ../shared")]
 fn a_shader_that_never_returns_is_stopped_by_the_watchdog() {
-    let Some(scene_dir) = common::conformance("scenes_example1") else {
-        return;
-    };
+    let scene_dir = common::conformance("scenes_example1");
     let scene = scene_dir.to_str().unwrap();
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("spin.shdr"), SPIN).unwrap();
@@ -397,10 +387,9 @@ fn a_shader_that_never_returns_is_stopped_by_the_watchdog() {
 }
 
 #[test]
+#[cfg_attr(not(conformance_data), ignore = "needs ../shared")]
 fn max_steps_is_a_per_pixel_budget() {
-    let Some(scene_dir) = common::conformance("scenes_example1") else {
-        return;
-    };
+    let scene_dir = common::conformance("scenes_example1");
     let scene = scene_dir.to_str().unwrap();
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("count.shdr"), COUNT).unwrap();
@@ -445,10 +434,9 @@ fn max_steps_is_a_per_pixel_budget() {
 }
 
 #[test]
+#[cfg_attr(not(conformance_data), ignore = "needs ../shared")]
 fn tracing_a_runaway_shader_prints_up_to_the_stop_and_fails() {
-    let Some(scene_dir) = common::conformance("scenes_example1") else {
-        return;
-    };
+    let scene_dir = common::conformance("scenes_example1");
     let scene = scene_dir.to_str().unwrap();
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("spin.shdr"), SPIN).unwrap();

@@ -335,6 +335,48 @@ mod tests {
         sum
     }
 
+    /// mul64 from the spec's closed form (§2.3) in i128, without the digit loop: the exact
+    /// product of the magnitudes, less 2^32·4^i for every radix-4 digit i of |b| whose
+    /// multiple of |a| overflows the 32-bit wire (digit 3 when |a| > 0x5555_5555, digit 2
+    /// when |a| = 2^31); then >> 17 unless unscaled, the sign of a ^ b, and mod 2^64.
+    fn spec_mul64(a: u32, b: u32, unscaled: bool) -> u64 {
+        let magnitude_of = |x: u32| i128::from(x as i32).abs();
+        let (am, bm) = (magnitude_of(a), magnitude_of(b));
+        let mut product = am * bm;
+        for i in 0..16 {
+            let lost = match (bm >> (2 * i)) & 3 {
+                3 => am > 0x5555_5555,
+                2 => am == 1 << 31,
+                _ => false,
+            };
+            if lost {
+                product -= 1 << (32 + 2 * i);
+            }
+        }
+        let magnitude = if unscaled { product } else { product >> 17 };
+        let negative = ((a as i32) < 0) != ((b as i32) < 0);
+        let signed = if negative { -magnitude } else { magnitude };
+        signed.rem_euclid(1 << 64) as u64
+    }
+
+    /// Words at the edges of the multiplier: zero, ±tiny, ±1.0, the exact-product limit
+    /// 0x5555_5555 and its neighbours, and the extremes.
+    const MUL_EDGES: [u32; 13] = [
+        0,
+        1,
+        0xFFFF_FFFF,
+        0x2_0000,
+        0xFFFE_0000,
+        0x5555_5555,
+        0x5555_5556,
+        0xAAAA_AAAB,
+        0xAAAA_AAAA,
+        0x7FFF_FFFF,
+        0x8000_0000,
+        0x8000_0001,
+        0x6000_0000,
+    ];
+
     #[test]
     fn add_and_sub_wrap_with_the_true_sign() {
         assert_eq!(add(q(1.5), q(2.25)), q(3.75));
@@ -382,6 +424,41 @@ mod tests {
     }
 
     #[test]
+    fn imul_is_the_low_word_of_the_product_at_the_edges() {
+        // Hand-derived: (a · b) mod 2^32 with the words read as integers.
+        for (a, b, low) in [
+            (0, 0xFFFF_FFFF, 0),
+            (0xFFFF_FFFF, 0xFFFF_FFFF, 1),           // (-1)·(-1)
+            (0xFFFF_FFFE, 3, 0xFFFF_FFFA),           // (-2)·3 = -6
+            (0x8000_0000, 2, 0),                     // 2^32 wraps to 0
+            (0x8000_0000, 0xFFFF_FFFF, 0x8000_0000), // -2^31 · -1 = 2^31
+            (0x7FFF_FFFF, 0x7FFF_FFFF, 1),           // 2^62 - 2^32 + 1
+            (0x0001_0000, 0x0001_0000, 0),           // 2^32
+            (0x6000_0000, 3, 0x2000_0000),           // the radix quirk's operands
+            (12345, 6789, 83_810_205),
+        ] {
+            assert_eq!(imul(a, b), low, "{a:#x} · {b:#x}");
+            assert_eq!(imul(b, a), low, "{b:#x} · {a:#x}");
+            assert_eq!(mul64(a, b, true) as u32, low, "{a:#x} · {b:#x}");
+        }
+    }
+
+    #[test]
+    fn the_closed_form_reproduces_the_spec_examples() {
+        // §2.3: 3 · 0x6000_0000 loses bit 32 in the digit; swapped it is exact.
+        assert_eq!(spec_mul64(0x6000_0000, 3, true), 0x1_2000_0000 - (1 << 32));
+        assert_eq!(spec_mul64(3, 0x6000_0000, true), 0x1_2000_0000);
+        // 0x8000_0000 · 2: digit 2 of 2^31 is 2^32 on the wire, lost entirely.
+        assert_eq!(spec_mul64(0x8000_0000, 2, true), 0);
+        // Truncation toward zero, then the sign: -2^-17 · 0.5 is 0, not -1 ulp.
+        assert_eq!(spec_mul64(0xFFFF_FFFF, 0x1_0000, false), 0);
+        assert_eq!(
+            spec_mul64(0xFFFE_0000, 0x4_0000, false),
+            (-2i64 << 17) as u64
+        );
+    }
+
+    #[test]
     fn div_edges() {
         for div in [div, div_by_float] {
             div_edges_of(div);
@@ -410,51 +487,70 @@ mod tests {
         assert_eq!(vector_magnitude([q(3.0), q(-4.0), 0]), q(5.0));
         // Below 8192.0 it is floor(sqrt(x << 17)).
         let op = (8000u64 << 17) * 8000;
-        assert_eq!(sqrt_theia(op) as u64, isqrt(op << 17));
-        // At and above 2^60 the 32-bit registers wrap: the loop and the exact root differ.
-        let big = 1u64 << 46;
-        assert_ne!(sqrt_theia(big) as u64, isqrt(big << 17));
-        assert_eq!(sqrt_theia(big), naive_loop(big));
+        assert_eq!(u128::from(sqrt_theia(op)), isqrt(u128::from(op) << 17));
+        assert_eq!(sqrt_theia((1 << 43) - 1), 0x3FFF_FFFF);
+        // At and above x = 2^60 the 32-bit registers wrap: the loop ends below the exact
+        // root. Words from a transcription of §2.5's loop outside this crate, beside
+        // floor(sqrt(x)):
+        for (op, word, exact) in [
+            (1u64 << 43, 0x4000_0000, 0x4000_0000), // x = 2^60 exactly: still right
+            (1 << 44, 0x5A82_7998, 0x5A82_7999),
+            (1 << 46, 0xB504_F331, 0xB504_F333),
+            (u64::MAX, 0xFFFF_FFFC, 0xFFFF_FFFF), // x = 2^64 - 2^17
+            (1 << 63, 0, 0),                      // x = op << 17 loses every bit
+        ] {
+            assert_eq!(sqrt_theia(op), word, "{op:#x}");
+            let x = u128::from(op << 17);
+            assert_eq!(isqrt(x), exact, "{op:#x}");
+            assert_eq!(spec_sqrt_loop(op), word, "{op:#x}");
+        }
+        // |(8000, 8000, 8000)| = 13856.4 > 8192: one ulp below floor(sqrt) = 0x6C40D01B.
+        assert_eq!(vector_magnitude([q(8000.0); 3]), 0x6C40_D01A);
     }
 
-    fn isqrt(x: u64) -> u64 {
-        let mut r = (x as f64).sqrt() as u64;
-        while r * r > x {
-            r -= 1;
-        }
-        while (r + 1) * (r + 1) <= x {
-            r += 1;
-        }
-        r
-    }
-
-    /// The RTL loop written again independently: 2·root in `sum`, remainder in `diff`.
-    fn naive_loop(op: u64) -> u32 {
-        let x = op << 17;
-        let mut sum: u32 = 0;
-        let mut diff: u32 = 0;
-        let mut result: u32 = 0;
-        let mut group: i32 = 32;
-        while group >= 0 {
-            sum = sum.wrapping_mul(2).wrapping_add(1);
-            let pair = if group == 32 {
-                0
+    /// floor(sqrt(x)) by bisection on exact squares.
+    fn isqrt(x: u128) -> u128 {
+        let (mut low, mut high) = (0u128, 1u128 << 64);
+        while high - low > 1 {
+            let middle = (low + high) / 2;
+            if middle * middle <= x {
+                low = middle;
             } else {
-                (x >> (2 * group as u32)) as u32 & 3
-            };
-            diff = diff.wrapping_mul(4).wrapping_add(pair);
-            if diff >= sum {
-                if group < 32 {
-                    result = result.wrapping_add(1u32 << group);
-                }
-                diff = diff.wrapping_sub(sum);
-                sum = sum.wrapping_add(1);
-            } else {
-                sum = sum.wrapping_sub(1);
+                high = middle;
             }
-            group -= 1;
         }
-        result
+        low
+    }
+
+    /// The square root of §2.5 from its prose, on wide integers: x = (op << 17) mod 2^64 is
+    /// cut into 33 base-4 digits (a leading 0, then x's 32 from the top); each brings the
+    /// remainder up by one digit and tries twice the root plus one against it. Only what the
+    /// hardware keeps in 32-bit registers (`sum`, `diff`, the result) is reduced mod 2^32.
+    fn spec_sqrt_loop(op: u64) -> u32 {
+        let register = |v: u128| v % (1 << 32);
+        let mut x = (u128::from(op) << 17) % (1 << 64);
+        let mut digits = Vec::with_capacity(33);
+        for _ in 0..32 {
+            digits.push(x % 4);
+            x /= 4;
+        }
+        digits.push(0);
+        let (mut sum, mut diff, mut root) = (0u128, 0u128, 0u128);
+        for (group, digit) in digits.into_iter().enumerate().rev() {
+            sum = register(2 * sum + 1);
+            diff = register(4 * diff + digit);
+            if sum <= diff {
+                if group < 32 {
+                    root = register(root + (1 << group));
+                }
+                diff -= sum;
+                sum += 1;
+            } else {
+                sum -= 1;
+            }
+            sum = register(sum);
+        }
+        root as u32
     }
 
     #[test]
@@ -539,20 +635,28 @@ mod tests {
         }
 
         #[test]
-        fn mul_fast_path_equals_the_digit_loop(a: u32, b: u32, unscaled: bool) {
-            prop_assert_eq!(mul64(a, b, unscaled), radix4_mul64(a, b, unscaled));
+        fn mul64_is_the_spec_closed_form(a: u32, b: u32, unscaled: bool, small in any::<bool>()) {
+            // Half the cases in the exact (fast-path) range, half anywhere.
+            let a = if small { (a as i32 / 3) as u32 } else { a };
+            prop_assert_eq!(mul64(a, b, unscaled), spec_mul64(a, b, unscaled));
+            prop_assert_eq!(radix4_mul64(a, b, unscaled), spec_mul64(a, b, unscaled));
         }
 
         #[test]
-        fn mul_fast_path_edges(a in prop::sample::select(vec![0u32, 1, 0x1_FFFF, 0x2_0000, 0x5555_5555, 0xAAAA_AAAB, 0xAAAA_AAAA, 0x5555_5556, 0x8000_0000, 0x7FFF_FFFF, 0xFFFF_FFFF]), b: u32, unscaled: bool) {
-            prop_assert_eq!(mul64(a, b, unscaled), radix4_mul64(a, b, unscaled));
+        fn mul64_is_the_spec_closed_form_at_the_edges(
+            a in prop::sample::select(MUL_EDGES.to_vec()),
+            b in prop_oneof![prop::sample::select(MUL_EDGES.to_vec()), any::<u32>()],
+            unscaled: bool,
+        ) {
+            prop_assert_eq!(mul64(a, b, unscaled), spec_mul64(a, b, unscaled));
+            prop_assert_eq!(mul64(b, a, unscaled), spec_mul64(b, a, unscaled));
         }
 
         #[test]
-        fn dot_and_cross_follow_the_digit_loop(a: [u32; 3], b: [u32; 3], small in any::<bool>()) {
+        fn dot_and_cross_follow_the_closed_form(a: [u32; 3], b: [u32; 3], small in any::<bool>()) {
             // Half the cases in the exact range, half anywhere.
             let a = if small { a.map(|x| (x as i32 / 3) as u32) } else { a };
-            let p = |i: usize, j: usize| radix4_mul64(a[i], b[j], false);
+            let p = |i: usize, j: usize| spec_mul64(a[i], b[j], false);
             prop_assert_eq!(dot(a, b), pack(p(0, 0).wrapping_add(p(1, 1)).wrapping_add(p(2, 2))));
             prop_assert_eq!(cross(a, b), [
                 pack(p(1, 2).wrapping_sub(p(2, 1))),
@@ -562,8 +666,10 @@ mod tests {
         }
 
         #[test]
-        fn imul_is_wrapping_mul(a: u32, b: u32) {
-            prop_assert_eq!(mul64(a, b, true) as u32, a.wrapping_mul(b));
+        fn imul_is_the_product_mod_2_32(a: u32, b: u32) {
+            let low = (i128::from(a as i32) * i128::from(b as i32)).rem_euclid(1 << 32) as u32;
+            prop_assert_eq!(imul(a, b), low);
+            prop_assert_eq!(mul64(a, b, true) as u32, low);
         }
 
         #[test]
@@ -595,13 +701,13 @@ mod tests {
         }
 
         #[test]
-        fn sqrt_is_floor_sqrt_below_2_60(op in 0u64..(1u64 << 43)) {
-            prop_assert_eq!(sqrt_theia(op) as u64, isqrt(op << 17));
+        fn sqrt_is_floor_sqrt_below_8192(op in 0u64..(1u64 << 43)) {
+            prop_assert_eq!(u128::from(sqrt_theia(op)), isqrt(u128::from(op) << 17));
         }
 
         #[test]
-        fn sqrt_matches_the_independent_loop(op: u64) {
-            prop_assert_eq!(sqrt_theia(op), naive_loop(op));
+        fn sqrt_above_8192_is_the_spec_loop(op in (1u64 << 43)..=u64::MAX) {
+            prop_assert_eq!(sqrt_theia(op), spec_sqrt_loop(op));
         }
 
         #[test]

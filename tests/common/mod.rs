@@ -1,32 +1,17 @@
-//! Shared test helpers: where the conformance data lives, and the skip/require rule.
+//! Shared test helpers: where the conformance data lives, and how a test that needs it is
+//! marked.
+//!
+//! A test that reads `../shared` carries
+//! `#[cfg_attr(not(conformance_data), ignore = "needs ../shared")]`. The build script sets
+//! the cfg `conformance_data` only when `../shared/conformance` exists or
+//! `THEIA_REQUIRE_CONFORMANCE=1` (CI), so without the data such a test is reported as
+//! ignored in `cargo test`'s summary, never as passed; reaching one of the helpers below
+//! without the data (CI, or `--ignored`) fails with the missing path.
 #![allow(dead_code)]
 
 use std::path::PathBuf;
 
-/// `../shared/<relative>` next to the project, if present. When `../shared` is absent the
-/// test prints that it skipped and returns `None` — unless `THEIA_REQUIRE_CONFORMANCE=1`,
-/// in which case it fails (CI sets it).
-pub fn shared(relative: &str) -> Option<PathBuf> {
-    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../shared")
-        .join(relative);
-    if path.exists() {
-        return Some(path);
-    }
-    if std::env::var("THEIA_REQUIRE_CONFORMANCE").as_deref() == Ok("1") {
-        panic!(
-            "{} is missing and THEIA_REQUIRE_CONFORMANCE=1",
-            path.display()
-        );
-    }
-    println!("skipped: {} not found", path.display());
-    None
-}
-
-/// `../shared/<relative>` next to the project. For tests marked
-/// `#[cfg_attr(not(conformance_data), ignore = "needs ../shared")]`: the build script sets
-/// `conformance_data` only when `../shared/conformance` exists or
-/// `THEIA_REQUIRE_CONFORMANCE=1`, so reaching this without the data is a failure.
+/// `../shared/<relative>` next to the project; panics if it is missing.
 pub fn shared_path(relative: &str) -> PathBuf {
     let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
         .join("../shared")
@@ -39,9 +24,9 @@ pub fn shared_path(relative: &str) -> PathBuf {
     path
 }
 
-/// A conformance scene directory, e.g. `scenes_example3`.
-pub fn conformance(scene: &str) -> Option<PathBuf> {
-    shared(&format!("conformance/{scene}"))
+/// A conformance scene directory, e.g. `scenes_example3`; panics if it is missing.
+pub fn conformance(scene: &str) -> PathBuf {
+    shared_path(&format!("conformance/{scene}"))
 }
 
 /// Runs the `theia` binary in `dir` and waits for it.

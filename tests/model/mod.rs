@@ -125,3 +125,43 @@ pub fn texture_coordinates(scene: &Scene, hit: &Hit) -> Vec3 {
     let along_v = lanes2([hit.v; 3], lanes2(uv2, uv0, alu::sub), alu::mul);
     lanes2(lanes2(along_u, along_v, alu::add), uv0, alu::add)
 }
+
+/// A pixel shader that writes BIU's closest hit as the pixel's three words:
+/// (CREG_LAST_t.x, CREG_LAST_u.x, CREG_LAST_v.x). Renders with it can be checked against
+/// [`closest_hit`] without trusting any other render.
+pub const HIT_SHADER: &str = "\
+ENTRYPOINT_ADRR_PIXELSHADER:
+        COPY R1 CREG_LAST_t
+        COPY R2 CREG_LAST_u
+        SWIZZLE3D R2 SWIZZLE_XXX
+        XCHANGEX R3 R2 R1                   // (t, u, u)
+        OMWRITE OREG_PIXEL_COLOR CREG_CURRENT_OUTPUT_PIXEL R3
+        COPY R4 CREG_CURRENT_OUTPUT_PIXEL
+        SWIZZLE3D R4 SWIZZLE_ZZZ            // the blue word's address, three times
+        COPY R5 CREG_LAST_v
+        SWIZZLE3D R5 SWIZZLE_XXX
+        OMWRITE OREG_PIXEL_COLOR R4 R5      // blue = v
+        RETURN RT_TRUE
+";
+
+/// [`HIT_SHADER`] assembled.
+pub fn hit_shader() -> Vec<theia::isa::Instruction> {
+    theia::isa::asm::assemble(HIT_SHADER, std::path::Path::new("hits.shdr"))
+        .expect("the hit shader assembles")
+        .imem
+}
+
+/// Every pixel of a frame rendered with [`hit_shader`] (its output words, row-major) shows
+/// the predicted hit: (t, u, v) of [`closest_hit`], or t = [`START_T`] for a miss (whose u
+/// and v lanes are an older pixel's). Returns the number of hits.
+pub fn assert_words_show_hits(label: &str, predicted: &[Option<Hit>], words: &[u32]) -> usize {
+    assert_eq!(words.len(), 3 * predicted.len(), "{label}");
+    for (k, hit) in predicted.iter().enumerate() {
+        let pixel = &words[3 * k..3 * k + 3];
+        match hit {
+            Some(hit) => assert_eq!(pixel, [hit.t, hit.u, hit.v], "{label}: pixel {k}"),
+            None => assert_eq!(pixel[0], START_T, "{label}: pixel {k} is a miss"),
+        }
+    }
+    predicted.iter().flatten().count()
+}
