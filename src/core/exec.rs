@@ -623,8 +623,8 @@ pub(crate) mod tests {
     use crate::core::alu;
     use crate::core::program::SHADOW_SWAP_ROW;
     use crate::core::rom::{rom, RomVariant};
+    use crate::core::triangle::Triangle;
     use crate::isa::{Opcode, OPCODES};
-    use crate::scene::Triangle;
     use proptest::prelude::*;
 
     /// The reference core: physical rows as in `Core` (160), decoded by address.

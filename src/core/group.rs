@@ -31,8 +31,8 @@ use super::program::{
     LATCH_ROW, REGISTER_ARRAY_ROWS,
 };
 use super::state::{triangle_rows, CoreState};
+use super::triangle::Triangle;
 use crate::isa::registers::EntryPoint;
-use crate::scene::Triangle;
 
 /// Cores per group.
 pub const LANES: usize = 8;

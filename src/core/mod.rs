@@ -8,8 +8,10 @@ pub mod group;
 pub mod program;
 pub mod rom;
 pub mod state;
+pub mod triangle;
 
 pub use exec::{Core, Fault, NoObserver, Observer, Step};
 pub use program::Program;
 pub use rom::{rom, RomVariant};
 pub use state::CoreState;
+pub use triangle::Triangle;

@@ -4,8 +4,8 @@
 
 use super::alu::Vec3;
 use super::program::{storage_row, Program, LATCH_ROW, SHADOW_SWAP_ROW};
+use super::triangle::{Triangle, TRIANGLE_VECTORS};
 use crate::isa::registers::core_writable;
-use crate::scene::Triangle;
 
 /// Swap-memory rows the host writes a triangle into (CREG_V0..CREG_TRI_DIFFUSE).
 const TRIANGLE_ROW: usize = 44;
@@ -112,7 +112,7 @@ pub trait CoreState {
     /// list: undefined in the RTL, zero here). Only the IO side and bank 0 see it.
     fn load_dummy_triangle(&mut self) {
         let (io, alias) = triangle_rows(self.parity());
-        for row in 0..7 {
+        for row in 0..TRIANGLE_VECTORS {
             self.set_row(io + row, ZERO);
             self.set_row(alias + row, ZERO);
         }

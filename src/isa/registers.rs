@@ -101,6 +101,10 @@ pub const REGISTERS: &[(&str, u16)] = &[
 
 /// Addresses the emulator itself reads by name (the test below ties them to [`REGISTERS`]).
 pub mod address {
+    pub const CREG_LIGHT_INFO: u16 = 0;
+    pub const CREG_CAMERA_POSITION: u16 = 1;
+    pub const CREG_PROJECTION_WINDOW_MIN: u16 = 2;
+    pub const CREG_PROJECTION_WINDOW_MAX: u16 = 3;
     pub const CREG_RESOLUTION: u16 = 4;
     pub const CREG_TEXTURE_SIZE: u16 = 5;
     pub const CREG_RAY_DIRECTION: u16 = 85;
@@ -316,6 +320,16 @@ mod tests {
         assert_eq!(register_address("CREG_FIRST_LIGTH_DIFFUSE"), Some(8));
         assert_eq!(register_address("creg_zero"), None);
         for (name, constant) in [
+            ("CREG_LIGHT_INFO", address::CREG_LIGHT_INFO),
+            ("CREG_CAMERA_POSITION", address::CREG_CAMERA_POSITION),
+            (
+                "CREG_PROJECTION_WINDOW_MIN",
+                address::CREG_PROJECTION_WINDOW_MIN,
+            ),
+            (
+                "CREG_PROJECTION_WINDOW_MAX",
+                address::CREG_PROJECTION_WINDOW_MAX,
+            ),
             ("CREG_RESOLUTION", address::CREG_RESOLUTION),
             ("CREG_TEXTURE_SIZE", address::CREG_TEXTURE_SIZE),
             ("CREG_UV0_LAST", address::CREG_UV0_LAST),

@@ -49,10 +49,9 @@
 
 use crate::core::alu::{self, Vec3};
 use crate::core::program::Program;
-use crate::core::CoreState;
-use crate::isa::registers::EntryPoint;
+use crate::core::{CoreState, Triangle};
+use crate::isa::registers::{address, EntryPoint};
 use crate::isa::Instruction;
-use crate::scene::{config_row, Triangle};
 
 /// The words MAIN (37..=43) and BIU's reject paths (157..=178) consist of, as the culling
 /// argument assumes them (spec rom_words.txt).
@@ -217,7 +216,7 @@ impl Culler {
                 return Err(Refusal::ChangedWord { address });
             }
         }
-        let camera = config[config_row::CAMERA_POSITION];
+        let camera = config[address::CREG_CAMERA_POSITION as usize];
         let lanes = |a: Vec3, b: Vec3| [0, 1, 2].map(|i| alu::sub(a[i], b[i]));
         let triangles = triangles
             .iter()
@@ -532,7 +531,7 @@ mod tests {
         ) {
             let program = Program::new(rom(RomVariant::Faithful), &Program::default_imem());
             let mut config = [[0; 3]; 6];
-            config[config_row::CAMERA_POSITION] = camera;
+            config[address::CREG_CAMERA_POSITION as usize] = camera;
             let culler = Culler::new(&program, &[triangle], &config).unwrap();
             let texture = [0u32; 4];
             let fresh = || {

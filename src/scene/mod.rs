@@ -9,23 +9,20 @@ use std::path::PathBuf;
 
 use crate::isa::Instruction;
 
-/// One register: three raw 32-bit words (Q15.17 or integer, per use).
-pub type Vec3 = [u32; 3];
+pub use crate::core::alu::Vec3;
+pub use crate::core::triangle::{Triangle, TRIANGLE_VECTORS};
 
-/// Vectors per triangle record: V0, UV0, V1, UV1, V2, UV2, diffuse colour.
-pub const TRIANGLE_VECTORS: usize = 7;
-
-/// A triangle exactly as the hardware's Vertex.mem holds it (registers 44..50).
-pub type Triangle = [Vec3; TRIANGLE_VECTORS];
-
-/// Configuration rows 0..5 (Params.mem words 1..18).
+/// Configuration rows 0..5 (Params.mem words 1..18): the bank-0 registers of the same
+/// addresses, which the host writes before the frame.
 pub mod config_row {
-    pub const LIGHT_INFO: usize = 0;
-    pub const CAMERA_POSITION: usize = 1;
-    pub const PROJECTION_WINDOW_MIN: usize = 2;
-    pub const PROJECTION_WINDOW_MAX: usize = 3;
-    pub const RESOLUTION: usize = 4;
-    pub const TEXTURE_SIZE: usize = 5;
+    use crate::isa::registers::address;
+
+    pub const LIGHT_INFO: usize = address::CREG_LIGHT_INFO as usize;
+    pub const CAMERA_POSITION: usize = address::CREG_CAMERA_POSITION as usize;
+    pub const PROJECTION_WINDOW_MIN: usize = address::CREG_PROJECTION_WINDOW_MIN as usize;
+    pub const PROJECTION_WINDOW_MAX: usize = address::CREG_PROJECTION_WINDOW_MAX as usize;
+    pub const RESOLUTION: usize = address::CREG_RESOLUTION as usize;
+    pub const TEXTURE_SIZE: usize = address::CREG_TEXTURE_SIZE as usize;
 }
 
 /// The pixels one core renders: CREG_PIXEL_2D_INITIAL_POSITION .. CREG_PIXEL_2D_FINAL_POSITION
