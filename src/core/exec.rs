@@ -9,7 +9,7 @@ use super::program::{
     jump_taken, operand_row, storage_row, Op, Program, DYNAMIC_FORWARDING, FORWARD_A_ROW,
     FORWARD_B_ROW, LATCH_ROW, REGISTER_ARRAY_ROWS,
 };
-use super::state::CoreState;
+use super::state::{storage::Storage, CoreState};
 use crate::isa::registers::EntryPoint;
 use crate::isa::{InputA, InputB, Instr, Instruction};
 
@@ -486,7 +486,7 @@ impl control::Lane for Core<'_> {
     }
 }
 
-impl CoreState for Core<'_> {
+impl Storage for Core<'_> {
     #[inline(always)]
     fn row(&self, row: usize) -> Vec3 {
         self.regs[row]
@@ -511,6 +511,14 @@ impl CoreState for Core<'_> {
         self.program
     }
 
+    fn set_latches(&mut self, last_dst: u16, last_row: u8, return_slot: u32) {
+        self.last_dst = last_dst;
+        self.last_row = last_row;
+        self.return_slot = return_slot;
+    }
+}
+
+impl CoreState for Core<'_> {
     #[inline(always)]
     fn budget_left(&self) -> u64 {
         self.budget_left
@@ -530,12 +538,6 @@ impl CoreState for Core<'_> {
     fn book(&mut self, instructions: u64, culled_routines: u64) {
         self.instructions += instructions;
         self.culled_routines += culled_routines;
-    }
-
-    fn set_latches(&mut self, last_dst: u16, last_row: u8, return_slot: u32) {
-        self.last_dst = last_dst;
-        self.last_row = last_row;
-        self.return_slot = return_slot;
     }
 }
 

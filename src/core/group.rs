@@ -30,7 +30,7 @@ use super::program::{
     jump_taken, operand_row, Kind, Op, Program, DYNAMIC_FORWARDING, FORWARD_A_ROW, FORWARD_B_ROW,
     LATCH_ROW, REGISTER_ARRAY_ROWS,
 };
-use super::state::{triangle_rows, CoreState};
+use super::state::{storage::Storage, triangle_rows, CoreState};
 use super::triangle::Triangle;
 use crate::isa::registers::EntryPoint;
 
@@ -735,7 +735,7 @@ fn cross(a: &Row, b: &Row, active: &Wide) -> Row {
     out
 }
 
-impl CoreState for LaneMut<'_, '_> {
+impl Storage for LaneMut<'_, '_> {
     #[inline(always)]
     fn row(&self, row: usize) -> Vec3 {
         self.group.rows[row].lane(self.lane)
@@ -760,6 +760,14 @@ impl CoreState for LaneMut<'_, '_> {
         self.group.program
     }
 
+    fn set_latches(&mut self, last_dst: u16, last_row: u8, return_slot: u32) {
+        self.group.latches.last_dst[self.lane] = last_dst;
+        self.group.latches.last_row[self.lane] = last_row;
+        self.group.latches.return_slot[self.lane] = return_slot;
+    }
+}
+
+impl CoreState for LaneMut<'_, '_> {
     #[inline(always)]
     fn budget_left(&self) -> u64 {
         self.group.budget_left[self.lane]
@@ -779,12 +787,6 @@ impl CoreState for LaneMut<'_, '_> {
     fn book(&mut self, instructions: u64, culled_routines: u64) {
         self.group.latches.instructions[self.lane] += instructions;
         self.group.culled_routines[self.lane] += culled_routines;
-    }
-
-    fn set_latches(&mut self, last_dst: u16, last_row: u8, return_slot: u32) {
-        self.group.latches.last_dst[self.lane] = last_dst;
-        self.group.latches.last_row[self.lane] = last_row;
-        self.group.latches.return_slot[self.lane] = return_slot;
     }
 }
 

@@ -32,15 +32,37 @@ fn io_swap_base(parity: usize) -> usize {
 
 const ZERO: Vec3 = [0; 3];
 
-/// A core's registers and control-path latches, as the host sees them.
-pub trait CoreState {
-    /// Storage row `row` (see [`storage_row`]).
-    fn row(&self, row: usize) -> Vec3;
-    fn set_row(&mut self, row: usize, value: Vec3);
-    /// 0 or 1: which copy of the swap memory the execution unit sees.
-    fn parity(&self) -> usize;
-    fn flip_parity(&mut self);
-    fn program(&self) -> &Program;
+/// Where a core's state lives, as the core's own code addresses it: register-array rows
+/// (see [`storage_row`]), the swap parity, the latches as program slots. Only `core`
+/// implements and names it; everything outside speaks [`CoreState`]'s architectural
+/// terms (register addresses, code addresses).
+pub(in crate::core) mod storage {
+    use super::{Program, Vec3};
+
+    pub trait Storage {
+        /// Storage row `row`.
+        fn row(&self, row: usize) -> Vec3;
+        fn set_row(&mut self, row: usize, value: Vec3);
+        /// 0 or 1: which copy of the swap memory the execution unit sees.
+        fn parity(&self) -> usize;
+        fn flip_parity(&mut self);
+        fn program(&self) -> &Program;
+        /// Sets the forwarding latches (the previous DST and the row of its result) and
+        /// CALL's return register, as a program slot.
+        fn set_latches(&mut self, last_dst: u16, last_row: u8, return_slot: u32);
+
+        /// The first row of the swap copy the execution unit does not see (the IO side).
+        fn io_swap_base(&self) -> usize {
+            super::io_swap_base(self.parity())
+        }
+    }
+}
+
+use storage::Storage;
+
+/// A core's registers, control-path latches and instruction budget, as the host (and
+/// culling) sees them: by register and code address.
+pub trait CoreState: Storage {
     /// Instructions left before the watchdog stops the current pixel.
     fn budget_left(&self) -> u64;
     fn set_budget_left(&mut self, budget: u64);
@@ -49,9 +71,6 @@ pub trait CoreState {
     /// Books `instructions` executed and `culled_routines` routines that were booked
     /// without being interpreted (culling).
     fn book(&mut self, instructions: u64, culled_routines: u64);
-    /// Sets the forwarding latches (the previous DST and the row of its result) and CALL's
-    /// return register, as a program slot.
-    fn set_latches(&mut self, last_dst: u16, last_row: u8, return_slot: u32);
 
     /// A register as the execution unit would read it from the file (no forwarding).
     #[inline(always)]
@@ -65,11 +84,6 @@ pub trait CoreState {
         if core_writable(address) {
             self.set_row(storage_row(address, self.parity()), value);
         }
-    }
-
-    /// The first row of the swap copy the execution unit does not see (the IO side).
-    fn io_swap_base(&self) -> usize {
-        io_swap_base(self.parity())
     }
 
     /// A host (IO) write: bank-0 row `address & 31` and the IO-side swap copy's row both
@@ -148,7 +162,7 @@ pub trait CoreState {
 }
 
 /// A borrowed core is a core.
-impl<C: CoreState + ?Sized> CoreState for &mut C {
+impl<C: Storage + ?Sized> Storage for &mut C {
     #[inline(always)]
     fn row(&self, row: usize) -> Vec3 {
         (**self).row(row)
@@ -170,6 +184,13 @@ impl<C: CoreState + ?Sized> CoreState for &mut C {
         (**self).program()
     }
     #[inline(always)]
+    fn set_latches(&mut self, last_dst: u16, last_row: u8, return_slot: u32) {
+        (**self).set_latches(last_dst, last_row, return_slot)
+    }
+}
+
+impl<C: CoreState + ?Sized> CoreState for &mut C {
+    #[inline(always)]
     fn budget_left(&self) -> u64 {
         (**self).budget_left()
     }
@@ -184,9 +205,5 @@ impl<C: CoreState + ?Sized> CoreState for &mut C {
     #[inline(always)]
     fn book(&mut self, instructions: u64, culled_routines: u64) {
         (**self).book(instructions, culled_routines)
-    }
-    #[inline(always)]
-    fn set_latches(&mut self, last_dst: u16, last_row: u8, return_slot: u32) {
-        (**self).set_latches(last_dst, last_row, return_slot)
     }
 }
