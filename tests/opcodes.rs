@@ -6,7 +6,7 @@
 
 mod common;
 
-use theia::core::exec::OutputMemory;
+use theia::core::OutputMemory;
 use theia::core::{rom, Core, CoreState, Fault, NoObserver, Program, RomVariant};
 use theia::isa::registers::{register_address, EntryPoint};
 use theia::isa::{Instruction, Opcode, OPCODES};

@@ -15,7 +15,7 @@
 #![allow(clippy::needless_range_loop)]
 
 use super::alu::{self, Vec3};
-use super::exec::OutputMemory;
+use super::output::OutputMemory;
 use super::program::{Op, LATCH_ROW};
 
 /// One core's register rows and control-path latches, wherever they are stored: a lone

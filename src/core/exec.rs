@@ -5,6 +5,7 @@
 
 use super::alu::Vec3;
 use super::control::{self, Routine};
+use super::output::OutputMemory;
 use super::program::{
     jump_taken, operand_row, storage_row, Op, Program, DYNAMIC_FORWARDING, FORWARD_A_ROW,
     FORWARD_B_ROW, LATCH_ROW, REGISTER_ARRAY_ROWS,
@@ -82,61 +83,6 @@ pub struct NoObserver;
 
 impl Observer for NoObserver {
     const ENABLED: bool = false;
-}
-
-/// A core's private output memory (OMWRITE target), with which words were ever written.
-///
-/// Storage grows with the highest address written, up to the capacity: a frame touches
-/// only 3 words per pixel, so the 250001-word hardware memory is never zeroed as a whole.
-#[derive(Clone, Debug)]
-pub struct OutputMemory {
-    /// Words up to the highest address written so far (unwritten ones read 0 here).
-    pub words: Vec<u32>,
-    written: Vec<bool>,
-    capacity: usize,
-}
-
-impl OutputMemory {
-    /// The hardware's OMEM holds 250001 words (`RAM_SINGLE_READ_PORT #(32,32,250000)`).
-    pub const HARDWARE_WORDS: usize = 250_001;
-
-    pub fn new(words: usize) -> OutputMemory {
-        OutputMemory {
-            words: Vec::new(),
-            written: Vec::new(),
-            capacity: words,
-        }
-    }
-
-    /// Words the memory holds.
-    pub fn capacity(&self) -> usize {
-        self.capacity
-    }
-
-    /// Writes beyond the memory are lost, as in the RAM.
-    #[inline]
-    pub(super) fn write(&mut self, address: u32, value: u32) {
-        let address = address as usize;
-        if address >= self.words.len() {
-            if address >= self.capacity {
-                return;
-            }
-            let len = (address + 1).max(2 * self.words.len()).min(self.capacity);
-            self.words.resize(len, 0);
-            self.written.resize(len, false);
-        }
-        self.words[address] = value;
-        self.written[address] = true;
-    }
-
-    /// The word at `address`, if an OMWRITE ever wrote it.
-    pub fn read(&self, address: usize) -> Option<u32> {
-        self.written
-            .get(address)
-            .copied()
-            .unwrap_or(false)
-            .then(|| self.words[address])
-    }
 }
 
 /// One THEIA core.

@@ -25,7 +25,8 @@
 
 use super::alu::{self, Vec3};
 use super::control::{self, Routine};
-use super::exec::{datapath, Core, OutputMemory};
+use super::exec::{datapath, Core};
+use super::output::OutputMemory;
 use super::program::{
     jump_taken, operand_row, Kind, Op, Program, DYNAMIC_FORWARDING, FORWARD_A_ROW, FORWARD_B_ROW,
     LATCH_ROW, REGISTER_ARRAY_ROWS,

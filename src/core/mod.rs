@@ -5,12 +5,14 @@ pub mod alu;
 mod control;
 pub mod exec;
 pub mod group;
+pub mod output;
 pub mod program;
 pub mod rom;
 pub mod state;
 pub mod triangle;
 
 pub use exec::{Core, Fault, NoObserver, Observer, Step};
+pub use output::OutputMemory;
 pub use program::Program;
 pub use rom::{rom, RomVariant};
 pub use state::CoreState;

@@ -15,11 +15,12 @@ use std::time::{Duration, Instant};
 use rayon::prelude::*;
 
 use crate::core::alu::Vec3;
-use crate::core::exec::{Core, Fault, NoObserver, Observer, OutputMemory};
+use crate::core::exec::{Core, Fault, NoObserver, Observer};
 use crate::core::group::{self, lanes_of, Abandoned, CoreGroup, LaneMask, LANES};
 use crate::core::program::Program;
 use crate::core::rom::{rom, RomVariant};
 use crate::core::CoreState;
+use crate::core::OutputMemory;
 use crate::isa::registers::{address, EntryPoint};
 use crate::isa::Instruction;
 use crate::scene::{Partition, Scene};
