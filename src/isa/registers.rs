@@ -107,15 +107,36 @@ pub mod address {
     pub const CREG_PROJECTION_WINDOW_MAX: u16 = 3;
     pub const CREG_RESOLUTION: u16 = 4;
     pub const CREG_TEXTURE_SIZE: u16 = 5;
+    pub const R1: u16 = 71;
+    pub const R2: u16 = 72;
+    pub const R3: u16 = 73;
     pub const CREG_RAY_DIRECTION: u16 = 85;
+    pub const CREG_T: u16 = 88;
+    pub const CREG_P: u16 = 89;
+    pub const CREG_Q: u16 = 90;
     pub const CREG_UV0_LAST: u16 = 91;
     pub const CREG_UV1_LAST: u16 = 92;
     pub const CREG_UV2_LAST: u16 = 93;
     pub const CREG_LAST_T: u16 = 95;
     pub const CREG_LAST_U: u16 = 96;
     pub const CREG_LAST_V: u16 = 97;
+    /// CREG_t, BIU's hit distance (not CREG_T, 88).
+    pub const CREG_T_HIT: u16 = 99;
+    pub const CREG_E1: u16 = 100;
+    pub const CREG_E2: u16 = 101;
+    pub const CREG_DELTA: u16 = 102;
+    /// CREG_u.
+    pub const CREG_U: u16 = 103;
+    /// CREG_v.
+    pub const CREG_V: u16 = 104;
+    pub const CREG_H1: u16 = 105;
+    pub const CREG_H2: u16 = 106;
+    pub const CREG_H3: u16 = 107;
     pub const CREG_TEXTURE_COLOR: u16 = 110;
     pub const CREG_PIXEL_2D_POSITION: u16 = 111;
+    pub const CREG_TEX_COORD1: u16 = 116;
+    pub const R99: u16 = 118;
+    pub const CREG_ZERO: u16 = 119;
     pub const CREG_CURRENT_OUTPUT_PIXEL: u16 = 120;
 }
 
@@ -345,6 +366,24 @@ mod tests {
             ("CREG_LAST_u", address::CREG_LAST_U),
             ("CREG_LAST_v", address::CREG_LAST_V),
             ("CREG_PIXEL_2D_POSITION", address::CREG_PIXEL_2D_POSITION),
+            ("R1", address::R1),
+            ("R2", address::R2),
+            ("R3", address::R3),
+            ("CREG_T", address::CREG_T),
+            ("CREG_P", address::CREG_P),
+            ("CREG_Q", address::CREG_Q),
+            ("CREG_t", address::CREG_T_HIT),
+            ("CREG_E1", address::CREG_E1),
+            ("CREG_E2", address::CREG_E2),
+            ("CREG_DELTA", address::CREG_DELTA),
+            ("CREG_u", address::CREG_U),
+            ("CREG_v", address::CREG_V),
+            ("CREG_H1", address::CREG_H1),
+            ("CREG_H2", address::CREG_H2),
+            ("CREG_H3", address::CREG_H3),
+            ("CREG_TEX_COORD1", address::CREG_TEX_COORD1),
+            ("R99", address::R99),
+            ("CREG_ZERO", address::CREG_ZERO),
         ] {
             assert_eq!(register_address(name), Some(constant), "{name}");
         }

@@ -92,26 +92,6 @@ const MAIN_ADDRESS: u16 = 37;
 /// Where BIU's `RET` returns to (the instruction after MAIN's `CALL`).
 const BIU_RETURN_POINT: u16 = 38;
 
-mod reg {
-    pub const R1: u16 = 71;
-    pub const R2: u16 = 72;
-    pub const R3: u16 = 73;
-    pub use crate::isa::registers::address::CREG_RAY_DIRECTION as RAY_DIRECTION;
-    pub const T: u16 = 88;
-    pub const P: u16 = 89;
-    pub const Q: u16 = 90;
-    pub const T_HIT: u16 = 99;
-    pub const E1: u16 = 100;
-    pub const E2: u16 = 101;
-    pub const DELTA: u16 = 102;
-    pub const U: u16 = 103;
-    pub const V: u16 = 104;
-    pub const H1: u16 = 105;
-    pub const H2: u16 = 106;
-    pub const H3: u16 = 107;
-    pub const ZERO: u16 = 119;
-}
-
 /// Jump relations as the opcodes encode them (bits 2..0): JGE and JLE.
 const JGE: u16 = 4;
 const JLE: u16 = 5;
@@ -345,7 +325,7 @@ pub fn verdict(h2: u32, h3: impl FnOnce() -> u32, delta: u32) -> Option<Exit> {
 /// returns FALSE.
 #[inline]
 pub fn main_returns_false(core: &impl CoreState) -> bool {
-    alu::compare(0, core.register(reg::ZERO)[0], JEQ)
+    alu::compare(0, core.register(address::CREG_ZERO)[0], JEQ)
 }
 
 /// The skipped MAINs of one pixel not yet written into the core.
@@ -364,7 +344,7 @@ impl Culler {
     /// covers the path; returns whether it did.
     #[inline(always)]
     pub fn try_skip(&self, core: &mut impl CoreState, index: usize, pending: &mut Pending) -> bool {
-        let ray = core.register(reg::RAY_DIRECTION);
+        let ray = core.register(address::CREG_RAY_DIRECTION);
         self.try_skip_with(core, index, ray, pending)
     }
 
@@ -379,7 +359,7 @@ impl Culler {
         ray: Vec3,
         pending: &mut Pending,
     ) -> bool {
-        debug_assert_eq!(ray, core.register(reg::RAY_DIRECTION));
+        debug_assert_eq!(ray, core.register(address::CREG_RAY_DIRECTION));
         let Some(exit) = self.rejects(index, ray) else {
             return false;
         };
@@ -418,23 +398,23 @@ impl Culler {
         ray: Vec3,
     ) {
         let s = self.reject_state(last, ray);
-        let r3 = core.register(reg::R3);
-        core.write_register(reg::R3, [alu::ONE, r3[1], r3[2]]);
-        let r1 = core.register(reg::R1);
-        core.write_register(reg::R1, [0, r1[1], r1[2]]);
+        let r3 = core.register(address::R3);
+        core.write_register(address::R3, [alu::ONE, r3[1], r3[2]]);
+        let r1 = core.register(address::R1);
+        core.write_register(address::R1, [0, r1[1], r1[2]]);
         for (address, value) in [
-            (reg::E1, s.e1),
-            (reg::E2, s.e2),
-            (reg::T, s.t),
-            (reg::P, s.p),
-            (reg::Q, s.q),
-            (reg::H1, [s.h1; 3]),
-            (reg::H2, [s.h2; 3]),
-            (reg::H3, [s.h3; 3]),
-            (reg::DELTA, [s.delta; 3]),
-            (reg::T_HIT, [s.t_hit; 3]),
-            (reg::U, [s.u; 3]),
-            (reg::V, [s.v; 3]),
+            (address::CREG_E1, s.e1),
+            (address::CREG_E2, s.e2),
+            (address::CREG_T, s.t),
+            (address::CREG_P, s.p),
+            (address::CREG_Q, s.q),
+            (address::CREG_H1, [s.h1; 3]),
+            (address::CREG_H2, [s.h2; 3]),
+            (address::CREG_H3, [s.h3; 3]),
+            (address::CREG_DELTA, [s.delta; 3]),
+            (address::CREG_T_HIT, [s.t_hit; 3]),
+            (address::CREG_U, [s.u; 3]),
+            (address::CREG_V, [s.v; 3]),
         ] {
             core.write_register(address, value);
         }
@@ -444,7 +424,7 @@ impl Culler {
             } else {
                 self.reject_state(sum, ray)
             };
-            core.write_register(reg::R2, [alu::add(s.u, s.v); 3]);
+            core.write_register(address::R2, [alu::add(s.u, s.v); 3]);
         }
         // MAIN 43 `RETURN RT_FALSE` (DST 0) after BIU's RET to 38.
         core.set_routine_end_state(0, 0, BIU_RETURN_POINT);
@@ -491,26 +471,26 @@ mod tests {
 
     /// Registers BIU and MAIN read or write, and a few others, with arbitrary contents.
     const SEEDED: [u16; 20] = [
-        reg::R1,
-        reg::R2,
-        reg::R3,
-        reg::T,
-        reg::P,
-        reg::Q,
-        reg::T_HIT,
-        reg::E1,
-        reg::E2,
-        reg::DELTA,
-        reg::U,
-        reg::V,
-        reg::H1,
-        reg::H2,
-        reg::H3,
-        118, // R99
-        95,  // CREG_LAST_t
-        96,  // CREG_LAST_u
-        116, // CREG_TEX_COORD1
-        111, // CREG_PIXEL_2D_POSITION
+        address::R1,
+        address::R2,
+        address::R3,
+        address::CREG_T,
+        address::CREG_P,
+        address::CREG_Q,
+        address::CREG_T_HIT,
+        address::CREG_E1,
+        address::CREG_E2,
+        address::CREG_DELTA,
+        address::CREG_U,
+        address::CREG_V,
+        address::CREG_H1,
+        address::CREG_H2,
+        address::CREG_H3,
+        address::R99,
+        address::CREG_LAST_T,
+        address::CREG_LAST_U,
+        address::CREG_TEX_COORD1,
+        address::CREG_PIXEL_2D_POSITION,
     ];
 
     proptest! {
@@ -542,8 +522,8 @@ mod tests {
                 for (&address, &value) in SEEDED.iter().zip(&seeds) {
                     core.write_register(address, value);
                 }
-                core.write_register(reg::RAY_DIRECTION, ray);
-                core.write_register(reg::ZERO, [zero, 1, 2]);
+                core.write_register(address::CREG_RAY_DIRECTION, ray);
+                core.write_register(address::CREG_ZERO, [zero, 1, 2]);
                 core.set_routine_end_state(0, previous_return, 0);
                 core.set_budget(budget);
                 core.load_triangle(&triangle);
