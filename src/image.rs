@@ -7,6 +7,12 @@ use std::path::{Path, PathBuf};
 
 use crate::machine::Frame;
 
+/// 8-bit colour of an output word, as the test bench converts it: min(255, word >> 9) on
+/// the unsigned word, so negative values become 255.
+pub fn channel_byte(word: u32) -> u8 {
+    (word >> 9).min(255) as u8
+}
+
 /// 8-bit RGB pixels, row-major.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Rgb8 {
@@ -20,7 +26,13 @@ impl Rgb8 {
         Rgb8 {
             width: frame.width,
             height: frame.height,
-            data: frame.rgb_bytes(),
+            // Unwritten words read as 0.
+            data: frame
+                .words
+                .iter()
+                .zip(&frame.written)
+                .map(|(&w, &written)| if written { channel_byte(w) } else { 0 })
+                .collect(),
         }
     }
 
@@ -88,7 +100,7 @@ pub fn test_bench_ppm(frame: &Frame) -> String {
         for i in 0..width * 3 {
             let at = row * width * 3 + i;
             if frame.written[at] {
-                let _ = write!(out, "{:>10} ", Frame::channel_byte(frame.words[at]));
+                let _ = write!(out, "{:>10} ", channel_byte(frame.words[at]));
             } else {
                 let _ = write!(out, "{:>10} ", "x");
             }
@@ -396,12 +408,12 @@ mod tests {
 
     #[test]
     fn channel_conversion_clamps_and_treats_negative_as_255() {
-        assert_eq!(Frame::channel_byte(0x20000), 255);
-        assert_eq!(Frame::channel_byte(0x1FE00), 255);
-        assert_eq!(Frame::channel_byte(0x1FC00), 254);
-        assert_eq!(Frame::channel_byte(0x200), 1);
-        assert_eq!(Frame::channel_byte(0x1FF), 0);
-        assert_eq!(Frame::channel_byte(0xFFFF_FFFF), 255);
+        assert_eq!(channel_byte(0x20000), 255);
+        assert_eq!(channel_byte(0x1FE00), 255);
+        assert_eq!(channel_byte(0x1FC00), 254);
+        assert_eq!(channel_byte(0x200), 1);
+        assert_eq!(channel_byte(0x1FF), 0);
+        assert_eq!(channel_byte(0xFFFF_FFFF), 255);
     }
 
     #[test]

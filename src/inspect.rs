@@ -2,7 +2,7 @@
 //! pixel and its raw output words, and, for two renders that differ, which differing pixels
 //! are a core's first pixel (where the hardware's cores disagree, README "ROM variants").
 
-use crate::image::Comparison;
+use crate::image::{channel_byte, Comparison};
 use crate::machine::Frame;
 use crate::scene::Partition;
 use crate::trace::{locate_in, PixelLocation, TraceError};
@@ -31,7 +31,7 @@ pub fn pixel_info(frame: &Frame, x: u32, y: u32) -> Result<PixelInfo, TraceError
     ];
     let byte = |c: usize| {
         if written[c] {
-            Frame::channel_byte(words[c])
+            channel_byte(words[c])
         } else {
             0
         }

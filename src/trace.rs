@@ -427,7 +427,7 @@ fn write_footer(
         .collect();
     let bytes: Vec<String> = output
         .iter()
-        .map(|w| w.map_or(0, crate::machine::Frame::channel_byte).to_string())
+        .map(|w| w.map_or(0, crate::image::channel_byte).to_string())
         .collect();
     tracer.comment(&format!(
         "output: OMEM[{}..{}] = {} -> RGB {}{}",

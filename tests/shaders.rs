@@ -10,6 +10,7 @@ use std::path::{Path, PathBuf};
 
 use model::{as_f64, hits, lanes2, primary_ray, texture_coordinates, Hit, START_T};
 use theia::core::alu::{self, Vec3, ONE};
+use theia::image::channel_byte;
 use theia::isa::asm::{assemble, Assembly, MAX_USER_INSTRUCTIONS};
 use theia::isa::{EntryPoint, Instruction};
 use theia::machine::{render, Frame, RenderOptions};
@@ -223,9 +224,9 @@ fn double_blue_doubles_the_blue_word_exactly() {
     let mut odd_bytes = 0;
     for k in 0..(plain.width * plain.height) as usize {
         let blue = plain.words[3 * k + 2];
-        let byte = Frame::channel_byte(shaded.words[3 * k + 2]);
+        let byte = channel_byte(shaded.words[3 * k + 2]);
         assert_eq!(u32::from(byte), ((2 * blue) >> 9).min(255));
-        let naive = (2 * u32::from(Frame::channel_byte(blue))).min(255);
+        let naive = (2 * u32::from(channel_byte(blue))).min(255);
         odd_bytes += usize::from(u32::from(byte) != naive);
     }
     println!("double_blue: {odd_bytes} pixels are 2·B + 1 rather than 2·B");
@@ -364,7 +365,7 @@ fn uv_shows_the_texture_coordinates_of_scenes_example1() {
     // The quad of scenes_example1 spans the whole texture: s runs from about 0 to 1.0.
     let shaded = with_shader(&example1.1, "uv.shdr");
     let reds: Vec<u8> = (0..40000)
-        .map(|k| Frame::channel_byte(shaded.words[3 * k]))
+        .map(|k| channel_byte(shaded.words[3 * k]))
         .collect();
     assert!(reds.iter().max() >= Some(&250), "{:?}", reds.iter().max());
     assert!(reds.iter().any(|&r| r <= 5));

@@ -131,7 +131,7 @@ fn traced_pixels_match_the_full_render() {
         assert_eq!(traced.output.to_vec(), words, "pixel ({x}, {y})");
         let bytes = traced
             .output
-            .map(|w| theia::machine::Frame::channel_byte(w.unwrap()));
+            .map(|w| theia::image::channel_byte(w.unwrap()));
         if let Some(rgb) = rgb {
             assert_eq!(bytes, rgb, "pixel ({x}, {y})");
         }

@@ -161,21 +161,6 @@ pub struct Frame {
 }
 
 impl Frame {
-    /// 8-bit colour of a word, as the test bench converts it: min(255, word >> 9) on the
-    /// unsigned word, so negative values become 255.
-    pub fn channel_byte(word: u32) -> u8 {
-        (word >> 9).min(255) as u8
-    }
-
-    /// RGB bytes of every pixel (unwritten words read as 0).
-    pub fn rgb_bytes(&self) -> Vec<u8> {
-        self.words
-            .iter()
-            .zip(&self.written)
-            .map(|(&w, &written)| if written { Frame::channel_byte(w) } else { 0 })
-            .collect()
-    }
-
     /// Pixels whose closest hit only wrap-around or a negative t made possible.
     pub fn artifact_pixels(&self) -> usize {
         self.hits
