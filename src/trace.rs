@@ -272,20 +272,12 @@ pub fn locate_in(
         .enumerate()
         .rev()
         .find_map(|(core, partition)| {
-            let ((x0, y0), (x1, y1)) = (partition.start_pixel(), partition.end_pixel());
-            let index = if y == y0 && (x0..x1).contains(&x) {
-                x - x0
-            } else if y > y0 && y < y1 && x < x1 {
-                (x1 - x0) + (y - y0 - 1) * x1 + x
-            } else {
-                return None;
-            };
             Some(PixelLocation {
                 x,
                 y,
                 core,
                 cores: partitions.len(),
-                index: index as usize,
+                index: partition.index_of(x, y)?,
                 pixels: partition.pixel_count(),
             })
         })

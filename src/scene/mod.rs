@@ -100,6 +100,20 @@ impl Partition {
         })
     }
 
+    /// Where pixel (x, y) comes in [`Partition::pixels`] (the k-th pixel NPG visits, whose
+    /// colour the core writes to output words 3k..3k+2), if the partition holds it.
+    pub fn index_of(&self, x: u32, y: u32) -> Option<usize> {
+        let ((x0, y0), (x1, y1)) = (self.start_pixel(), self.end_pixel());
+        let index = if y == y0 && (x0..x1).contains(&x) {
+            x - x0
+        } else if y > y0 && y < y1 && x < x1 {
+            (x1 - x0) + (y - y0 - 1) * x1 + x
+        } else {
+            return None;
+        };
+        Some(index as usize)
+    }
+
     /// Number of pixels in [`Partition::pixels`].
     pub fn pixel_count(&self) -> usize {
         let ((x0, y0), (x1, y1)) = (self.start_pixel(), self.end_pixel());
@@ -188,6 +202,29 @@ mod tests {
         let order: Vec<_> = p.pixels().collect();
         assert_eq!(order, vec![(2, 1), (3, 1), (0, 2), (1, 2), (2, 2), (3, 2)]);
         assert_eq!(p.pixel_count(), order.len());
+    }
+
+    #[test]
+    fn index_of_inverts_the_pixel_order() {
+        for p in [
+            Partition {
+                initial: [2 << 17, 1 << 17, 0],
+                end: [4 << 17, 3 << 17, 0],
+            },
+            Partition::rows(5, 0, 3),
+            Partition {
+                initial: [3 << 17, 0, 0],
+                end: [4 << 17, 1 << 17, 0],
+            },
+        ] {
+            let order: Vec<_> = p.pixels().collect();
+            for y in 0..5 {
+                for x in 0..6 {
+                    let expected = order.iter().position(|&pixel| pixel == (x, y));
+                    assert_eq!(p.index_of(x, y), expected, "{p:?} ({x}, {y})");
+                }
+            }
+        }
     }
 
     #[test]
