@@ -7,7 +7,8 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use crate::machine::{AccelMode, Lockstep, Machine, Render, RenderError, RenderOptions};
-use crate::scene::obj::{self, MemoryAssets, ObjOptions};
+use crate::scene::generate::{self, Mesh};
+use crate::scene::obj::{self, ObjOptions};
 use crate::scene::{Scene, SceneError};
 
 /// What to measure.
@@ -260,25 +261,30 @@ impl Pools {
 
 /// The large generated mesh of the benchmark: a bumpy icosphere, unlit.
 pub fn mesh_scene(subdivisions: u32, size: u32) -> Result<Scene, SceneError> {
-    let text = crate::scene::generate::displaced_icosphere_obj(subdivisions, 0.08);
-    generated_scene(&text, "bumpy_icosphere.obj", size, true)
+    let mesh = generate::displaced_icosphere(subdivisions, 0.08);
+    generated_scene(&mesh, "bumpy_icosphere.obj", size, true)
 }
 
 /// The UV sphere scene of the large-scene benchmark.
 pub fn sphere_scene(segments: u32, rings: u32, size: u32) -> Result<Scene, SceneError> {
-    let text = crate::scene::generate::uv_sphere_obj(segments, rings);
-    generated_scene(&text, "uv_sphere.obj", size, false)
+    let mesh = generate::uv_sphere(segments, rings);
+    generated_scene(&mesh, "uv_sphere.obj", size, false)
 }
 
-/// A generated OBJ text as a square scene of `size` pixels.
-fn generated_scene(text: &str, name: &str, size: u32, flat: bool) -> Result<Scene, SceneError> {
-    let options = ObjOptions {
+/// The options a generated mesh is framed with: a square of `size` pixels.
+fn generated_options(size: u32, flat: bool) -> ObjOptions {
+    ObjOptions {
         width: size,
         height: size,
         flat,
         ..Default::default()
-    };
-    Ok(obj::load_obj_text(text, Path::new(name), &MemoryAssets(&[]), &options)?.scene)
+    }
+}
+
+/// A generated mesh as a square scene of `size` pixels, named `name`.
+fn generated_scene(mesh: &Mesh, name: &str, size: u32, flat: bool) -> Result<Scene, SceneError> {
+    let options = generated_options(size, flat);
+    Ok(obj::load_mesh(mesh, Path::new(name), &options)?.scene)
 }
 
 /// Runs every benchmark: scenes_example3 interpreted (culling off: the interpreter's
@@ -417,6 +423,86 @@ mod tests {
             "* culling on: skipped MAIN runs count as executed instructions"
         );
         assert!(lines[1].starts_with("-----"));
+    }
+
+    /// FNV-1a over every word the host sends, to pin scenes without storing them.
+    fn fingerprint(scene: &Scene) -> u64 {
+        let partitions = scene
+            .partitions
+            .iter()
+            .flat_map(|p| p.initial.iter().chain(&p.end));
+        let program = scene.program.iter().flatten().flat_map(|i| {
+            let word = i.0;
+            [word as u32, (word >> 32) as u32]
+        });
+        let words = (scene.triangles.iter().flatten().flatten().copied())
+            .chain(scene.config.iter().flatten().copied())
+            .chain(partitions.copied())
+            .chain(scene.texture.iter().copied())
+            .chain([scene.control_register])
+            .chain(program);
+        words.fold(0xcbf2_9ce4_8422_2325, |hash, word: u32| {
+            word.to_le_bytes().iter().fold(hash, |hash, &byte| {
+                (hash ^ u64::from(byte)).wrapping_mul(0x0100_0000_01b3)
+            })
+        })
+    }
+
+    /// The fixtures built from meshes are the scenes their OBJ text loads into, word for
+    /// word, and the scenes the benchmark measured when it still loaded that text.
+    #[test]
+    fn fixtures_are_the_scenes_their_obj_text_gives() {
+        for (mesh, name, size, flat, pinned) in [
+            (
+                generate::uv_sphere(8, 5),
+                "uv_sphere.obj",
+                16,
+                false,
+                0x4713_212e_950a_3cce,
+            ),
+            (
+                generate::uv_sphere(24, 12),
+                "uv_sphere.obj",
+                48,
+                false,
+                0xfbcf_60cb_1f4a_8acd,
+            ),
+            (
+                generate::displaced_icosphere(2, 0.08),
+                "bumpy_icosphere.obj",
+                32,
+                true,
+                0x7d02_b322_df18_40f4,
+            ),
+        ] {
+            let direct = generated_scene(&mesh, name, size, flat).unwrap();
+            let text = obj::load_obj_text(
+                &mesh.to_obj("generated"),
+                Path::new(name),
+                &obj::MemoryAssets(&[]),
+                &generated_options(size, flat),
+            )
+            .unwrap()
+            .scene;
+            assert_eq!(direct.name, text.name);
+            assert_eq!(direct.triangles, text.triangles, "{name}");
+            assert_eq!(direct.config, text.config, "{name}");
+            assert_eq!(direct.partitions, text.partitions);
+            assert_eq!(direct.texture, text.texture);
+            assert_eq!(direct.program, text.program);
+            assert_eq!(direct.control_register, text.control_register);
+            assert_eq!(fingerprint(&direct), pinned, "{name} {size}");
+        }
+    }
+
+    /// The benchmark's own sizes, pinned the same way (slow in debug builds).
+    #[test]
+    fn the_benchmark_fixtures_are_unchanged() {
+        let sphere = sphere_scene(64, 41, 256).unwrap();
+        assert_eq!(fingerprint(&sphere), 0xc2f4_192f_c250_ec3a);
+        let mesh = mesh_scene(6, 256).unwrap();
+        assert_eq!(mesh.triangles.len(), 81_920);
+        assert_eq!(fingerprint(&mesh), 0x38d4_39fe_ae9d_4a52);
     }
 
     #[test]

@@ -1,52 +1,106 @@
-//! Generated test scenes, as OBJ text: large meshes for tests and benchmarks whose size
-//! and shape are chosen by parameters, not stored in the repository.
+//! Generated test scenes, as meshes and as OBJ text: large meshes for tests and benchmarks
+//! whose size and shape are chosen by parameters, not stored in the repository.
 
 use std::fmt::Write;
 
-/// OBJ text of a UV sphere of radius 1 with `2 * segments * (rings - 1)` triangles and
-/// texture coordinates, for tests and benchmarks of large scenes (no material: white).
-pub fn uv_sphere_obj(segments: u32, rings: u32) -> String {
-    let mut obj = String::from("# generated UV sphere\n");
+/// A generated triangle mesh: what an OBJ file of it holds. Coordinates lie on the grid
+/// of six decimals its OBJ text writes them at, so the mesh and its text are one model, and
+/// a scene built from either has the same words.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Mesh {
+    pub positions: Vec<[f64; 3]>,
+    /// Empty, or one texture coordinate per position (each corner uses its position's).
+    pub texcoords: Vec<[f64; 2]>,
+    /// Triangles as indices into `positions`, in file order.
+    pub faces: Vec<[usize; 3]>,
+}
+
+impl Mesh {
+    /// The mesh as OBJ text, after a `# comment` line.
+    pub fn to_obj(&self, comment: &str) -> String {
+        let mut obj = format!("# {comment}\n");
+        for (i, [x, y, z]) in self.positions.iter().enumerate() {
+            let _ = writeln!(obj, "v {x:.6} {y:.6} {z:.6}");
+            if let Some([u, v]) = self.texcoords.get(i) {
+                let _ = writeln!(obj, "vt {u:.6} {v:.6}");
+            }
+        }
+        let textured = !self.texcoords.is_empty();
+        for face in &self.faces {
+            let [a, b, c] = face.map(|i| i + 1);
+            let _ = if textured {
+                writeln!(obj, "f {a}/{a} {b}/{b} {c}/{c}")
+            } else {
+                writeln!(obj, "f {a} {b} {c}")
+            };
+        }
+        obj
+    }
+}
+
+/// `value` on the six-decimal grid of the OBJ text: the double nearest a whole number of
+/// millionths, as parsing its `{:.6}` text gives.
+fn on_grid(value: f64) -> f64 {
+    (value * 1e6).round() / 1e6
+}
+
+/// A UV sphere of radius 1 with `2 * segments * (rings - 1)` triangles and texture
+/// coordinates, for tests and benchmarks of large scenes (no material: white).
+pub fn uv_sphere(segments: u32, rings: u32) -> Mesh {
+    let mut mesh = Mesh {
+        positions: Vec::new(),
+        texcoords: Vec::new(),
+        faces: Vec::new(),
+    };
     for ring in 0..=rings {
         let theta = std::f64::consts::PI * ring as f64 / rings as f64;
         for segment in 0..=segments {
             let phi = std::f64::consts::TAU * segment as f64 / segments as f64;
-            let (x, y, z) = (
-                theta.sin() * phi.cos(),
-                theta.cos(),
-                theta.sin() * phi.sin(),
+            mesh.positions.push(
+                [
+                    theta.sin() * phi.cos(),
+                    theta.cos(),
+                    theta.sin() * phi.sin(),
+                ]
+                .map(on_grid),
             );
-            obj.push_str(&format!("v {x:.6} {y:.6} {z:.6}\n"));
-            obj.push_str(&format!(
-                "vt {:.6} {:.6}\n",
-                segment as f64 / segments as f64,
-                1.0 - ring as f64 / rings as f64
-            ));
+            mesh.texcoords.push(
+                [
+                    segment as f64 / segments as f64,
+                    1.0 - ring as f64 / rings as f64,
+                ]
+                .map(on_grid),
+            );
         }
     }
-    let index = |ring: u32, segment: u32| ring * (segments + 1) + segment + 1;
+    let index = |ring: u32, segment: u32| (ring * (segments + 1) + segment) as usize;
     for ring in 0..rings {
         for segment in 0..segments {
             let (a, b) = (index(ring, segment), index(ring, segment + 1));
             let (c, d) = (index(ring + 1, segment + 1), index(ring + 1, segment));
             // The poles' degenerate halves are left out.
             if ring != 0 {
-                obj.push_str(&format!("f {a}/{a} {b}/{b} {c}/{c}\n"));
+                mesh.faces.push([a, b, c]);
             }
             if ring != rings - 1 {
-                obj.push_str(&format!("f {a}/{a} {c}/{c} {d}/{d}\n"));
+                mesh.faces.push([a, c, d]);
             }
         }
     }
-    obj
+    mesh
 }
 
-/// OBJ text of a closed, bumpy mesh of `20 * 4^subdivisions` small triangles (81,920 at 6):
-/// an icosahedron subdivided `subdivisions` times, its vertices pushed out to radius
+/// [`uv_sphere`] as OBJ text.
+pub fn uv_sphere_obj(segments: u32, rings: u32) -> String {
+    uv_sphere(segments, rings).to_obj("generated UV sphere")
+}
+
+/// A closed, bumpy mesh of `20 * 4^subdivisions` small triangles (81,920 at 6): an
+/// icosahedron subdivided `subdivisions` times, its vertices pushed out to radius
 /// `1 + amplitude * bumps(direction)`, a smooth function with dents and ridges, so that many
 /// triangles are seen nearly edge-on, as on scanned models. No texture coordinates, no
 /// material.
-pub fn displaced_icosphere_obj(subdivisions: u32, amplitude: f64) -> String {
+pub fn displaced_icosphere(subdivisions: u32, amplitude: f64) -> Mesh {
     let t = (1.0 + 5f64.sqrt()) / 2.0;
     let mut vertices: Vec<[f64; 3]> = [
         [-1.0, t, 0.0],
@@ -105,19 +159,29 @@ pub fn displaced_icosphere_obj(subdivisions: u32, amplitude: f64) -> String {
             })
             .collect();
     }
-    let mut obj = format!(
-        "# generated displaced icosphere, {} triangles\n",
-        faces.len()
+    let positions = vertices
+        .into_iter()
+        .map(|[x, y, z]| {
+            let bumps = (5.0 * x).sin() * (7.0 * y).sin() * (3.0 * z + 1.0).sin();
+            let r = 1.0 + amplitude * bumps;
+            [r * x, r * y, r * z].map(on_grid)
+        })
+        .collect();
+    Mesh {
+        positions,
+        texcoords: Vec::new(),
+        faces,
+    }
+}
+
+/// [`displaced_icosphere`] as OBJ text.
+pub fn displaced_icosphere_obj(subdivisions: u32, amplitude: f64) -> String {
+    let mesh = displaced_icosphere(subdivisions, amplitude);
+    let comment = format!(
+        "generated displaced icosphere, {} triangles",
+        mesh.faces.len()
     );
-    for [x, y, z] in vertices {
-        let bumps = (5.0 * x).sin() * (7.0 * y).sin() * (3.0 * z + 1.0).sin();
-        let r = 1.0 + amplitude * bumps;
-        let _ = writeln!(obj, "v {:.6} {:.6} {:.6}", r * x, r * y, r * z);
-    }
-    for [a, b, c] in faces {
-        let _ = writeln!(obj, "f {} {} {}", a + 1, b + 1, c + 1);
-    }
-    obj
+    mesh.to_obj(&comment)
 }
 
 fn normalised(p: [f64; 3]) -> [f64; 3] {

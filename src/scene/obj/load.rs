@@ -8,6 +8,7 @@ use std::path::Path;
 
 use super::parse::{self, ValidObj};
 use super::Assets;
+use crate::scene::generate::Mesh;
 use crate::scene::SceneError;
 
 /// One corner of a triangle: indices into the model's positions and texture coordinates.
@@ -33,6 +34,43 @@ pub struct ObjModel {
     pub positions: Vec<[f64; 3]>,
     pub texcoords: Vec<[f64; 2]>,
     pub triangles: Vec<ObjTriangle>,
+}
+
+impl ObjModel {
+    /// The model [`load`] gives for `mesh`'s OBJ text: bit-equal positions shared, each
+    /// corner with its position's texture coordinate (when the mesh has them), no material.
+    pub fn from_mesh(mesh: &Mesh) -> ObjModel {
+        let mut model = ObjModel {
+            texcoords: mesh.texcoords.clone(),
+            ..ObjModel::default()
+        };
+        let mut position_index: HashMap<[u64; 3], usize> = HashMap::new();
+        let positions: Vec<usize> = mesh
+            .positions
+            .iter()
+            .map(|&p| {
+                *position_index
+                    .entry(p.map(f64::to_bits))
+                    .or_insert_with(|| {
+                        model.positions.push(p);
+                        model.positions.len() - 1
+                    })
+            })
+            .collect();
+        let textured = !mesh.texcoords.is_empty();
+        model.triangles = mesh
+            .faces
+            .iter()
+            .map(|face| ObjTriangle {
+                corners: face.map(|i| Corner {
+                    position: positions[i],
+                    texcoord: textured.then_some(i),
+                }),
+                material: None,
+            })
+            .collect();
+        model
+    }
 }
 
 /// A material of an MTL library (only what the hardware can show).

@@ -92,6 +92,7 @@ use glam::DVec3;
 pub use atlas::{MEMORY_SIDE, MEMORY_WORDS, RESAMPLE_FILTER};
 pub use fit::{FIT_DISTANCE, HORIZON, MAX_FIT_RADIUS, MIN_FIT_RADIUS};
 
+use super::generate::Mesh;
 use super::{Partition, Scene, SceneError, Triangle};
 use crate::isa::asm::assemble;
 use crate::isa::Instruction;
@@ -231,9 +232,7 @@ pub fn load_obj_text(
     validate_options(options).map_err(unsupported)?;
     let valid = parse::validate_obj(text, path)?;
     if valid.has_texcoord.is_empty() {
-        return Err(unsupported(
-            "the OBJ has no triangles (no `f` statement with three or more vertices)".into(),
-        ));
+        return Err(unsupported(NO_TRIANGLES.into()));
     }
     let mut notes = Vec::new();
     if !valid.unknown.is_empty() {
@@ -250,7 +249,39 @@ pub fn load_obj_text(
         });
     }
     let load::Loaded { model, materials } = load::load(&valid, path, assets, &mut notes)?;
-    let (sources, tile_of_material) = tile_sources(&model, &materials, assets, &mut notes);
+    build_scene(&model, &materials, path, assets, options, notes)
+}
+
+/// A generated mesh as a scene, framed and converted exactly as an OBJ file of it
+/// ([`Mesh::to_obj`]) would be, without writing or parsing the text; `path` names it.
+pub fn load_mesh(mesh: &Mesh, path: &Path, options: &ObjOptions) -> Result<ObjScene, SceneError> {
+    let unsupported = |message: String| SceneError::Unsupported {
+        file: path.to_path_buf(),
+        message,
+    };
+    validate_options(options).map_err(unsupported)?;
+    if mesh.faces.is_empty() {
+        return Err(unsupported(NO_TRIANGLES.into()));
+    }
+    let model = ObjModel::from_mesh(mesh);
+    build_scene(&model, &[], path, &MemoryAssets(&[]), options, Vec::new())
+}
+
+/// What [`load_obj_text`] and [`load_mesh`] share once the model is loaded: the atlas,
+/// the fit and the hardware's words.
+fn build_scene(
+    model: &ObjModel,
+    materials: &[Option<Material>],
+    path: &Path,
+    assets: &dyn Assets,
+    options: &ObjOptions,
+    mut notes: Vec<String>,
+) -> Result<ObjScene, SceneError> {
+    let unsupported = |message: String| SceneError::Unsupported {
+        file: path.to_path_buf(),
+        message,
+    };
+    let (sources, tile_of_material) = tile_sources(model, materials, assets, &mut notes);
     let atlas = Atlas::build(
         &sources,
         options.texture_size,
@@ -259,7 +290,7 @@ pub fn load_obj_text(
     )
     .map_err(|e| unsupported(atlas_message(e, options.texture_size)))?;
 
-    let view = fit_view(&model, options).map_err(|e| unsupported(fit_message(e)))?;
+    let view = fit_view(model, options).map_err(|e| unsupported(fit_message(e)))?;
     if view.behind_camera > 0 {
         notes.push(format!(
             "warning: {} vertices are at or behind the camera; BIU has no t > 0 test, so faces behind the camera can cover the view",
@@ -372,6 +403,9 @@ pub fn load_obj_text(
 
 /// 1.0 in Q15.17.
 const ONE: u32 = 1 << 17;
+
+const NO_TRIANGLES: &str =
+    "the OBJ has no triangles (no `f` statement with three or more vertices)";
 
 /// Q15.17 of a value (rounded to nearest), if it is in range.
 fn to_q(value: f64) -> Option<u32> {
