@@ -142,10 +142,17 @@ pub trait CoreState: Storage {
     /// interpreting it (the caller guarantees the budget covers them).
     #[inline(always)]
     fn charge(&mut self, instructions: u64) {
+        self.charge_skipped(1, instructions);
+    }
+
+    /// Books `routines` routines that were not interpreted, together `instructions` long,
+    /// against the budget.
+    #[inline(always)]
+    fn charge_skipped(&mut self, routines: u64, instructions: u64) {
         debug_assert!(instructions <= self.budget_left());
         let left = self.budget_left() - instructions;
         self.set_budget_left(left);
-        self.book(instructions, 1);
+        self.book(instructions, routines);
     }
 
     /// Sets what a routine that ended with `RETURN imm` (DST field `return_dst`) leaves in

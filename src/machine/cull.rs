@@ -224,11 +224,34 @@ impl Culler {
     /// BIU's verdict for triangle `index` under `ray`: `Some(exit)` when it rejects.
     #[inline(always)]
     pub fn rejects(&self, index: usize, ray: Vec3) -> Option<Exit> {
-        let k = &self.triangles[index];
-        let p = alu::cross(ray, k.e2);
-        let delta = alu::dot(p, k.e1);
-        let h2 = alu::dot(p, k.t);
-        verdict(h2, || alu::dot(k.q, ray), delta)
+        rejects(&self.triangles[index], ray)
+    }
+
+    /// The run of MAINs that can be skipped from triangle `first` on under `ray`: each
+    /// rejected by BIU and covered by what is left of `budget` (point 5). The caller has
+    /// checked [`main_returns_false`]; nothing in the run changes CREG_ZERO.
+    #[inline]
+    pub fn skippable_run(&self, first: usize, ray: Vec3, budget: u64) -> SkippableRun {
+        let mut run = SkippableRun {
+            end: first,
+            instructions: 0,
+            last_sum: None,
+        };
+        for k in &self.triangles[first..] {
+            let Some(exit) = rejects(k, ray) else {
+                break;
+            };
+            let instructions = run.instructions + exit.instructions();
+            if instructions > budget {
+                break;
+            }
+            run.instructions = instructions;
+            if exit == Exit::Sum {
+                run.last_sum = Some(run.end);
+            }
+            run.end += 1;
+        }
+        run
     }
 
     /// Everything BIU 157..=171 computes for triangle `index` under `ray`.
@@ -253,6 +276,25 @@ impl Culler {
             v: alu::div(h3, delta),
         }
     }
+}
+
+/// BIU's verdict for the triangle with constants `k` under `ray`.
+#[inline(always)]
+fn rejects(k: &TriangleConstants, ray: Vec3) -> Option<Exit> {
+    let p = alu::cross(ray, k.e2);
+    let delta = alu::dot(p, k.e1);
+    let h2 = alu::dot(p, k.t);
+    verdict(h2, || alu::dot(k.q, ray), delta)
+}
+
+/// What [`Culler::skippable_run`] found: triangles `first..end` can be skipped.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SkippableRun {
+    pub end: usize,
+    /// The instructions their MAINs execute.
+    pub instructions: u64,
+    /// The last of them that leaves BIU at 178.
+    pub last_sum: Option<usize>,
 }
 
 /// BIU 169..=178 on H2, H3 and Δ, as BIU runs it: u = H2/Δ, v = H3/Δ, `JGEX u, 0`,
@@ -283,7 +325,7 @@ pub fn exact_verdict(h2: u32, h3: u32, delta: u32) -> Option<Exit> {
 /// (2^17+2)·d ≤ a + b < 2^31·d gives 1.0 < s < 2^31, where ADD does not wrap (rejected
 /// at 178). Everything else — Δ = 0, a possible wrap, a sum near 1.0 — takes the exact
 /// path. A property test compares the two on values clustered at every boundary.
-#[inline]
+#[inline(always)]
 pub fn verdict(h2: u32, h3: impl FnOnce() -> u32, delta: u32) -> Option<Exit> {
     let d = alu::magnitude32(delta) as u64;
     if d == 0 {
@@ -345,21 +387,6 @@ impl Culler {
     #[inline(always)]
     pub fn try_skip(&self, core: &mut impl CoreState, index: usize, pending: &mut Pending) -> bool {
         let ray = core.register(address::CREG_RAY_DIRECTION);
-        self.try_skip_with(core, index, ray, pending)
-    }
-
-    /// [`Culler::try_skip`] for a core whose CREG_RAY_DIRECTION is `ray`. (Only RGU writes
-    /// it: neither MAIN's reject path, nor [`Culler::flush`], nor the host's triangle loads
-    /// do, so a caller may read it once per pixel and again after each MAIN it runs.)
-    #[inline(always)]
-    pub fn try_skip_with(
-        &self,
-        core: &mut impl CoreState,
-        index: usize,
-        ray: Vec3,
-        pending: &mut Pending,
-    ) -> bool {
-        debug_assert_eq!(ray, core.register(address::CREG_RAY_DIRECTION));
         let Some(exit) = self.rejects(index, ray) else {
             return false;
         };
@@ -548,6 +575,42 @@ mod tests {
             if culler.rejects(0, ray).is_none() && zero == 0 && budget >= 1_000 {
                 prop_assert_eq!(expected, Ok(true));
             }
+        }
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(500))]
+
+        /// A skippable run is the run of triangles [`Culler::try_skip`] skips one by one,
+        /// with the same charge, up to the first it does not (rejected or not, and the
+        /// budget running out part way included).
+        #[test]
+        fn a_skippable_run_is_triangle_by_triangle_skipping(
+            triangles in proptest::collection::vec(
+                [vec3(), vec3(), vec3(), vec3(), vec3(), vec3(), vec3()], 1..12),
+            camera in vec3(),
+            ray in vec3(),
+            first in 0usize..4,
+            budget in prop_oneof![Just(1_000u64), 0u64..120],
+        ) {
+            let program = Program::new(rom(RomVariant::Faithful), &Program::default_imem());
+            let mut config = [[0; 3]; 6];
+            config[address::CREG_CAMERA_POSITION as usize] = camera;
+            let culler = Culler::new(&program, &triangles, &config).unwrap();
+            let first = first.min(triangles.len());
+            let texture = [0u32; 4];
+            let mut core = Core::new(&program, &texture, 16);
+            core.write_register(address::CREG_RAY_DIRECTION, ray);
+            core.set_budget(budget);
+            let mut pending = Pending::default();
+            let mut end = first;
+            while end < triangles.len() && culler.try_skip(&mut core, end, &mut pending) {
+                end += 1;
+            }
+            let run = culler.skippable_run(first, ray, budget);
+            prop_assert_eq!(run.end, end);
+            prop_assert_eq!(run.instructions, budget - core.budget_left());
+            prop_assert_eq!(run.last_sum, pending.last_sum);
         }
     }
 

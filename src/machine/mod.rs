@@ -495,23 +495,29 @@ impl<'a> Machine<'a> {
             _ if accelerated.is_some() => hit = accelerated == Some(true),
             Ok(culler) if !O::ENABLED => {
                 let triangles = &self.scene.triangles;
-                let mut pending = Pending::default();
-                // Triangles before `loaded` are in the core; skipped MAINs do not read the
-                // swap memory, so the host's loads are caught up only before code runs.
-                let mut loaded = 0;
-                let mut ray = core.register(address::CREG_RAY_DIRECTION);
-                for index in 0..triangles.len() {
-                    if culler.try_skip_with(core, index, ray, &mut pending) {
-                        continue;
+                // Skipped MAINs do not read the swap memory, so the host's loads are caught
+                // up only before code runs; CREG_RAY_DIRECTION and CREG_ZERO change only
+                // when code runs.
+                let mut index = 0;
+                while index < triangles.len() {
+                    let first = index;
+                    if cull::main_returns_false(&*core) {
+                        let ray = core.register(address::CREG_RAY_DIRECTION);
+                        let skipped = culler.skippable_run(first, ray, core.budget_left());
+                        if skipped.end > first {
+                            core.charge_skipped((skipped.end - first) as u64, skipped.instructions);
+                            culler.write_skipped(core, skipped.end - 1, skipped.last_sum, ray);
+                        }
+                        index = skipped.end;
                     }
-                    core.load_triangles(&triangles[loaded..=index]);
-                    loaded = index + 1;
-                    culler.flush(core, &mut pending);
+                    if index == triangles.len() {
+                        core.load_triangles(&triangles[first..]);
+                        break;
+                    }
+                    core.load_triangles(&triangles[first..=index]);
                     hit |= run(core, EntryPoint::Main, observer)?;
-                    ray = core.register(address::CREG_RAY_DIRECTION);
+                    index += 1;
                 }
-                core.load_triangles(&triangles[loaded..]);
-                culler.flush(core, &mut pending);
             }
             _ => {
                 for triangle in &self.scene.triangles {
