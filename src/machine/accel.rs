@@ -8,8 +8,9 @@
 //! BIU computes P = R × E2, Δ = P·E1, H2 = P·T and H3 = Q·R (E1, E2, T, Q are constant per
 //! triangle; [`super::cull`]). In real numbers Δ = R·(E2 × E1), H2 = R·(E2 × T) and
 //! H3 = R·Q are linear in the ray R, so over a box of rays each lies between the sums of
-//! its coefficients times the box's corners, computed exactly in integers (i64 where every
-//! product provably fits, i128 otherwise). The ALU truncates
+//! its coefficients times the box's corners: exactly in i128, or, for a triangle whose
+//! coefficients are small enough, in double precision with every span widened by a proven
+//! rounding margin (`float`, four nodes per call). The ALU truncates
 //! each product toward zero (all first operands are exact multiplicands, checked, so the
 //! multiplier is exact before truncating), so each of P's lanes is within 2 raw units of
 //! the real value, and Δ within `3 + 2·Σ|E1|/2^17` raw units (three truncated products plus
@@ -47,8 +48,11 @@
 
 use rayon::prelude::*;
 
+mod float;
+
 use super::cull::{Culler, Exit, TriangleConstants};
 use crate::core::alu::{self, Vec3};
+use float::FloatForms;
 
 /// Pixels per tile side.
 pub const TILE: u32 = 4;
@@ -76,11 +80,20 @@ impl Tile {
     }
 }
 
-/// Per node during the build: known exits' instructions and count, unknown exits' count.
-type Skipped = (u64, u32, u32);
+/// Per node during the build: how many triangles it skips, by [`Verdict::code`] (place 0
+/// stays unused).
+type Skipped = [u32; 5];
 
-/// One build task's result: (tile, triangle) candidates and what each node skips.
-type Part = (Vec<(u32, u32)>, Vec<Skipped>);
+/// [`Verdict::code`] of no verdict.
+const UNSETTLED: u8 = 0;
+
+/// One build task's result: (tile, triangle) candidates, what each node skips, and how many
+/// candidates each tile got.
+struct Part {
+    found: Vec<(u32, u32)>,
+    skipped: Vec<Skipped>,
+    per_tile: Vec<u32>,
+}
 
 /// The per-frame structure.
 #[derive(Clone, Debug)]
@@ -114,52 +127,15 @@ impl std::fmt::Display for AccelRefusal {
     }
 }
 
-/// The integers the bound is computed in: `i64` for a triangle whose forms provably fit
-/// (every |c|·|R| sum below 2^60, checked in i128 by [`Forms::narrow`]), `i128` otherwise.
-/// Same code, same results; `i64` is several times faster, and the build is dominated by
-/// these products.
-trait Int:
-    Copy
-    + Ord
-    + std::ops::Add<Output = Self>
-    + std::ops::Sub<Output = Self>
-    + std::ops::Mul<Output = Self>
-    + std::ops::Neg<Output = Self>
-    + std::ops::Shl<u32, Output = Self>
-    + std::ops::Shr<u32, Output = Self>
-    + From<i32>
-{
-    fn abs(self) -> Self;
-    fn from_i64(value: i64) -> Self;
-}
-
-impl Int for i64 {
-    fn abs(self) -> Self {
-        i64::abs(self)
-    }
-    fn from_i64(value: i64) -> Self {
-        value
-    }
-}
-
-impl Int for i128 {
-    fn abs(self) -> Self {
-        i128::abs(self)
-    }
-    fn from_i64(value: i64) -> Self {
-        i128::from(value)
-    }
-}
-
 /// A closed interval of raw Q15.17 values.
 #[derive(Clone, Copy, Debug)]
-struct Span<T> {
-    lo: T,
-    hi: T,
+struct Span {
+    lo: i128,
+    hi: i128,
 }
 
-impl<T: Int> Span<T> {
-    fn neg(self) -> Span<T> {
+impl Span {
+    fn neg(self) -> Span {
         Span {
             lo: -self.hi,
             hi: -self.lo,
@@ -167,7 +143,7 @@ impl<T: Int> Span<T> {
     }
 
     /// The greatest magnitude in the interval.
-    fn magnitude(self) -> T {
+    fn magnitude(self) -> i128 {
         self.lo.abs().max(self.hi.abs())
     }
 }
@@ -229,12 +205,11 @@ struct Around {
 impl Around {
     /// Twice the least and twice the greatest of c·R over the box.
     #[inline(always)]
-    fn linear2<T: Int>(&self, c: [T; 3], c_abs: [T; 3]) -> (T, T) {
-        let zero = T::from(0);
-        let (mut mid, mut half) = (zero, zero);
+    fn linear2(&self, c: [i128; 3], c_abs: [i128; 3]) -> (i128, i128) {
+        let (mut mid, mut half) = (0, 0);
         for i in 0..3 {
-            mid = mid + c[i] * T::from_i64(self.mid2[i]);
-            half = half + c_abs[i] * T::from_i64(self.half2[i]);
+            mid += c[i] * i128::from(self.mid2[i]);
+            half += c_abs[i] * i128::from(self.half2[i]);
         }
         (mid - half, mid + half)
     }
@@ -275,41 +250,54 @@ enum Verdict {
     Rejected,
 }
 
-/// What BIU computes of one triangle, as linear forms of the ray.
-#[derive(Clone, Copy, Debug)]
-struct Forms<T> {
-    /// Δ = R·delta / 2^34, H2 = R·h2 / 2^34, H3 = R·h3 / 2^17 (raw units).
-    delta: [T; 3],
-    h2: [T; 3],
-    h3: [T; 3],
-    /// The coefficients' magnitudes.
-    delta_abs: [T; 3],
-    h2_abs: [T; 3],
-    h3_abs: [T; 3],
-    /// Truncation error bounds, raw units.
-    delta_error: T,
-    h2_error: T,
+impl Verdict {
+    /// A small number for each verdict, [`UNSETTLED`] being none: the build counts and
+    /// judges four nodes at a time by these.
+    const fn code(self) -> u8 {
+        match self {
+            Verdict::Exit(Exit::U) => 1,
+            Verdict::Exit(Exit::V) => 2,
+            Verdict::Exit(Exit::Sum) => 3,
+            Verdict::Rejected => 4,
+        }
+    }
 }
 
-const H3_ERROR: i32 = 3;
+/// What BIU computes of one triangle, as linear forms of the ray.
+#[derive(Clone, Copy, Debug)]
+struct Forms {
+    /// Δ = R·delta / 2^34, H2 = R·h2 / 2^34, H3 = R·h3 / 2^17 (raw units).
+    delta: [i128; 3],
+    h2: [i128; 3],
+    h3: [i128; 3],
+    /// The coefficients' magnitudes.
+    delta_abs: [i128; 3],
+    h2_abs: [i128; 3],
+    h3_abs: [i128; 3],
+    /// Truncation error bounds, raw units.
+    delta_error: i128,
+    h2_error: i128,
+}
+
+const H3_ERROR: i128 = 3;
 /// Every |P| lane and DOT is kept below this, far from pack's 2^31.
 const SAFE: i128 = 1 << 30;
-/// Forms whose |c|·|R| sums stay below this are evaluated in i64: the doubled bounds
-/// [`Around::linear2`] forms stay below 2^61, every span below 2^43 raw units, and the
-/// verdict's largest intermediate, a span sum shifted left by 17, below 2^61.
+/// Forms whose |c|·|R| sums stay below this are evaluated in double precision (the bound
+/// the rounding argument of `float` starts from; every span then stays below 2^45 raw
+/// units).
 const NARROW: i128 = 1 << 60;
 
-fn floor_div<T: Int>(a: T, shift: u32) -> T {
+fn floor_div(a: i128, shift: u32) -> i128 {
     a >> shift
 }
 
-fn ceil_div<T: Int>(a: T, shift: u32) -> T {
+fn ceil_div(a: i128, shift: u32) -> i128 {
     -((-a) >> shift)
 }
 
-impl Forms<i128> {
+impl Forms {
     /// The forms of a triangle, or `None` when it cannot be bounded over `all` rays.
-    fn new(k: &TriangleConstants, all: &RayBox) -> Option<Forms<i128>> {
+    fn new(k: &TriangleConstants, all: &RayBox) -> Option<Forms> {
         let wide = |v: Vec3| v.map(|w| i128::from(w as i32));
         // H3 = DOT(Q, R): Q is the multiplier's first operand.
         if !alu::exact_multiplicands(k.q) || !alu::exact_multiplicands(k.t) {
@@ -354,39 +342,23 @@ impl Forms<i128> {
         })
     }
 
-    /// The same forms in i64, when every |c|·|R| sum over `all` rays is below [`NARROW`]
-    /// (and so every product and sum the verdict forms fits).
-    fn narrow(&self, all: &RayBox) -> Option<Forms<i64>> {
+    /// Whether every |c|·|R| sum over `all` rays is below [`NARROW`] and the error bounds
+    /// below 2^31: the premises of [`FloatForms`].
+    fn narrow(&self, all: &RayBox) -> bool {
         let r = all.magnitude();
         let fits = |c: [i128; 3]| (0..3).map(|i| c[i].abs() * r[i]).sum::<i128>() < NARROW;
         let small = |e: i128| e < 1 << 31;
-        let narrow_enough = fits(self.delta)
+        fits(self.delta)
             && fits(self.h2)
             && fits(self.h3)
             && small(self.delta_error)
-            && small(self.h2_error);
-        if !narrow_enough {
-            return None;
-        }
-        let narrow = |c: [i128; 3]| c.map(|v| v as i64);
-        Some(Forms {
-            delta: narrow(self.delta),
-            h2: narrow(self.h2),
-            h3: narrow(self.h3),
-            delta_abs: narrow(self.delta_abs),
-            h2_abs: narrow(self.h2_abs),
-            h3_abs: narrow(self.h3_abs),
-            delta_error: self.delta_error as i64,
-            h2_error: self.h2_error as i64,
-        })
+            && small(self.h2_error)
     }
-}
 
-impl<T: Int> Forms<T> {
     /// What BIU does for every ray of `rays`, if that is certain.
     #[inline(always)]
     fn verdict(&self, rays: &Around) -> Option<Verdict> {
-        let span = |c: [T; 3], c_abs: [T; 3], shift: u32, error: T| {
+        let span = |c: [i128; 3], c_abs: [i128; 3], shift: u32, error: i128| {
             // Twice the bounds: one more bit of shift.
             let (lo, hi) = rays.linear2(c, c_abs);
             let shift = shift + 1;
@@ -395,7 +367,7 @@ impl<T: Int> Forms<T> {
                 hi: ceil_div(hi, shift) + error,
             }
         };
-        let zero = T::from(0);
+        let zero = 0;
         // Δ first: near-parallel triangles, the bulk of the undecided ones, stop here.
         let delta = span(self.delta, self.delta_abs, 34, self.delta_error);
         let sign_of_delta = if delta.lo > zero {
@@ -407,7 +379,7 @@ impl<T: Int> Forms<T> {
         };
         let (h2, h3) = (
             span(self.h2, self.h2_abs, 34, self.h2_error),
-            span(self.h3, self.h3_abs, 17, T::from(H3_ERROR)),
+            span(self.h3, self.h3_abs, 17, H3_ERROR),
         );
         let (d, a, b) = if sign_of_delta {
             (delta.neg(), h2.neg(), h3.neg())
@@ -415,9 +387,9 @@ impl<T: Int> Forms<T> {
             (delta, h2, h3)
         };
         let wrap = d.lo << 14;
-        let negative_quotient = |x: Span<T>| x.hi < zero && (-x.hi) << 17 >= d.hi && -x.lo < wrap;
-        let no_wrap = |x: Span<T>| x.magnitude() < wrap;
-        let beyond_sum = (a.lo + b.lo) << 17 >= T::from((1 << 17) + 2) * d.hi
+        let negative_quotient = |x: Span| x.hi < zero && (-x.hi) << 17 >= d.hi && -x.lo < wrap;
+        let no_wrap = |x: Span| x.magnitude() < wrap;
+        let beyond_sum = (a.lo + b.lo) << 17 >= ((1 << 17) + 2) * d.hi
             && no_wrap(a)
             && no_wrap(b)
             && a.magnitude() + b.magnitude() < wrap;
@@ -454,63 +426,87 @@ impl Accel {
         let mut nodes = Vec::new();
         let root = build_node(&mut nodes, &rays, width, height, [0, 0, tiles_x, tiles_y]);
         let all = nodes[root as usize].rays;
+        let groups = float::groups(&nodes, root);
         let triangles = culler.constants();
         // Triangles in contiguous chunks, so that merged candidate lists stay ascending.
         let chunk = triangles
             .len()
             .div_ceil(rayon::current_num_threads() * 8)
             .max(64);
+        let tile_count = (tiles_x * tiles_y) as usize;
         let parts: Vec<Part> = triangles
             .par_chunks(chunk)
             .enumerate()
             .map(|(c, part)| {
                 let mut found = Vec::new();
-                let mut skipped: Vec<Skipped> = vec![(0, 0, 0); nodes.len()];
+                let mut skipped: Vec<Skipped> = vec![[0; 5]; nodes.len()];
                 for (k, constants) in part.iter().enumerate() {
                     let index = (c * chunk + k) as u32;
                     match Forms::new(constants, &all) {
-                        Some(wide) => match wide.narrow(&all) {
-                            Some(forms) => {
-                                visit(&nodes, root, &forms, index, &mut found, &mut skipped)
-                            }
-                            None => visit(&nodes, root, &wide, index, &mut found, &mut skipped),
-                        },
+                        Some(forms) if forms.narrow(&all) => {
+                            let forms = FloatForms::new(&forms);
+                            float::visit(&groups, &forms, index, &mut found, &mut skipped)
+                        }
+                        Some(wide) => visit(&nodes, root, &wide, index, &mut found, &mut skipped),
                         None => mark_all(&nodes, root, index, &mut found),
                     }
                 }
-                (found, skipped)
+                let mut per_tile = vec![0; tile_count];
+                for &(tile, _) in &found {
+                    per_tile[tile as usize] += 1;
+                }
+                Part {
+                    found,
+                    skipped,
+                    per_tile,
+                }
             })
             .collect();
-        let mut tiles = vec![Tile::default(); (tiles_x * tiles_y) as usize];
-        let mut per_node: Vec<Skipped> = vec![(0, 0, 0); nodes.len()];
-        for (part_found, part_skipped) in &parts {
-            for &(tile, _) in part_found {
-                tiles[tile as usize].len += 1;
+        let mut tiles = vec![Tile::default(); tile_count];
+        let mut per_node: Vec<Skipped> = vec![[0; 5]; nodes.len()];
+        for part in &parts {
+            for (tile, count) in tiles.iter_mut().zip(&part.per_tile) {
+                tile.len += count;
             }
-            for (total, (cost, count, unknown)) in per_node.iter_mut().zip(part_skipped) {
-                total.0 += cost;
-                total.1 += count;
-                total.2 += unknown;
+            for (total, node) in per_node.iter_mut().zip(&part.skipped) {
+                for (sum, count) in total.iter_mut().zip(node) {
+                    *sum += count;
+                }
             }
         }
-        push_down(&nodes, root, (0, 0, 0), &per_node, &mut tiles);
-        // A counting sort by tile: parts come in triangle order and each part lists its
-        // triangles in order, so every tile's candidates end up ascending.
-        let mut next = Vec::with_capacity(tiles.len());
+        push_down(&nodes, root, [0; 5], &per_node, &mut tiles);
         let mut at = 0;
         for tile in &mut tiles {
             tile.start = at;
-            next.push(at);
             at += tile.len;
         }
+        // A counting sort by tile, in parallel: each tile's candidates are the parts' in
+        // part order, and each part lists its triangles in order, so they end up ascending.
         let mut candidates = vec![0; at as usize];
-        for (part_found, _) in &parts {
-            for &(tile, triangle) in part_found {
-                let slot = &mut next[tile as usize];
-                candidates[*slot as usize] = triangle;
-                *slot += 1;
+        let mut places: Vec<Vec<&mut [u32]>> = parts
+            .iter()
+            .map(|_| Vec::with_capacity(tile_count))
+            .collect();
+        let mut rest = candidates.as_mut_slice();
+        for tile in 0..tile_count {
+            for (part, places) in parts.iter().zip(&mut places) {
+                let (place, tail) =
+                    std::mem::take(&mut rest).split_at_mut(part.per_tile[tile] as usize);
+                places.push(place);
+                rest = tail;
             }
         }
+        parts
+            .par_iter()
+            .zip(places.par_iter_mut())
+            .for_each(|(part, places)| {
+                let mut next = vec![0; tile_count];
+                for &(tile, triangle) in &part.found {
+                    let slot = &mut next[tile as usize];
+                    places[tile as usize][*slot] = triangle;
+                    *slot += 1;
+                }
+            });
         Ok(Accel {
             width,
             tiles_x,
@@ -596,10 +592,10 @@ fn build_node(
 /// Descends from `root` while `forms`' verdict is unsettled: candidates at the leaves, and
 /// per node what it skips. (A loop over an explicit stack: the build makes millions of
 /// these steps, and recursion cost a seventh of them; measured with callgrind.)
-fn visit<T: Int>(
+fn visit(
     nodes: &[Node],
     root: u32,
-    forms: &Forms<T>,
+    forms: &Forms,
     triangle: u32,
     found: &mut Vec<(u32, u32)>,
     skipped: &mut [Skipped],
@@ -612,11 +608,7 @@ fn visit<T: Int>(
         let at = stack[depth];
         let node = &nodes[at as usize];
         match forms.verdict(&node.around) {
-            Some(Verdict::Exit(exit)) => {
-                skipped[at as usize].0 += exit.instructions();
-                skipped[at as usize].1 += 1;
-            }
-            Some(Verdict::Rejected) => skipped[at as usize].2 += 1,
+            Some(verdict) => skipped[at as usize][verdict.code() as usize] += 1,
             None => match node.kind {
                 NodeKind::Leaf(tile) => found.push((tile, triangle)),
                 NodeKind::Split(children, count) => {
@@ -644,12 +636,18 @@ fn mark_all(nodes: &[Node], at: u32, triangle: u32, found: &mut Vec<(u32, u32)>)
 
 fn push_down(nodes: &[Node], at: u32, above: Skipped, per_node: &[Skipped], tiles: &mut [Tile]) {
     let here = per_node[at as usize];
-    let total = (above.0 + here.0, above.1 + here.1, above.2 + here.2);
+    let total: Skipped = std::array::from_fn(|code| above[code] + here[code]);
     match nodes[at as usize].kind {
         NodeKind::Leaf(tile) => {
-            tiles[tile as usize].skipped_instructions = total.0;
-            tiles[tile as usize].skipped = total.1;
-            tiles[tile as usize].skipped_unknown = total.2;
+            let tile = &mut tiles[tile as usize];
+            tile.skipped_instructions = 0;
+            tile.skipped = 0;
+            for exit in [Exit::U, Exit::V, Exit::Sum] {
+                let count = total[Verdict::Exit(exit).code() as usize];
+                tile.skipped_instructions += u64::from(count) * exit.instructions();
+                tile.skipped += count;
+            }
+            tile.skipped_unknown = total[Verdict::Rejected.code() as usize];
         }
         NodeKind::Split(..) => {
             for &child in nodes[at as usize].kind.children() {
