@@ -87,10 +87,10 @@ type Skipped = [u32; 5];
 /// [`Verdict::code`] of no verdict.
 const UNSETTLED: u8 = 0;
 
-/// One build task's result: (tile, triangle) candidates, what each node skips, and how many
-/// candidates each tile got.
+/// One build task's result: its candidate triangles by tile (ascending within each), how
+/// many each tile got, and what each node skips.
 struct Part {
-    found: Vec<(u32, u32)>,
+    by_tile: Vec<u32>,
     skipped: Vec<Skipped>,
     per_tile: Vec<u32>,
 }
@@ -440,23 +440,46 @@ impl Accel {
             .map(|(c, part)| {
                 let mut found = Vec::new();
                 let mut skipped: Vec<Skipped> = vec![[0; 5]; nodes.len()];
+                let mut queue = Vec::with_capacity(groups.len());
                 for (k, constants) in part.iter().enumerate() {
                     let index = (c * chunk + k) as u32;
                     match Forms::new(constants, &all) {
                         Some(forms) if forms.narrow(&all) => {
                             let forms = FloatForms::new(&forms);
-                            float::visit(&groups, &forms, index, &mut found, &mut skipped)
+                            float::visit(
+                                &groups,
+                                &forms,
+                                index,
+                                &mut found,
+                                &mut skipped,
+                                &mut queue,
+                            )
                         }
                         Some(wide) => visit(&nodes, root, &wide, index, &mut found, &mut skipped),
                         None => mark_all(&nodes, root, index, &mut found),
                     }
                 }
+                // Sorted by tile here, where the part's candidates fit in the cache, so that
+                // the global sort below only copies runs.
                 let mut per_tile = vec![0; tile_count];
                 for &(tile, _) in &found {
                     per_tile[tile as usize] += 1;
                 }
+                let mut next: Vec<u32> = per_tile
+                    .iter()
+                    .scan(0, |at, &count| {
+                        *at += count;
+                        Some(*at - count)
+                    })
+                    .collect();
+                let mut by_tile = vec![0; found.len()];
+                for &(tile, triangle) in &found {
+                    let slot = &mut next[tile as usize];
+                    by_tile[*slot as usize] = triangle;
+                    *slot += 1;
+                }
                 Part {
-                    found,
+                    by_tile,
                     skipped,
                     per_tile,
                 }
@@ -480,8 +503,8 @@ impl Accel {
             tile.start = at;
             at += tile.len;
         }
-        // A counting sort by tile, in parallel: each tile's candidates are the parts' in
-        // part order, and each part lists its triangles in order, so they end up ascending.
+        // Each tile's candidates are the parts' runs for it, in part order: ascending, since
+        // parts hold consecutive triangles and list them in order.
         let mut candidates = vec![0; at as usize];
         let mut places: Vec<Vec<&mut [u32]>> = parts
             .iter()
@@ -500,11 +523,11 @@ impl Accel {
             .par_iter()
             .zip(places.par_iter_mut())
             .for_each(|(part, places)| {
-                let mut next = vec![0; tile_count];
-                for &(tile, triangle) in &part.found {
-                    let slot = &mut next[tile as usize];
-                    places[tile as usize][*slot] = triangle;
-                    *slot += 1;
+                let mut from = 0;
+                for (place, &count) in places.iter_mut().zip(&part.per_tile) {
+                    let to = from + count as usize;
+                    place.copy_from_slice(&part.by_tile[from..to]);
+                    from = to;
                 }
             });
         Ok(Accel {

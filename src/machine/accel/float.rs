@@ -297,14 +297,23 @@ pub(super) fn visit(
     triangle: u32,
     found: &mut Vec<(u32, u32)>,
     skipped: &mut [Skipped],
+    queue: &mut Vec<u32>,
 ) {
     #[cfg(target_arch = "x86_64")]
     if std::arch::is_x86_feature_detected!("avx2") {
         // SAFETY: the CPU has AVX2, checked just above.
-        unsafe { visit_avx2(groups, forms, triangle, found, skipped) };
+        unsafe { visit_avx2(groups, forms, triangle, found, skipped, queue) };
         return;
     }
-    descend(groups, forms, triangle, found, skipped, verdicts_portable);
+    descend(
+        groups,
+        forms,
+        triangle,
+        found,
+        skipped,
+        queue,
+        verdicts_portable,
+    );
 }
 
 #[cfg(target_arch = "x86_64")]
@@ -315,10 +324,17 @@ fn visit_avx2(
     triangle: u32,
     found: &mut Vec<(u32, u32)>,
     skipped: &mut [Skipped],
+    queue: &mut Vec<u32>,
 ) {
-    descend(groups, forms, triangle, found, skipped, |forms, group| {
-        avx2::verdicts(forms, group)
-    });
+    descend(
+        groups,
+        forms,
+        triangle,
+        found,
+        skipped,
+        queue,
+        |forms, group| avx2::verdicts(forms, group),
+    );
 }
 
 #[inline(always)]
@@ -328,29 +344,30 @@ fn descend(
     triangle: u32,
     found: &mut Vec<(u32, u32)>,
     skipped: &mut [Skipped],
+    queue: &mut Vec<u32>,
     verdicts: impl Fn(&FloatForms, &Group) -> [u8; 4],
 ) {
-    let mut stack = [0u32; 64];
-    stack[0] = groups.len() as u32 - 1;
-    let mut depth = 1;
-    while depth > 0 {
-        depth -= 1;
-        let group = &groups[stack[depth] as usize];
+    // Breadth first: the next group to judge was queued long before, so the processor can
+    // load and judge it while the verdicts of the one before are still being worked out (a
+    // stack makes each step wait for the last; measured slower).
+    queue.clear();
+    queue.push(groups.len() as u32 - 1);
+    let mut next = 0;
+    while let Some(&index) = queue.get(next) {
+        next += 1;
+        let group = &groups[index as usize];
         let codes = verdicts(forms, group);
-        // Without branches on the verdicts, which follow no pattern a predictor could learn.
-        let mut leaves = [(0, triangle); 4];
-        let mut new_leaves = 0;
         let count = group.count as usize;
         for ((&code, &at), &tile) in codes.iter().zip(&group.nodes).zip(&group.tiles).take(count) {
             skipped[at as usize][code as usize] += 1;
-            let unsettled = usize::from(code == UNSETTLED);
-            let leaf = usize::from(tile != NOT_A_LEAF);
-            stack[depth] = at;
-            depth += unsettled & (1 - leaf);
-            leaves[new_leaves].0 = tile;
-            new_leaves += unsettled & leaf;
+            if code == UNSETTLED {
+                if tile == NOT_A_LEAF {
+                    queue.push(at);
+                } else {
+                    found.push((tile, triangle));
+                }
+            }
         }
-        found.extend_from_slice(&leaves[..new_leaves]);
     }
 }
 
