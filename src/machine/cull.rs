@@ -227,6 +227,18 @@ impl Culler {
         rejects(&self.triangles[index], ray)
     }
 
+    /// [`Culler::rejects`] with H3 computed before it is known to be needed: faster for the
+    /// acceleration structure's candidates (nearly parallel triangles, whose u is not
+    /// negative about half the time; measured 5% per frame), slower for plain culling,
+    /// where most triangles leave at u < 0. The verdict is the same.
+    #[inline(always)]
+    pub fn rejects_candidate(&self, index: usize, ray: Vec3) -> Option<Exit> {
+        let k = &self.triangles[index];
+        let p = alu::cross(ray, k.e2);
+        let (delta, h2, h3) = (alu::dot(p, k.e1), alu::dot(p, k.t), alu::dot(k.q, ray));
+        verdict(h2, || h3, delta)
+    }
+
     /// The run of MAINs that can be skipped from triangle `first` on under `ray`: each
     /// rejected by BIU and covered by what is left of `budget` (point 5). The caller has
     /// checked [`main_returns_false`]; nothing in the run changes CREG_ZERO.

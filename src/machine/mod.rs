@@ -574,7 +574,7 @@ impl<'a> Machine<'a> {
         let (mut hit, mut loaded, mut run_start) = (false, 0, 0);
         for &index in candidates {
             let index = index as usize;
-            if let Some(exit) = culler.rejects(index, ray) {
+            if let Some(exit) = culler.rejects_candidate(index, ray) {
                 core.charge(exit.instructions());
                 continue;
             }
