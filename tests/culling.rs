@@ -567,6 +567,46 @@ fn a_hit_through_wrap_around_is_the_same_in_every_mode() {
     assert_claims_hold(&scene, "wrap-around hit");
 }
 
+/// A triangle the bound cannot cover (its vertex 12,000 units from the camera, beyond the
+/// multiplier's exact range) is a candidate at every tile, and the frame stays the plain
+/// path's.
+#[test]
+fn an_unbounded_triangle_is_a_candidate_everywhere() {
+    let size = 16;
+    let (camera, centre, radius) = template_view();
+    let near = [
+        add(centre, [-radius, -radius, 0.0]),
+        add(centre, [radius, -radius, 0.0]),
+        add(centre, [0.0, radius, 0.0]),
+    ];
+    let far_corner = add(camera, [12000.0, 0.0, 0.0]);
+    let far = [
+        far_corner,
+        add(far_corner, [0.0, 1.0, 0.0]),
+        add(far_corner, [0.0, 0.0, 1.0]),
+    ];
+    let scene = scene_of(&[near, far], size);
+    let machine = Machine::new(
+        &scene,
+        &RenderOptions {
+            accel: AccelUse::Always,
+            ..Default::default()
+        },
+    )
+    .expect("the machine starts");
+    let accel = machine.accel.as_ref().unwrap().as_ref().unwrap();
+    for y in 0..size {
+        for x in 0..size {
+            assert!(
+                accel.tile(x, y).1.contains(&1),
+                "pixel ({x}, {y}): the unbounded triangle is not a candidate"
+            );
+        }
+    }
+    assert_identical(&scene, &RenderOptions::default(), "an unbounded triangle");
+    assert_claims_hold(&scene, "an unbounded triangle");
+}
+
 fn normalise(v: [f64; 3]) -> [f64; 3] {
     let length = (v[0] * v[0] + v[1] * v[1] + v[2] * v[2]).sqrt();
     v.map(|c| c / length)

@@ -52,7 +52,7 @@ mod float;
 
 use super::cull::{Culler, Exit, TriangleConstants};
 use crate::core::alu::{self, Vec3};
-use float::FloatForms;
+use float::{Collector, FloatForms};
 
 /// Pixels per tile side.
 pub const TILE: u32 = 4;
@@ -438,27 +438,21 @@ impl Accel {
             .par_chunks(chunk)
             .enumerate()
             .map(|(c, part)| {
-                let mut found = Vec::new();
-                let mut skipped: Vec<Skipped> = vec![[0; 5]; nodes.len()];
-                let mut queue = Vec::with_capacity(groups.len());
+                let mut collector = Collector::new(&groups);
                 for (k, constants) in part.iter().enumerate() {
                     let index = (c * chunk + k) as u32;
                     match Forms::new(constants, &all) {
                         Some(forms) if forms.narrow(&all) => {
                             let forms = FloatForms::new(&forms);
-                            float::visit(
-                                &groups,
-                                &forms,
-                                index,
-                                &mut found,
-                                &mut skipped,
-                                &mut queue,
-                            )
+                            float::visit(&groups, &forms, index, &mut collector)
                         }
-                        Some(wide) => visit(&nodes, root, &wide, index, &mut found, &mut skipped),
-                        None => mark_all(&nodes, root, index, &mut found),
+                        Some(wide) => {
+                            float::visit_exact(&groups, &nodes, &wide, index, &mut collector)
+                        }
+                        None => float::mark_all(&groups, index, &mut collector),
                     }
                 }
+                let Collector { found, skipped, .. } = collector;
                 // Sorted by tile here, where the part's candidates fit in the cache, so that
                 // the global sort below only copies runs.
                 let mut per_tile = vec![0; tile_count];
@@ -610,51 +604,6 @@ fn build_node(
     };
     nodes.push(node);
     nodes.len() as u32 - 1
-}
-
-/// Descends from `root` while `forms`' verdict is unsettled: candidates at the leaves, and
-/// per node what it skips. (A loop over an explicit stack: the build makes millions of
-/// these steps, and recursion cost a seventh of them; measured with callgrind.)
-fn visit(
-    nodes: &[Node],
-    root: u32,
-    forms: &Forms,
-    triangle: u32,
-    found: &mut Vec<(u32, u32)>,
-    skipped: &mut [Skipped],
-) {
-    let mut stack = [0u32; 64];
-    stack[0] = root;
-    let mut depth = 1;
-    while depth > 0 {
-        depth -= 1;
-        let at = stack[depth];
-        let node = &nodes[at as usize];
-        match forms.verdict(&node.around) {
-            Some(verdict) => skipped[at as usize][verdict.code() as usize] += 1,
-            None => match node.kind {
-                NodeKind::Leaf(tile) => found.push((tile, triangle)),
-                NodeKind::Split(children, count) => {
-                    // Last child first on the stack, so leaves come out in tile order.
-                    for &child in children[..count as usize].iter().rev() {
-                        stack[depth] = child;
-                        depth += 1;
-                    }
-                }
-            },
-        }
-    }
-}
-
-fn mark_all(nodes: &[Node], at: u32, triangle: u32, found: &mut Vec<(u32, u32)>) {
-    match &nodes[at as usize].kind {
-        NodeKind::Leaf(tile) => found.push((*tile, triangle)),
-        kind => {
-            for &child in kind.children() {
-                mark_all(nodes, child, triangle, found);
-            }
-        }
-    }
 }
 
 fn push_down(nodes: &[Node], at: u32, above: Skipped, per_node: &[Skipped], tiles: &mut [Tile]) {

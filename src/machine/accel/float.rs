@@ -16,6 +16,10 @@
 //! checks that too. With AVX2 (detected at run time) the four nodes are judged in one
 //! vector each; without it lane by lane, with the same operations in the same order, so
 //! the two give identical verdicts (tested).
+//!
+//! The descent over the tree's [`Group`]s lives here too, and also serves the rare wide
+//! triangle (the exact verdict, lane by lane) and the unbounded one (a candidate
+//! everywhere).
 
 use super::{Exit, Forms, Node, NodeKind, Skipped, Verdict, H3_ERROR, UNSETTLED};
 
@@ -288,75 +292,89 @@ mod avx2 {
     }
 }
 
-/// Descends from the root's group (the last of `groups`) while `forms`' verdict is
-/// unsettled: candidates at the leaves, and per node what it skips (as
-/// [`super::visit`]).
-pub(super) fn visit(
-    groups: &[Group],
-    forms: &FloatForms,
-    triangle: u32,
-    found: &mut Vec<(u32, u32)>,
-    skipped: &mut [Skipped],
-    queue: &mut Vec<u32>,
-) {
+/// What one build task gathers as its triangles descend the tree: (tile, triangle)
+/// candidates, what each node skips, and the descent's queue (kept for its allocation).
+pub(super) struct Collector {
+    pub(super) found: Vec<(u32, u32)>,
+    pub(super) skipped: Vec<Skipped>,
+    queue: Vec<u32>,
+}
+
+impl Collector {
+    pub(super) fn new(groups: &[Group]) -> Collector {
+        Collector {
+            found: Vec::new(),
+            // One group per node, and the root's.
+            skipped: vec![[0; 5]; groups.len() - 1],
+            queue: Vec::with_capacity(groups.len()),
+        }
+    }
+}
+
+/// Descends from the root's group while `forms`' verdict is unsettled: candidates at the
+/// leaves, and per node what it skips.
+pub(super) fn visit(groups: &[Group], forms: &FloatForms, triangle: u32, into: &mut Collector) {
     #[cfg(target_arch = "x86_64")]
     if std::arch::is_x86_feature_detected!("avx2") {
         // SAFETY: the CPU has AVX2, checked just above.
-        unsafe { visit_avx2(groups, forms, triangle, found, skipped, queue) };
+        unsafe { visit_avx2(groups, forms, triangle, into) };
         return;
     }
-    descend(
-        groups,
-        forms,
-        triangle,
-        found,
-        skipped,
-        queue,
-        verdicts_portable,
-    );
+    descend(groups, triangle, into, |group| {
+        verdicts_portable(forms, group)
+    });
 }
 
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2")]
-fn visit_avx2(
+fn visit_avx2(groups: &[Group], forms: &FloatForms, triangle: u32, into: &mut Collector) {
+    descend(groups, triangle, into, |group| avx2::verdicts(forms, group));
+}
+
+/// [`visit`] with the exact integer verdict, node by node: for the rare triangle whose
+/// forms are too wide for double precision.
+pub(super) fn visit_exact(
     groups: &[Group],
-    forms: &FloatForms,
+    nodes: &[Node],
+    forms: &Forms,
     triangle: u32,
-    found: &mut Vec<(u32, u32)>,
-    skipped: &mut [Skipped],
-    queue: &mut Vec<u32>,
+    into: &mut Collector,
 ) {
-    descend(
-        groups,
-        forms,
-        triangle,
-        found,
-        skipped,
-        queue,
-        |forms, group| avx2::verdicts(forms, group),
-    );
+    descend(groups, triangle, into, |group| {
+        group.nodes.map(|at| {
+            let around = &nodes[at as usize].around;
+            forms.verdict(around).map_or(UNSETTLED, Verdict::code)
+        })
+    });
+}
+
+/// A candidate at every tile: for a triangle that cannot be bounded at all.
+pub(super) fn mark_all(groups: &[Group], triangle: u32, into: &mut Collector) {
+    descend(groups, triangle, into, |_| [UNSETTLED; 4]);
 }
 
 #[inline(always)]
 fn descend(
     groups: &[Group],
-    forms: &FloatForms,
     triangle: u32,
-    found: &mut Vec<(u32, u32)>,
-    skipped: &mut [Skipped],
-    queue: &mut Vec<u32>,
-    verdicts: impl Fn(&FloatForms, &Group) -> [u8; 4],
+    into: &mut Collector,
+    verdicts: impl Fn(&Group) -> [u8; 4],
 ) {
     // Breadth first: the next group to judge was queued long before, so the processor can
     // load and judge it while the verdicts of the one before are still being worked out (a
     // stack makes each step wait for the last; measured slower).
+    let Collector {
+        found,
+        skipped,
+        queue,
+    } = into;
     queue.clear();
     queue.push(groups.len() as u32 - 1);
     let mut next = 0;
     while let Some(&index) = queue.get(next) {
         next += 1;
         let group = &groups[index as usize];
-        let codes = verdicts(forms, group);
+        let codes = verdicts(group);
         let count = group.count as usize;
         for ((&code, &at), &tile) in codes.iter().zip(&group.nodes).zip(&group.tiles).take(count) {
             skipped[at as usize][code as usize] += 1;
