@@ -172,8 +172,8 @@ proptest! {
 
     #[test]
     fn mag_of_any_vector_is_sqrt_of_the_radix4_sum(a in vec3(word())) {
-        // The square root itself is checked against bisection and the spec's loop in
-        // core::alu's unit tests; here, that MAG feeds it the radix-4 sum of squares.
+        // The square root itself is checked against bisection and the spec's loop below;
+        // here, that MAG feeds it the radix-4 sum of squares.
         let sum = a.iter().map(|&c| p(c, c)).sum::<i128>().rem_euclid(1 << 64) as u64;
         prop_assert_eq!(vector_magnitude(a), sqrt_theia(sum));
         if sum < 1 << 43 {
@@ -269,5 +269,82 @@ proptest! {
         prop_assert_eq!(compare(x, y, relation), expected);
         // Only bits 2..0 of the opcode select the relation.
         prop_assert_eq!(compare(x, y, relation | 0x18), expected);
+    }
+}
+
+/// Q15.17 raw word of a value.
+fn q(v: f64) -> u32 {
+    (v * 131072.0).round() as i32 as u32
+}
+
+#[test]
+fn sqrt_is_the_digit_loop() {
+    assert_eq!(sqrt_theia(0), 0);
+    assert_eq!(sqrt_theia(q(4.0) as u64), q(2.0));
+    assert_eq!(sqrt_theia(q(2.0) as u64), 0x2_D413);
+    assert_eq!(vector_magnitude([q(3.0), q(-4.0), 0]), q(5.0));
+    // Below 8192.0 it is floor(sqrt(x << 17)).
+    let op = (8000u64 << 17) * 8000;
+    assert_eq!(u128::from(sqrt_theia(op)), isqrt(u128::from(op) << 17));
+    assert_eq!(sqrt_theia((1 << 43) - 1), 0x3FFF_FFFF);
+    // At and above x = 2^60 the 32-bit registers wrap: the loop ends below the exact
+    // root. Words from a transcription of §2.5's loop outside this crate, beside
+    // floor(sqrt(x)):
+    for (op, word, exact) in [
+        (1u64 << 43, 0x4000_0000, 0x4000_0000), // x = 2^60 exactly: still right
+        (1 << 44, 0x5A82_7998, 0x5A82_7999),
+        (1 << 46, 0xB504_F331, 0xB504_F333),
+        (u64::MAX, 0xFFFF_FFFC, 0xFFFF_FFFF), // x = 2^64 - 2^17
+        (1 << 63, 0, 0),                      // x = op << 17 loses every bit
+    ] {
+        assert_eq!(sqrt_theia(op), word, "{op:#x}");
+        let x = u128::from(op << 17);
+        assert_eq!(isqrt(x), exact, "{op:#x}");
+        assert_eq!(spec_sqrt_loop(op), word, "{op:#x}");
+    }
+    // |(8000, 8000, 8000)| = 13856.4 > 8192: one ulp below floor(sqrt) = 0x6C40D01B.
+    assert_eq!(vector_magnitude([q(8000.0); 3]), 0x6C40_D01A);
+}
+
+/// The square root of §2.5 from its prose, on wide integers: x = (op << 17) mod 2^64 is
+/// cut into 33 base-4 digits (a leading 0, then x's 32 from the top); each brings the
+/// remainder up by one digit and tries twice the root plus one against it. Only what the
+/// hardware keeps in 32-bit registers (`sum`, `diff`, the result) is reduced mod 2^32.
+fn spec_sqrt_loop(op: u64) -> u32 {
+    let register = |v: u128| v % (1 << 32);
+    let mut x = (u128::from(op) << 17) % (1 << 64);
+    let mut digits = Vec::with_capacity(33);
+    for _ in 0..32 {
+        digits.push(x % 4);
+        x /= 4;
+    }
+    digits.push(0);
+    let (mut sum, mut diff, mut root) = (0u128, 0u128, 0u128);
+    for (group, digit) in digits.into_iter().enumerate().rev() {
+        sum = register(2 * sum + 1);
+        diff = register(4 * diff + digit);
+        if sum <= diff {
+            if group < 32 {
+                root = register(root + (1 << group));
+            }
+            diff -= sum;
+            sum += 1;
+        } else {
+            sum -= 1;
+        }
+        sum = register(sum);
+    }
+    root as u32
+}
+
+proptest! {
+    #[test]
+    fn sqrt_is_floor_sqrt_below_8192(op in 0u64..(1u64 << 43)) {
+        prop_assert_eq!(u128::from(sqrt_theia(op)), isqrt(u128::from(op) << 17));
+    }
+
+    #[test]
+    fn sqrt_above_8192_is_the_spec_loop(op in (1u64 << 43)..=u64::MAX) {
+        prop_assert_eq!(sqrt_theia(op), spec_sqrt_loop(op));
     }
 }
