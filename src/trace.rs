@@ -59,6 +59,7 @@ use crate::core::program::Program;
 use crate::core::CoreState;
 use crate::isa::opcodes::{Flow, InputA, InputB, Opcode, Writes};
 use crate::isa::registers::{EntryPoint, USER_CODE_START};
+use crate::machine::accel::RowVerdicts;
 use crate::machine::hits::{Artifact, PixelHit};
 use crate::machine::{Machine, PixelDone, RenderError};
 use crate::scene::Partition;
@@ -309,9 +310,10 @@ pub fn trace_pixel(
         machine.boot_core(location.core, partition, &mut NoObserver)
     };
     let mut core = booted.map_err(TraceError::Earlier)?;
+    let mut rows = RowVerdicts::default();
     for (px, py) in partition.pixels().take(location.index) {
         machine
-            .run_pixel(&mut core, &mut NoObserver)
+            .run_pixel(&mut core, &mut NoObserver, &mut rows)
             .map_err(|(entry, fault)| {
                 TraceError::Earlier(RenderError::Core {
                     core: location.core,
@@ -326,7 +328,7 @@ pub fn trace_pixel(
         tracer.comment(&format!("pixel ({x}, {y})"));
     }
     tracer.triangle = 0;
-    let (done, fault) = match machine.run_pixel(&mut core, &mut tracer) {
+    let (done, fault) = match machine.run_pixel(&mut core, &mut tracer, &mut rows) {
         Ok(done) => (Some(done), None),
         Err((entry, fault)) => (
             None,

@@ -26,8 +26,9 @@
 //!   still sum past 1.0) and A + B < 2^14·D (neither DIV nor ADD wraps).
 //!
 //! Anything else (a ray nearly parallel to the plane, Δ's sign unsettled, a possible
-//! wrap-around) leaves the triangle a candidate, tested per pixel by [`Culler::rejects`]
-//! exactly or interpreted. Where a triangle cannot be bounded at all (coordinates that
+//! wrap-around) leaves the triangle a candidate, tested per pixel exactly (BIU's own
+//! integer arithmetic, for the four pixels of a tile row at once: [`rows`]) or
+//! interpreted. Where a triangle cannot be bounded at all (coordinates that
 //! could overflow), it is a candidate everywhere.
 //!
 //! # Premises, per frame and per pixel
@@ -49,6 +50,9 @@
 use rayon::prelude::*;
 
 mod float;
+mod rows;
+
+pub use rows::{Open, RowVerdicts};
 
 use super::cull::{Culler, Exit, TriangleConstants};
 use crate::core::alu::{self, Vec3};
@@ -543,9 +547,18 @@ impl Accel {
 
     /// The tile pixel (x, y) lies in, and its candidates.
     pub fn tile(&self, x: u32, y: u32) -> (&Tile, &[u32]) {
-        let tile = &self.tiles[((y / TILE) * self.tiles_x + x / TILE) as usize];
+        let index = self.tile_index(x, y);
+        (&self.tiles[index], self.candidates_of(index))
+    }
+
+    fn tile_index(&self, x: u32, y: u32) -> usize {
+        ((y / TILE) * self.tiles_x + x / TILE) as usize
+    }
+
+    fn candidates_of(&self, tile: usize) -> &[u32] {
+        let tile = &self.tiles[tile];
         let start = tile.start as usize;
-        (tile, &self.candidates[start..start + tile.len as usize])
+        &self.candidates[start..start + tile.len as usize]
     }
 
     /// Candidate tests per pixel, on average over tiles (for summaries).
@@ -664,4 +677,31 @@ pub fn check_tile_claims(
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod test_rng {
+    /// xorshift64*: a fixed sequence, so a failure reproduces.
+    pub struct Rng(pub u64);
+
+    impl Rng {
+        pub fn next(&mut self) -> u64 {
+            self.0 ^= self.0 >> 12;
+            self.0 ^= self.0 << 25;
+            self.0 ^= self.0 >> 27;
+            self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
+        }
+        /// A raw value of about `bits` bits, either sign.
+        pub fn raw(&mut self, bits: u32) -> i32 {
+            let magnitude = (self.next() >> (64 - bits)) as i32;
+            if self.next() & 1 == 0 {
+                magnitude
+            } else {
+                -magnitude
+            }
+        }
+        pub fn vec(&mut self, bits: u32) -> [u32; 3] {
+            std::array::from_fn(|_| self.raw(bits) as u32)
+        }
+    }
 }

@@ -216,6 +216,12 @@ impl Culler {
         Ok(Culler { triangles })
     }
 
+    /// A culler over given constants, for tests of what is built on it.
+    #[cfg(test)]
+    pub(crate) fn from_constants(triangles: Vec<TriangleConstants>) -> Culler {
+        Culler { triangles }
+    }
+
     /// Each triangle's [`TriangleConstants`], in scene order.
     pub fn constants(&self) -> &[TriangleConstants] {
         &self.triangles

@@ -25,7 +25,7 @@ use crate::isa::registers::{address, EntryPoint};
 use crate::isa::Instruction;
 use crate::scene::{Partition, Scene};
 use crate::stage::{PixelStage, ShadingCore, TheiaPixelShader};
-use accel::{Accel, AccelRefusal};
+use accel::{Accel, AccelRefusal, RowVerdicts};
 use cull::{Culler, Pending, Refusal};
 use hits::PixelHit;
 
@@ -478,6 +478,7 @@ impl<'a> Machine<'a> {
         &self,
         core: &mut Core<'_>,
         observer: &mut O,
+        rows: &mut RowVerdicts,
     ) -> Result<PixelDone, (EntryPoint, Fault)> {
         core.refill_budget();
         let run = |core: &mut Core<'_>, entry, observer: &mut O| {
@@ -487,7 +488,7 @@ impl<'a> Machine<'a> {
         let mut hit = false;
         let accelerated = match (&self.culler, &self.accel) {
             (Ok(culler), Ok(Some(accel))) if !O::ENABLED => {
-                self.triangles_accelerated(core, accel, culler, observer)?
+                self.triangles_accelerated(core, accel, culler, observer, rows)?
             }
             _ => None,
         };
@@ -554,6 +555,7 @@ impl<'a> Machine<'a> {
         accel: &Accel,
         culler: &Culler,
         observer: &mut O,
+        rows: &mut RowVerdicts,
     ) -> Result<Option<bool>, (EntryPoint, Fault)> {
         let position = core.register(address::CREG_PIXEL_2D_POSITION);
         if position[0] & 0x1_FFFF != 0 || position[1] & 0x1_FFFF != 0 {
@@ -572,20 +574,51 @@ impl<'a> Machine<'a> {
         }
         let triangles = &self.scene.triangles;
         let (mut hit, mut loaded, mut run_start) = (false, 0, 0);
-        for &index in candidates {
-            let index = index as usize;
-            if let Some(exit) = culler.rejects_candidate(index, ray) {
-                core.charge(exit.instructions());
-                continue;
-            }
+        let mut main = |core: &mut Core<'_>, index: usize, ray: &mut Vec3| {
             core.load_triangles(&triangles[loaded..=index]);
             loaded = index + 1;
-            culler.write_skipped_run(core, run_start, index, ray);
+            culler.write_skipped_run(core, run_start, index, *ray);
             hit |= core
                 .run(EntryPoint::Main, observer)
                 .map_err(|fault| (EntryPoint::Main, fault))?;
             run_start = index + 1;
-            ray = core.register(address::CREG_RAY_DIRECTION);
+            *ray = core.register(address::CREG_RAY_DIRECTION);
+            Ok(())
+        };
+        // The tile row's verdicts hold for this pixel's ray; should MAIN change the ray
+        // (the ROM's does not), the rest are tested one by one.
+        let (open, tail_instructions) = rows.for_pixel(accel, culler, x, y);
+        let first_ray = ray;
+        let mut tested_to = 0;
+        for open in open {
+            let position = open.position as usize;
+            core.charge_skipped(
+                (position - tested_to) as u64,
+                u64::from(open.skipped_instructions),
+            );
+            tested_to = position + 1;
+            let index = candidates[position] as usize;
+            if open.untested {
+                if let Some(exit) = culler.rejects_candidate(index, ray) {
+                    core.charge(exit.instructions());
+                    continue;
+                }
+            }
+            main(core, index, &mut ray)?;
+            if ray != first_ray {
+                break;
+            }
+        }
+        if ray == first_ray {
+            core.charge_skipped((candidates.len() - tested_to) as u64, tail_instructions);
+        } else {
+            for &index in &candidates[tested_to..] {
+                let index = index as usize;
+                match culler.rejects_candidate(index, ray) {
+                    Some(exit) => core.charge(exit.instructions()),
+                    None => main(core, index, &mut ray)?,
+                }
+            }
         }
         core.load_triangles(&triangles[loaded..]);
         culler.write_skipped_run(core, run_start, triangles.len(), ray);
@@ -724,9 +757,10 @@ impl<'a> Machine<'a> {
         let mut done = 0;
         let mut reporter = ProgressReporter::new(progress);
         let mut hits = Vec::with_capacity(pixels);
+        let mut rows = RowVerdicts::default();
         loop {
             let PixelDone { more, hit } = self
-                .run_pixel(&mut core, &mut observer)
+                .run_pixel(&mut core, &mut observer, &mut rows)
                 .map_err(|(entry, fault)| self.fault(index, partition, done, entry, fault))?;
             hits.push(hit);
             done += 1;

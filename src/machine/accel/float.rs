@@ -391,34 +391,11 @@ fn descend(
 
 #[cfg(test)]
 mod tests {
+    use super::super::test_rng::Rng;
     use super::super::{RayBox, Verdict};
     use super::*;
     use crate::core::alu;
     use crate::machine::cull::TriangleConstants;
-
-    /// xorshift64*: a fixed sequence, so a failure reproduces.
-    struct Rng(u64);
-
-    impl Rng {
-        fn next(&mut self) -> u64 {
-            self.0 ^= self.0 >> 12;
-            self.0 ^= self.0 << 25;
-            self.0 ^= self.0 >> 27;
-            self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
-        }
-        /// A raw value of about `bits` bits, either sign.
-        fn raw(&mut self, bits: u32) -> i32 {
-            let magnitude = (self.next() >> (64 - bits)) as i32;
-            if self.next() & 1 == 0 {
-                magnitude
-            } else {
-                -magnitude
-            }
-        }
-        fn vec(&mut self, bits: u32) -> [u32; 3] {
-            std::array::from_fn(|_| self.raw(bits) as u32)
-        }
-    }
 
     /// A random triangle and a small box of rays, with the verdicts the exact integers and
     /// the double-precision kernels give for it (`None` when the forms are not narrow).
