@@ -456,7 +456,8 @@ impl Accel {
                         None => float::mark_all(&groups, index, &mut collector),
                     }
                 }
-                let Collector { found, skipped, .. } = collector;
+                let mut skipped = vec![[0; 5]; nodes.len()];
+                let found = collector.finish(&groups, &mut skipped);
                 // Sorted by tile here, where the part's candidates fit in the cache, so that
                 // the global sort below only copies runs.
                 let mut per_tile = vec![0; tile_count];
