@@ -24,7 +24,7 @@ fn sext64(x: u32) -> u64 {
     x as i32 as i64 as u64
 }
 
-/// pack(r) = {r[63], r[30:0]}: the adder's output packing (bit 31 of the sum is dropped).
+/// `pack(r) = {r[63], r[30:0]}`: the adder's output packing (bit 31 of the sum is dropped).
 #[inline(always)]
 pub fn pack(r: u64) -> u32 {
     (((r >> 63) as u32) << 31) | (r as u32 & 0x7FFF_FFFF)
@@ -113,7 +113,7 @@ fn radix4_mul64(a: u32, b: u32, unscaled: bool) -> u64 {
     }
 }
 
-/// MUL lane: mul64(a, b)[31:0] — sign-magnitude, truncated toward zero, wraps mod 2^32.
+/// MUL lane: `mul64(a, b)[31:0]` — sign-magnitude, truncated toward zero, wraps mod 2^32.
 #[inline(always)]
 pub fn mul(a: u32, b: u32) -> u32 {
     mul64(a, b, false) as u32

@@ -27,7 +27,7 @@
 //!
 //! Anything else (a ray nearly parallel to the plane, Δ's sign unsettled, a possible
 //! wrap-around) leaves the triangle a candidate, tested per pixel exactly (BIU's own
-//! integer arithmetic, for the four pixels of a tile row at once: [`rows`]) or
+//! integer arithmetic, for the four pixels of a tile row at once: `accel/rows.rs`) or
 //! interpreted. Where a triangle cannot be bounded at all (coordinates that
 //! could overflow), it is a candidate everywhere.
 //!
