@@ -47,8 +47,8 @@ pub struct RenderOptions {
     pub lockstep: Lockstep,
     /// The program that shades each pixel; `None`: THEIA's PIXELSHADER routine.
     pub stage: Option<Arc<dyn PixelStage>>,
-    /// Whether culling uses the acceleration structure ([`accel`]): identical output,
-    /// instruction counts included.
+    /// Whether culling uses the acceleration structure ([`accel`]): identical output, but
+    /// no instruction count where it skips triangles whose exit depends on the pixel.
     pub accel: AccelUse,
 }
 
