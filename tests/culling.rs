@@ -10,8 +10,8 @@ use theia::core::RomVariant;
 use theia::image::{read_image, Rgb8};
 use theia::isa::registers::{register_address, EntryPoint};
 use theia::isa::{Instruction, Opcode};
-use theia::machine::accel::check_tile_claims;
-use theia::machine::cull::Refusal;
+use theia::machine::accel::{check_tile_claims, Accel};
+use theia::machine::cull::{Culler, Refusal};
 use theia::machine::hits::{Artifact, PixelHit};
 use theia::machine::{render, AccelUse, Machine, Render, RenderOptions};
 use theia::scene::generate::{displaced_icosphere_obj, uv_sphere_obj};
@@ -48,6 +48,23 @@ fn render_accelerated(scene: &Scene, options: &RenderOptions) -> Render {
         ..options.clone()
     };
     render(scene, &options).expect("renders")
+}
+
+/// A machine for `scene` that builds the acceleration structure wherever culling applies.
+fn machine_with_structure(scene: &Scene) -> Machine<'_> {
+    let options = RenderOptions {
+        accel: AccelUse::Always,
+        ..Default::default()
+    };
+    Machine::new(scene, &options).expect("the machine starts")
+}
+
+/// The culler and the structure of a [`machine_with_structure`].
+fn structure<'m>(machine: &'m Machine<'_>, label: &str) -> (&'m Culler, &'m Accel) {
+    let (Ok(culler), Ok(Some(accel))) = (&machine.culler, &machine.accel) else {
+        panic!("{label}: no structure: {:?}", machine.accel.as_ref().err());
+    };
+    (culler, accel)
 }
 
 /// Renders with and without culling and requires identical results; returns the culled
@@ -445,14 +462,8 @@ fn a_mesh_of_81920_triangles_is_identical_in_all_three_modes() {
 /// Every tile's claim (a triangle it skips is rejected, at the exit it books) checked
 /// against the exact verdict at every pixel.
 fn assert_claims_hold(scene: &Scene, label: &str) {
-    let options = RenderOptions {
-        accel: AccelUse::Always,
-        ..Default::default()
-    };
-    let machine = Machine::new(scene, &options).expect("the machine starts");
-    let (Ok(culler), Ok(Some(accel))) = (&machine.culler, &machine.accel) else {
-        panic!("{label}: no structure: {:?}", machine.accel.as_ref().err());
-    };
+    let machine = machine_with_structure(scene);
+    let (culler, accel) = structure(&machine, label);
     check_tile_claims(culler, accel, scene.triangles.len(), scene.height())
         .unwrap_or_else(|e| panic!("{label}: {e}"));
 }
@@ -519,22 +530,8 @@ fn a_hit_through_wrap_around_is_the_same_in_every_mode() {
     let size = 16;
     let (camera, _, _) = template_view();
     let probe = scene_of(&[[[0.0; 3], [1.0, 0.0, 0.0], [0.0, 1.0, 0.0]]], size);
-    let machine = Machine::new(
-        &probe,
-        &RenderOptions {
-            accel: AccelUse::Always,
-            ..Default::default()
-        },
-    )
-    .expect("the machine starts");
-    let raw_ray = machine
-        .accel
-        .as_ref()
-        .unwrap()
-        .as_ref()
-        .unwrap()
-        .ray(8, 8)
-        .unwrap();
+    let machine = machine_with_structure(&probe);
+    let raw_ray = structure(&machine, "probe").1.ray(8, 8).unwrap();
     let ray = normalise(raw_ray.map(|w| f64::from(w as i32)));
     let a = normalise(cross(ray, [0.0, 1.0, 0.0]));
     let b = cross(ray, a);
@@ -586,15 +583,8 @@ fn an_unbounded_triangle_is_a_candidate_everywhere() {
         add(far_corner, [0.0, 0.0, 1.0]),
     ];
     let scene = scene_of(&[near, far], size);
-    let machine = Machine::new(
-        &scene,
-        &RenderOptions {
-            accel: AccelUse::Always,
-            ..Default::default()
-        },
-    )
-    .expect("the machine starts");
-    let accel = machine.accel.as_ref().unwrap().as_ref().unwrap();
+    let machine = machine_with_structure(&scene);
+    let (_, accel) = structure(&machine, "an unbounded triangle");
     for y in 0..size {
         for x in 0..size {
             assert!(
