@@ -235,8 +235,10 @@ impl Culler {
 
     /// [`Culler::rejects`] with H3 computed before it is known to be needed: faster for the
     /// acceleration structure's candidates (nearly parallel triangles, whose u is not
-    /// negative about half the time; measured 5% per frame), slower for plain culling,
-    /// where most triangles leave at u < 0. The verdict is the same.
+    /// negative about half the time; measured 5% per frame when every candidate went
+    /// through it), slower for plain culling, where most triangles leave at u < 0. The
+    /// verdict is the same. Candidates now take it only where the four-pixel test cannot
+    /// (a P beyond the exact multiplier, no AVX2, a ray some MAIN changed).
     #[inline(always)]
     pub fn rejects_candidate(&self, index: usize, ray: Vec3) -> Option<Exit> {
         let k = &self.triangles[index];
