@@ -443,17 +443,13 @@ impl Accel {
             .enumerate()
             .map(|(c, part)| {
                 let mut collector = Collector::new(&groups);
-                for (k, constants) in part.iter().enumerate() {
-                    let index = (c * chunk + k) as u32;
+                for constants in part {
                     match Forms::new(constants, &all) {
                         Some(forms) if forms.narrow(&all) => {
-                            let forms = FloatForms::new(&forms);
-                            float::visit(&groups, &forms, index, &mut collector)
+                            float::visit(&groups, &FloatForms::new(&forms), &mut collector)
                         }
-                        Some(wide) => {
-                            float::visit_exact(&groups, &nodes, &wide, index, &mut collector)
-                        }
-                        None => float::mark_all(&groups, index, &mut collector),
+                        Some(wide) => float::visit_exact(&groups, &nodes, &wide, &mut collector),
+                        None => float::mark_all(&groups, &mut collector),
                     }
                 }
                 let mut skipped = vec![[0; 5]; nodes.len()];
@@ -461,7 +457,7 @@ impl Accel {
                 // Sorted by tile here, where the part's candidates fit in the cache, so that
                 // the global sort below only copies runs.
                 let mut per_tile = vec![0; tile_count];
-                for &(tile, _) in &found {
+                for &tile in &found.tiles {
                     per_tile[tile as usize] += 1;
                 }
                 let mut next: Vec<u32> = per_tile
@@ -471,11 +467,16 @@ impl Accel {
                         Some(*at - count)
                     })
                     .collect();
-                let mut by_tile = vec![0; found.len()];
-                for &(tile, triangle) in &found {
-                    let slot = &mut next[tile as usize];
-                    by_tile[*slot as usize] = triangle;
-                    *slot += 1;
+                let mut by_tile = vec![0; found.tiles.len()];
+                let mut start = 0;
+                for (k, &end) in found.ends.iter().enumerate() {
+                    let triangle = (c * chunk + k) as u32;
+                    for &tile in &found.tiles[start..end as usize] {
+                        let slot = &mut next[tile as usize];
+                        by_tile[*slot as usize] = triangle;
+                        *slot += 1;
+                    }
+                    start = end as usize;
                 }
                 Part {
                     by_tile,
