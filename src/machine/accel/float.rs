@@ -100,7 +100,9 @@ fn dot(c: [f64; 3], r: [f64; 3]) -> f64 {
 }
 
 /// Up to four nodes judged together: the children of a split node, or the root alone.
+/// Aligned so that a group spans exactly three cache lines.
 #[derive(Clone, Copy, Debug)]
+#[repr(align(64))]
 pub(super) struct Group {
     /// [ray lane][node]: twice the centre of the node's rays.
     mid2: [[f64; 4]; 3],
@@ -509,15 +511,24 @@ fn descend(
         skipped,
         queue,
     } = into;
-    queue[0] = 0;
+    // The root's own verdict is nearly always unsettled (a triangle in view is in view
+    // somewhere), so a split root starts with its children; their verdicts settle what
+    // the root's would have.
+    let root = &groups[0];
+    queue[0] = if root.descends & 1 == 1 {
+        root.children[0]
+    } else {
+        0
+    };
     let (mut next, mut queued) = (0, 1);
     while next < queued {
         // Up to BATCH queued groups judged before any of their verdicts is acted on: the
         // verdicts are long dependency chains, which a mispredicted branch between them
         // would discard (measured).
         let batch = (queued - next).min(BATCH);
-        let mut ats = [0; BATCH];
-        ats[..batch].copy_from_slice(&queue[next..next + batch]);
+        // A whole batch's worth, past `queued` too (the queue has WINDOW places of slack):
+        // a fixed-size copy is two instructions, a variable one a call to memcpy.
+        let ats: [u32; BATCH] = queue[next..next + BATCH].try_into().expect("BATCH places");
         let mut codes = [[UNSETTLED; 4]; BATCH];
         for (codes, &at) in codes.iter_mut().zip(&ats).take(batch) {
             *codes = verdicts(&groups[at as usize]);
