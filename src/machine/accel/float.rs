@@ -110,7 +110,7 @@ pub(super) struct Group {
     /// unused).
     half2: [f64; 4],
     nodes: [u32; 4],
-    /// Each node's tile when it is a leaf, else [`NOT_A_LEAF`].
+    /// Each leaf's tile (read only where `finds` has its bit).
     tiles: [u32; 4],
     /// Each split node's own group (its children), by place in the groups.
     children: [u32; 4],
@@ -121,15 +121,13 @@ pub(super) struct Group {
     finds: u8,
 }
 
-const NOT_A_LEAF: u32 = u32::MAX;
-
 impl Group {
     fn new(nodes: &[Node], members: &[u32]) -> Group {
         let mut group = Group {
             mid2: [[0.0; 4]; 3],
             half2: [0.0; 4],
             nodes: [0; 4],
-            tiles: [NOT_A_LEAF; 4],
+            tiles: [0; 4],
             children: [0; 4],
             count: members.len() as u8,
             descends: 0,
@@ -140,14 +138,13 @@ impl Group {
             let member = members[k.min(members.len() - 1)];
             let node = &nodes[member as usize];
             group.nodes[k] = member;
-            if let NodeKind::Leaf(tile) = node.kind {
-                group.tiles[k] = tile;
-            }
-            if k < members.len() {
-                match node.kind {
-                    NodeKind::Leaf(_) => group.finds |= 1 << k,
-                    NodeKind::Split(..) => group.descends |= 1 << k,
+            let used = u8::from(k < members.len()) << k;
+            match node.kind {
+                NodeKind::Leaf(tile) => {
+                    group.tiles[k] = tile;
+                    group.finds |= used;
                 }
+                NodeKind::Split(..) => group.descends |= used,
             }
             for lane in 0..3 {
                 // Below 2^33 in magnitude: exact.
@@ -587,7 +584,7 @@ mod tests {
 
     /// A random triangle and a small box of rays, with the verdicts the exact integers and
     /// the double-precision kernels give for it (`None` when the forms are not narrow).
-    fn case(rng: &mut Rng) -> Option<(Option<Verdict>, u8, Option<u8>, bool)> {
+    fn case(rng: &mut Rng) -> Option<(Option<Verdict>, u8, bool)> {
         let size = [8, 14, 18, 22][(rng.next() % 4) as usize];
         let (e1, e2) = (rng.vec(size), rng.vec(size));
         let t = rng.vec(20);
@@ -622,22 +619,37 @@ mod tests {
                 group.half2[lane] += f64::from(rng.raw(spread.max(1)).unsigned_abs());
             }
         }
-        let (portable, vector) = float_verdicts(&forms, &group);
-        Some((forms.verdict(&node.around), portable, vector, widened))
+        Some((
+            forms.verdict(&node.around),
+            float_verdict(&forms, &group),
+            widened,
+        ))
     }
 
-    /// The portable and (where the CPU has it) the vector kernel's verdict on the first
-    /// node of `group`.
-    fn float_verdicts(forms: &Forms, group: &Group) -> (u8, Option<u8>) {
+    /// The double-precision verdict on the first node of `group`, after checking that the
+    /// vector kernel (where the CPU has it) gives the portable one's.
+    fn float_verdict(forms: &Forms, group: &Group) -> u8 {
         let float = FloatForms::new(forms);
         let portable = verdicts_portable(&float, group)[0];
         #[cfg(target_arch = "x86_64")]
-        let vector = vector_kernel()
+        if vector_kernel() {
             // SAFETY: the CPU has AVX2 and FMA, checked just before.
-            .then(|| unsafe { avx2_verdicts(&float, group) }[0]);
-        #[cfg(not(target_arch = "x86_64"))]
-        let vector = None;
-        (portable, vector)
+            let vector = unsafe { avx2_verdicts(&float, group) }[0];
+            assert_eq!(vector, portable, "AVX2 and portable kernels differ");
+        }
+        portable
+    }
+
+    /// Fails unless the double-precision verdict `code` claims only what `exact` does:
+    /// nothing, the same exit, or a rejection where the exact verdict settles.
+    fn assert_claims_only_the_exact(exact: Option<Verdict>, code: u8, case: &str) {
+        match (exact, code) {
+            (_, UNSETTLED) | (Some(_), REJECTED) => {}
+            (Some(Verdict::Exit(exit)), code) if code < REJECTED => {
+                assert_eq!(code, Verdict::Exit(exit).code(), "{case}")
+            }
+            (exact, code) => panic!("float claims {code}, exact says {exact:?}: {case}"),
+        }
     }
 
     #[cfg(target_arch = "x86_64")]
@@ -655,20 +667,13 @@ mod tests {
         let mut seen = [0u32; 5];
         let mut unsettled_by_float_only = 0;
         for _ in 0..400_000 {
-            let Some((exact, float, vector, widened)) = case(&mut rng) else {
+            let Some((exact, float, widened)) = case(&mut rng) else {
                 continue;
             };
-            if let Some(vector) = vector {
-                assert_eq!(vector, float, "AVX2 and portable kernels differ");
-            }
             seen[float as usize] += 1;
-            match (exact, float) {
-                (_, UNSETTLED) => unsettled_by_float_only += u32::from(exact.is_some() && !widened),
-                (Some(Verdict::Exit(exit)), code) if code < REJECTED => {
-                    assert_eq!(code, Verdict::Exit(exit).code())
-                }
-                (Some(_), REJECTED) => {}
-                (exact, code) => panic!("float claims {code}, exact says {exact:?}"),
+            assert_claims_only_the_exact(exact, float, "a random case");
+            if float == UNSETTLED {
+                unsettled_by_float_only += u32::from(exact.is_some() && !widened);
             }
         }
         assert!(seen.iter().all(|&n| n > 100), "verdicts reached: {seen:?}");
@@ -744,18 +749,12 @@ mod tests {
             };
             let group = Group::new(std::slice::from_ref(&node), &[0]);
             let exact = forms.verdict(&node.around);
-            let (portable, vector) = float_verdicts(&forms, &group);
-            if let Some(vector) = vector {
-                assert_eq!(vector, portable, "AVX2 and portable kernels differ");
-            }
-            match (exact, portable) {
-                (_, UNSETTLED) => open += 1,
-                (Some(Verdict::Exit(exit)), code) if code < REJECTED => {
-                    assert_eq!(code, Verdict::Exit(exit).code(), "{d} {a} {b}");
-                    claims += 1;
-                }
-                (Some(_), REJECTED) => claims += 1,
-                (exact, code) => panic!("float claims {code}, exact says {exact:?}: {d} {a} {b}"),
+            let float = float_verdict(&forms, &group);
+            assert_claims_only_the_exact(exact, float, &format!("{d} {a} {b}"));
+            if float == UNSETTLED {
+                open += 1;
+            } else {
+                claims += 1;
             }
         }
         assert!(
