@@ -3,13 +3,18 @@
 //! failure), the cfg `conformance_data` is set; without it, tests marked
 //! `#[cfg_attr(not(conformance_data), ignore = "…")]` show as ignored in `cargo test`'s
 //! summary instead of passing without checking anything.
+//!
+//! Likewise the cfg `rtl_oracle` (tests/rtl.rs: differential tests against the original
+//! Verilog) needs `../shared/rtl` and Verilator on the PATH, or the same variable.
 
 use std::path::Path;
 
 fn main() {
     println!("cargo::rustc-check-cfg=cfg(conformance_data)");
+    println!("cargo::rustc-check-cfg=cfg(rtl_oracle)");
     println!("cargo::rerun-if-changed=build.rs");
     println!("cargo::rerun-if-env-changed=THEIA_REQUIRE_CONFORMANCE");
+    println!("cargo::rerun-if-env-changed=PATH");
     let manifest = std::env::var("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR");
     let shared = Path::new(&manifest).join("../shared/conformance");
     // Notice the data arriving or going: the directory itself, or where it would appear.
@@ -22,5 +27,12 @@ fn main() {
     let required = std::env::var("THEIA_REQUIRE_CONFORMANCE").as_deref() == Ok("1");
     if shared.is_dir() || required {
         println!("cargo::rustc-cfg=conformance_data");
+    }
+    let rtl = Path::new(&manifest).join("../shared/rtl");
+    let verilator = std::env::var_os("PATH").is_some_and(|paths| {
+        std::env::split_paths(&paths).any(|dir| dir.join("verilator").is_file())
+    });
+    if (rtl.is_dir() && verilator) || required {
+        println!("cargo::rustc-cfg=rtl_oracle");
     }
 }

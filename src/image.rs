@@ -60,6 +60,8 @@ pub enum OutputFormat {
     /// Plain-text PPM laid out exactly as the hardware test bench writes it.
     TestBenchPpm,
     Png,
+    /// The raw output words of every pixel as text ([`words_text`]).
+    Words,
 }
 
 impl OutputFormat {
@@ -72,9 +74,10 @@ impl OutputFormat {
         {
             Some("ppm") => Ok(OutputFormat::TestBenchPpm),
             Some("png") => Ok(OutputFormat::Png),
+            Some("words") => Ok(OutputFormat::Words),
             _ => Err(ImageError::Format {
                 path: path.to_path_buf(),
-                message: "unknown output format: use a .png or .ppm file name".into(),
+                message: "unknown output format: use a .png, .ppm or .words file name".into(),
             }),
         }
     }
@@ -107,6 +110,34 @@ pub fn test_bench_ppm(frame: &Frame) -> String {
             if i % 3 == 0 {
                 let _ = write!(out, "\n# {:>11} {:>11}\n", i / 3, row as u32 - band);
             }
+        }
+    }
+    out
+}
+
+/// Every pixel's raw output words, the Q15.17 R, G, B an OMWRITE left in the output memory,
+/// before the image's 8-bit conversion hides most of each word: a header line, then
+/// `x y RRRRRRRR GGGGGGGG BBBBBBBB` (hex) per pixel, row by row; a word no OMWRITE wrote
+/// (X in the hardware) is `xxxxxxxx`. `tests/rtl/bench.v` prints the RTL's words the same way.
+pub fn words_text(frame: &Frame) -> String {
+    let (width, height) = (frame.width as usize, frame.height as usize);
+    let mut out = String::with_capacity(64 + width * height * 36);
+    let _ = writeln!(
+        out,
+        "# theia output words {width}x{height}: x y R G B (raw Q15.17, hex; xxxxxxxx = never written)"
+    );
+    for y in 0..height {
+        for x in 0..width {
+            let _ = write!(out, "{x} {y}");
+            for channel in 0..3 {
+                let at = (y * width + x) * 3 + channel;
+                if frame.written[at] {
+                    let _ = write!(out, " {:08x}", frame.words[at]);
+                } else {
+                    out.push_str(" xxxxxxxx");
+                }
+            }
+            out.push('\n');
         }
     }
     out
@@ -168,6 +199,7 @@ pub fn write_frame(frame: &Frame, path: &Path) -> Result<(), ImageError> {
     let bytes = match OutputFormat::from_path(path)? {
         OutputFormat::TestBenchPpm => test_bench_ppm(frame).into_bytes(),
         OutputFormat::Png => png_bytes(&Rgb8::from_frame(frame)),
+        OutputFormat::Words => words_text(frame).into_bytes(),
     };
     write_atomically(path, &bytes)
 }

@@ -4,6 +4,7 @@
 mod asm;
 mod bench;
 mod compare;
+mod export;
 mod render;
 mod run_shader;
 mod scene_args;
@@ -48,6 +49,9 @@ enum Command {
     Trace(trace::TraceArgs),
     /// Run an R500 or PICA200 program once on given inputs and print its outputs
     RunShader(run_shader::RunShaderArgs),
+    /// Write a scene (OBJ, built-in or original) as the test bench's .mem files, to run it on
+    /// the original RTL
+    Export(export::ExportArgs),
     /// Serve a page on 127.0.0.1 that shows the frame, re-renders on every change of the
     /// scene or shader, traces a clicked pixel and compares two core counts or ROMs
     View(view::ViewArgs),
@@ -71,6 +75,7 @@ pub fn main() -> ExitCode {
         Command::Trace(args) => trace::run(args),
         Command::RunShader(args) => run_shader::run(args),
         Command::View(args) => view::run(args),
+        Command::Export(args) => export::run(args),
     };
     match result {
         Ok(Outcome::Success) => ExitCode::SUCCESS,

@@ -16,7 +16,7 @@
 
 use super::alu::{self, Vec3};
 use super::output::OutputMemory;
-use super::program::{Op, LATCH_ROW};
+use super::program::{Op, Program, LATCH_ROW, TARGET_IS_CALL};
 
 /// One core's register rows and control-path latches, wherever they are stored: a lone
 /// [`Core`](super::Core), or one lane of a lock-step group.
@@ -78,10 +78,45 @@ pub(super) fn charge(budget_left: &mut u64, run: u64) -> bool {
     true
 }
 
-/// CALL at slot `pc`: the return register takes the next slot; returns the target.
+/// How a CALL was reached, which decides what its return register takes. The fetch unit
+/// captures the register on the rising edge of "the instruction shown is a CALL", as the
+/// fetch pointer plus one (Module_InstructionFetch.v:68-69; spec machine §6.3, confirmed
+/// on the RTL by tests/rtl.rs).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Arrival {
+    /// In sequence, at a routine's start or by RET: CALL + 1.
+    Sequential,
+    /// By a taken branch or a JMP at address B, whose fall-through address the pointer
+    /// still holds: B + 2, here as its slot.
+    Jump(u16),
+    /// By a CALL: "is a CALL" never falls, so there is no edge and the register keeps the
+    /// first CALL's return address.
+    Call,
+}
+
+impl Arrival {
+    /// Reached by a taken jump (branch or JMP) at slot `jump`.
+    #[cold]
+    pub(super) fn jump(program: &Program, jump: u16) -> Arrival {
+        Arrival::Jump(program.jump_return_slot(jump))
+    }
+}
+
+/// CALL at slot `pc`, reached as `arrival` says (which it resets for the next CALL, setting
+/// it to [`Arrival::Call`] when its own target is a CALL): the return register takes the
+/// slot [`Arrival`] names; returns the target.
 #[inline(always)]
-pub(super) fn call(op: &Op, pc: u16, ret: &mut u16) -> u16 {
-    *ret = pc.wrapping_add(1);
+pub(super) fn call(op: &Op, pc: u16, arrival: &mut Arrival, ret: &mut u16) -> u16 {
+    match *arrival {
+        Arrival::Sequential => *ret = pc.wrapping_add(1),
+        Arrival::Jump(slot) => *ret = slot,
+        Arrival::Call => {}
+    }
+    *arrival = if op.flags & TARGET_IS_CALL != 0 {
+        Arrival::Call
+    } else {
+        Arrival::Sequential
+    };
     op.imm as u16
 }
 

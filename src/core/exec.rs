@@ -8,9 +8,10 @@ use super::control::{self, Routine};
 use super::output::OutputMemory;
 use super::program::{
     jump_taken, operand_row, storage_row, Op, Program, DYNAMIC_FORWARDING, FORWARD_A_ROW,
-    FORWARD_B_ROW, LATCH_ROW, REGISTER_ARRAY_ROWS,
+    FORWARD_B_ROW, LATCH_ROW, REGISTER_ARRAY_ROWS, RET_BEFORE_CALL, TARGET_IS_CALL,
 };
 use super::state::{storage::Storage, CoreState};
+use super::tmem;
 use crate::isa::registers::EntryPoint;
 use crate::isa::{InputA, InputB, Instr, Instruction};
 
@@ -100,6 +101,8 @@ pub struct Core<'a> {
     pub(super) last_row: u8,
     /// CALL's single return register (no stack), as a program slot.
     pub(super) return_slot: u32,
+    /// The words the texture interface last latched for x, y and z ([`tmem::read`]).
+    pub(super) tmem_latch: Vec3,
     /// Instructions left before the watchdog stops the current pixel.
     pub(super) budget_left: u64,
     pub(super) budget: u64,
@@ -124,6 +127,7 @@ impl<'a> Core<'a> {
             last_row: LATCH_ROW,
             // The return register starts at address 0 (slot 0).
             return_slot: program.slot_of(0).unwrap_or(0),
+            tmem_latch: ZERO,
             budget_left: u64::MAX,
             budget: u64::MAX,
             instructions: 0,
@@ -170,6 +174,7 @@ impl<'a> Core<'a> {
             && self.last_dst == other.last_dst
             && self.last_result() == other.last_result()
             && self.return_address() == other.return_address()
+            && self.tmem_latch == other.tmem_latch
     }
 
     /// Runs one routine from the entry-point table until its RETURN; returns bit 0 of it.
@@ -184,6 +189,7 @@ impl<'a> Core<'a> {
             ld: 0,
             last_row: LATCH_ROW,
             budget_left: self.budget_left,
+            arrival: control::Arrival::Sequential,
         };
         let first_run = self.program.ops(self.parity)[state.pc as usize].run as u64;
         let value = if control::charge(&mut state.budget_left, first_run) {
@@ -221,6 +227,7 @@ impl<'a> Core<'a> {
             mut ld,
             mut last_row,
             mut budget_left,
+            mut arrival,
         } = state;
         loop {
             if PRECISE {
@@ -280,6 +287,7 @@ impl<'a> Core<'a> {
                                 ld: op.dst,
                                 last_row: op.d_row,
                                 budget_left,
+                                arrival,
                             };
                             return self.execute::<O, true>(state, routine, observer);
                         }
@@ -289,30 +297,43 @@ impl<'a> Core<'a> {
             macro_rules! branch {
                 ($x:expr, $y:expr) => {{
                     let jump = jump_taken(op.mask, $x, $y);
+                    if jump && op.flags & TARGET_IS_CALL != 0 {
+                        arrival = control::Arrival::jump(program, this);
+                    }
                     jump!(if jump { op.imm as u16 } else { pc }, ZERO, Some(jump));
                     (ZERO, Some(jump))
                 }};
             }
             // (result, taken); A and B feed only the observer for ops that read neither.
             let (result, taken): (Vec3, Option<bool>) = datapath! {
-                match op.kind, a: a!(), b: b!(), imm: op.imm, texture: texture,
+                match op.kind, a: a!(), b: b!(), imm: op.imm,
                 |result| (result, None), {
                 Kind::Omwrite => {
                     let (a, b) = (a!(), b!());
                     control::omwrite(&mut self.output, a, b);
                     (ZERO, None)
                 }
+                Kind::Tmread => {
+                    let a = a!();
+                    (tmem::read(texture, &mut self.tmem_latch, a), None)
+                }
                 Kind::Jmp => {
+                    if op.flags & TARGET_IS_CALL != 0 {
+                        arrival = control::Arrival::jump(program, this);
+                    }
                     jump!(op.imm as u16, ZERO, None);
                     (ZERO, None)
                 }
                 Kind::Call => {
-                    let target = control::call(op, this, &mut routine.ret);
+                    let target = control::call(op, this, &mut arrival, &mut routine.ret);
                     jump!(target, ZERO, None);
                     (ZERO, None)
                 }
                 Kind::Ret => {
                     let result = control::ret_result(op.imm, b!());
+                    if op.flags & RET_BEFORE_CALL != 0 {
+                        routine.ret = program.jump_return_slot(this);
+                    }
                     jump!(routine.ret, result, None);
                     (result, None)
                 }
@@ -496,6 +517,8 @@ struct Registers {
     ld: u16,
     last_row: u8,
     budget_left: u64,
+    /// How the next CALL was reached, if by a jump ([`control::Arrival`]).
+    arrival: control::Arrival,
 }
 
 /// Expands to a `match` on `$kind` with an arm for every instruction that only computes
@@ -505,7 +528,7 @@ struct Registers {
 /// and `$b` are evaluated only by the arms that read them; type II reads `$imm`.
 macro_rules! datapath {
     (
-        match $kind:expr, a: $a:expr, b: $b:expr, imm: $imm:expr, texture: $texture:expr,
+        match $kind:expr, a: $a:expr, b: $b:expr, imm: $imm:expr,
         |$result:ident| $wrap:expr, { $($rest:tt)* }
     ) => {
         {
@@ -539,11 +562,6 @@ macro_rules! datapath {
                 Kind::ExchangeX => { let (a, b): (Vec3, Vec3) = ($a, $b); let $result = [b[0], a[1], a[2]]; $wrap }
                 Kind::ExchangeY => { let (a, b): (Vec3, Vec3) = ($a, $b); let $result = [a[0], b[1], a[2]]; $wrap }
                 Kind::ExchangeZ => { let (a, b): (Vec3, Vec3) = ($a, $b); let $result = [a[0], a[1], b[2]]; $wrap }
-                Kind::Tmread => {
-                    let texture: &[u32] = $texture;
-                    let $result = $a.map(|address| texture.get(address as usize).copied().unwrap_or(0));
-                    $wrap
-                }
                 Kind::Lea => { let $result = [$imm; 3]; $wrap }
                 Kind::SetX => { let b: Vec3 = $b; let $result = [$imm, b[1], b[2]]; $wrap }
                 Kind::SetY => { let b: Vec3 = $b; let $result = [b[0], $imm, b[2]]; $wrap }
@@ -586,6 +604,18 @@ pub(crate) mod tests {
         budget_left: u64,
         instructions: u64,
         output: Vec<(u32, u32)>,
+        tmem_latch: Vec3,
+    }
+
+    /// How the instruction about to run was reached, for CALL's return address: the fetch
+    /// unit captures `pointer + 1` on the rising edge of "a CALL is shown".
+    #[derive(Clone, Copy)]
+    enum Came {
+        InSequence,
+        /// A taken branch or JMP at this address (the pointer still holds address + 1).
+        Jump(u16),
+        /// A CALL (no edge: the register keeps its value).
+        Call,
     }
 
     impl Reference {
@@ -604,6 +634,7 @@ pub(crate) mod tests {
         fn run(&mut self, program: &Program, texture: &[u32], start: u16) -> Result<bool, Fault> {
             self.last_dst = 0;
             let mut pc = start;
+            let mut came = Came::InSequence;
             loop {
                 if self.budget_left == 0 {
                     return Err(Fault::Watchdog {
@@ -619,6 +650,7 @@ pub(crate) mod tests {
                 self.budget_left -= 1;
                 self.instructions += 1;
                 let mut next = pc.wrapping_add(1);
+                let mut taken = false;
                 let imm_a = [d.imm, 0, 0];
                 let (a, b) = (self.read(d.a_addr), self.read(d.b_addr));
                 use Opcode::*;
@@ -655,7 +687,18 @@ pub(crate) mod tests {
                         }
                         ZERO
                     }
-                    Tmread => a.map(|x| texture.get(x as usize).copied().unwrap_or(0)),
+                    Tmread => {
+                        // Component k is latched unless it shares the bank of k - 1 while
+                        // the next address (0 after z) is in another bank; x always is.
+                        let banks = [a[0] & 3, a[1] & 3, a[2] & 3, 0];
+                        for k in 0..3 {
+                            let missed = k > 0 && banks[k] == banks[k - 1] && banks[k + 1] != banks[k];
+                            if !missed {
+                                self.tmem_latch[k] = texture.get(a[k] as usize).copied().unwrap_or(0);
+                            }
+                        }
+                        self.tmem_latch
+                    }
                     Lea => [pc as u32; 3],
                     Setx => [imm_a[0], b[1], b[2]],
                     Sety => [b[0], imm_a[0], b[2]],
@@ -666,11 +709,20 @@ pub(crate) mod tests {
                         ZERO
                     }
                     Call => {
-                        self.return_address = pc.wrapping_add(1);
+                        match came {
+                            Came::InSequence => self.return_address = pc.wrapping_add(1),
+                            Came::Jump(at) => self.return_address = at.wrapping_add(2),
+                            Came::Call => {}
+                        }
                         next = d.dst;
                         ZERO
                     }
                     Ret => {
+                        // A CALL right after the RET shows as the RET completes: its edge
+                        // loads the return register with its own address + 1.
+                        if program.word(pc.wrapping_add(1)).opcode() == Some(Call) {
+                            self.return_address = pc.wrapping_add(2);
+                        }
                         next = self.return_address;
                         [d.imm, b[1], b[2]]
                     }
@@ -680,6 +732,7 @@ pub(crate) mod tests {
                         let lane = (code as usize >> 3) - 1;
                         if alu::compare(a[lane], b[lane], code & 7) {
                             next = d.dst;
+                            taken = true;
                         }
                         ZERO
                     }
@@ -695,6 +748,12 @@ pub(crate) mod tests {
                 if op == Return {
                     return Ok(d.imm & 1 == 1);
                 }
+                came = match op {
+                    Call => Came::Call,
+                    Jmp => Came::Jump(pc),
+                    _ if taken => Came::Jump(pc),
+                    _ => Came::InSequence,
+                };
                 pc = next;
             }
         }
@@ -858,6 +917,7 @@ pub(crate) mod tests {
                 budget_left: budget,
                 instructions: 0,
                 output: Vec::new(),
+                tmem_latch: ZERO,
             };
             // Two routines with a swap flip between them: the second one sees the first
             // one's result latch, return register and a different swap copy.
@@ -881,6 +941,7 @@ pub(crate) mod tests {
                 prop_assert!(core.same_state(&traced));
                 prop_assert_eq!(core.last_result(), reference.last_result);
                 prop_assert_eq!(core.return_address(), reference.return_address);
+                prop_assert_eq!(core.tmem_latch, reference.tmem_latch);
                 let written: Vec<(usize, u32)> = (0..4096).filter_map(|i| core.output.read(i).map(|w| (i, w))).collect();
                 let mut expected_output = std::collections::BTreeMap::new();
                 for &(address, value) in &reference.output {

@@ -24,14 +24,15 @@
 #![allow(clippy::needless_range_loop)]
 
 use super::alu::{self, Vec3};
-use super::control::{self, Routine};
+use super::control::{self, Arrival, Routine};
 use super::exec::{datapath, Core};
 use super::output::OutputMemory;
 use super::program::{
     jump_taken, operand_row, Kind, Op, Program, DYNAMIC_FORWARDING, FORWARD_A_ROW, FORWARD_B_ROW,
-    LATCH_ROW, REGISTER_ARRAY_ROWS,
+    LATCH_ROW, REGISTER_ARRAY_ROWS, RET_BEFORE_CALL, TARGET_IS_CALL,
 };
 use super::state::{storage::Storage, triangle_rows, CoreState};
+use super::tmem;
 use super::triangle::Triangle;
 use crate::isa::registers::EntryPoint;
 
@@ -155,6 +156,8 @@ struct Latches {
     last_dst: [u16; LANES],
     last_row: [u8; LANES],
     return_slot: [u32; LANES],
+    /// What each lane's texture interface last latched ([`tmem::read`]).
+    tmem_latch: [Vec3; LANES],
     instructions: [u64; LANES],
 }
 
@@ -239,6 +242,7 @@ impl<'a> CoreGroup<'a> {
                 last_dst: [0; LANES],
                 last_row: [LATCH_ROW; LANES],
                 return_slot: [0; LANES],
+                tmem_latch: [[0; 3]; LANES],
                 instructions: [0; LANES],
             },
             budget_left: [0; LANES],
@@ -258,6 +262,7 @@ impl<'a> CoreGroup<'a> {
             group.latches.last_dst[lane] = core.last_dst;
             group.latches.last_row[lane] = core.last_row;
             group.latches.return_slot[lane] = core.return_slot;
+            group.latches.tmem_latch[lane] = core.tmem_latch;
             group.budget_left[lane] = core.budget_left;
             group.latches.instructions[lane] = core.instructions;
             group.culled_routines[lane] = core.culled_routines;
@@ -343,6 +348,7 @@ impl<'a> CoreGroup<'a> {
                 core.last_dst = self.latches.last_dst[lane];
                 core.last_row = self.latches.last_row[lane];
                 core.return_slot = self.latches.return_slot[lane];
+                core.tmem_latch = self.latches.tmem_latch[lane];
                 core.budget = self.budget;
                 core.budget_left = self.budget_left[lane];
                 core.instructions = self.latches.instructions[lane];
@@ -417,6 +423,7 @@ impl<'a> CoreGroup<'a> {
         let mut lane_ld = [0u16; LANES];
         let mut lane_row = [LATCH_ROW; LANES];
         let mut ret = [0u16; LANES];
+        let mut arrival = [Arrival::Sequential; LANES];
         let mut budget_at_start = [0u64; LANES];
         for lane in lanes_of(lanes) {
             let mut core = LaneRegisters {
@@ -484,16 +491,37 @@ impl<'a> CoreGroup<'a> {
                     }
                     Next::Straight(Row::ZERO)
                 }
-                Kind::Jmp => Next::Jump(Row::ZERO, op.imm as u16),
+                Kind::Tmread => {
+                    let mut result = Row::ZERO;
+                    for lane in lanes_of(group) {
+                        let latch = &mut latches.tmem_latch[lane];
+                        result.set_lane(lane, tmem::read(texture, latch, a.lane(lane)));
+                    }
+                    Next::Straight(result)
+                }
+                Kind::Jmp => {
+                    if op.flags & TARGET_IS_CALL != 0 {
+                        for lane in lanes_of(group) {
+                            arrival[lane] = Arrival::jump(program, pc);
+                        }
+                    }
+                    Next::Jump(Row::ZERO, op.imm as u16)
+                }
                 Kind::Call => {
                     let mut target = 0;
                     for lane in lanes_of(group) {
-                        target = control::call(op, pc, &mut ret[lane]);
+                        target = control::call(op, pc, &mut arrival[lane], &mut ret[lane]);
                     }
                     Next::Jump(Row::ZERO, target)
                 }
                 Kind::Ret => {
                     let result = Row(control::ret_result([op.imm; LANES], b.0));
+                    if op.flags & RET_BEFORE_CALL != 0 {
+                        let slot = program.jump_return_slot(pc);
+                        for lane in lanes_of(group) {
+                            ret[lane] = slot;
+                        }
+                    }
                     let first = ret[group.trailing_zeros() as usize];
                     if lanes_of(group).all(|lane| ret[lane] == first) {
                         Next::Jump(result, first)
@@ -511,6 +539,11 @@ impl<'a> CoreGroup<'a> {
                         _ => 2,
                     };
                     let taken = branch_taken(&a.0[component], &b.0[component], op.mask) & group;
+                    if op.flags & TARGET_IS_CALL != 0 {
+                        for lane in lanes_of(taken) {
+                            arrival[lane] = Arrival::jump(program, pc);
+                        }
+                    }
                     if taken == group {
                         Next::Jump(Row::ZERO, op.imm as u16)
                     } else if taken == 0 {
@@ -533,7 +566,7 @@ impl<'a> CoreGroup<'a> {
                     for lane in lanes_of(group) {
                         let value = datapath! {
                             match kind, a: a.lane(lane), b: b.lane(lane), imm: op.imm,
-                            texture: texture, |value| value, { _ => [0; 3] }
+                            |value| value, { _ => [0; 3] }
                         };
                         result.set_lane(lane, value);
                     }

@@ -9,6 +9,7 @@ pub mod output;
 pub mod program;
 pub mod rom;
 pub mod state;
+pub mod tmem;
 pub mod triangle;
 
 pub use exec::{Core, Fault, NoObserver, Observer, Step};

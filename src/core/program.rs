@@ -75,6 +75,13 @@ pub(crate) struct Op {
 
 /// [`Op::flags`]: operand rows must be resolved at run time (see [`resolve_forwarding`]).
 pub(crate) const DYNAMIC_FORWARDING: u8 = 1;
+/// [`Op::flags`]: a jump, branch or CALL whose target is a CALL (which then takes its
+/// return address from how it was reached: [`control::Arrival`](super::control::Arrival)).
+pub(crate) const TARGET_IS_CALL: u8 = 2;
+/// [`Op::flags`]: a RET whose next address holds a CALL. The fetch unit shows that CALL as
+/// the RET completes, and its rising edge sets the return register to RET + 2 before the
+/// RET jumps through it (Module_InstructionFetch.v:68-69; confirmed on the RTL).
+pub(crate) const RET_BEFORE_CALL: u8 = 4;
 /// Rows a dynamic operand's value is copied to before the instruction runs.
 pub(crate) const FORWARD_A_ROW: u8 = 161;
 pub(crate) const FORWARD_B_ROW: u8 = 162;
@@ -261,11 +268,29 @@ impl Program {
             }
             i += 1;
         }
+        // A CALL reached by a taken branch or JMP at B returns to B + 2 (control::Arrival),
+        // and so does a RET at B whose next address holds a CALL (RET_BEFORE_CALL).
+        let mut jump_returns = Vec::new();
+        for i in 0..program.slots.len() {
+            let Slot { address, instr, target } = program.slots[i];
+            let jumps = matches!(instr.flow(), Flow::Branch | Flow::Jump);
+            let before_call = instr.flow() == Flow::Ret
+                && Instr::decode(program.word(address.wrapping_add(1))).flow() == Flow::Call;
+            if before_call
+                || (jumps && program.slots[target as usize].instr.flow() == Flow::Call)
+            {
+                jump_returns.push(address.wrapping_add(2));
+            }
+        }
+        for &address in &jump_returns {
+            program.slot(address);
+        }
         let mut return_points: Vec<u32> = program
             .slots
             .iter()
             .filter(|slot| slot.instr.flow() == Flow::Call)
             .map(|slot| slot.address.wrapping_add(1))
+            .chain(jump_returns)
             .chain([0])
             .map(|address| program.slot_of[&address])
             .collect();
@@ -278,6 +303,16 @@ impl Program {
                     .iter()
                     .map(|slot| Program::op(slot, parity))
                     .collect();
+                for (op, slot) in ops.iter_mut().zip(&program.slots) {
+                    let target = program.slots[slot.target as usize].instr.flow();
+                    if slot.instr.flow().has_target() && target == Flow::Call {
+                        op.flags |= TARGET_IS_CALL;
+                    }
+                    let next = Instr::decode(program.word(slot.address.wrapping_add(1)));
+                    if slot.instr.flow() == Flow::Ret && next.flow() == Flow::Call {
+                        op.flags |= RET_BEFORE_CALL;
+                    }
+                }
                 resolve_forwarding(
                     &mut ops,
                     &program.slots,
@@ -362,6 +397,18 @@ impl Program {
             .iter()
             .map(|e| Instruction(e.default_address() as u64))
             .collect()
+    }
+
+    /// Where a CALL reached by the taken jump at slot `jump` returns to, and where a RET at
+    /// `jump` followed by a CALL goes: the address plus 2 (every such address has a slot).
+    pub(crate) fn jump_return_slot(&self, jump: u16) -> u16 {
+        let address = self.slots[jump as usize].address.wrapping_add(2);
+        self.slot_of[&address] as u16
+    }
+
+    /// The instruction memory as loaded: the entry-point table, then user code.
+    pub fn imem(&self) -> &[Instruction] {
+        &self.imem
     }
 
     /// The instruction at any address, as the fetch unit reads and the decoder decodes it.

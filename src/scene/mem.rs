@@ -272,6 +272,116 @@ pub fn load_scene_dir(dir: &Path) -> Result<Scene, SceneError> {
     })
 }
 
+/// The `.mem` files of a scene, as the test bench reads them: what `theia export` writes,
+/// so that a scene the emulator renders can run on the RTL (or an FPGA build of it).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct MemFiles {
+    pub params: String,
+    pub vertex: String,
+    pub textures: String,
+    pub creg: String,
+    pub instructions: String,
+}
+
+impl MemFiles {
+    /// The files for `scene` rendered by `partitions` with instruction memory `imem` (entry
+    /// table and user code). Each file reads back through this module's readers to the
+    /// same scene.
+    pub fn new(scene: &Scene, partitions: &[Partition], imem: &[Instruction]) -> MemFiles {
+        MemFiles {
+            params: params_text(scene, partitions),
+            vertex: vertex_text(&scene.triangles),
+            textures: textures_text(&scene.texture),
+            creg: format!("{:x}\n", scene.control_register),
+            instructions: instructions_text(imem),
+        }
+    }
+
+    /// (file name, contents), in the order the test bench reads them.
+    pub fn files(&self) -> [(&'static str, &str); 5] {
+        [
+            ("Creg.mem", &self.creg),
+            ("Params.mem", &self.params),
+            ("Vertex.mem", &self.vertex),
+            ("Textures.mem", &self.textures),
+            ("Instructions.mem", &self.instructions),
+        ]
+    }
+}
+
+fn row(out: &mut String, v: Vec3, comment: &str) {
+    use std::fmt::Write;
+    let _ = writeln!(out, "{:x} {:x} {:x} // {comment}", v[0], v[1], v[2]);
+}
+
+/// Params.mem: word 0 (never sent), the 6 configuration rows, then one (initial, final)
+/// pair of pixel positions per core.
+fn params_text(scene: &Scene, partitions: &[Partition]) -> String {
+    const NAMES: [&str; 6] = [
+        "light info",
+        "camera position",
+        "projection window min",
+        "projection window max",
+        "resolution",
+        "texture size",
+    ];
+    let mut out = String::from("42 // word 0: not sent by the host\n");
+    for (config, name) in scene.config.iter().zip(NAMES) {
+        row(&mut out, *config, name);
+    }
+    for (core, partition) in partitions.iter().enumerate() {
+        row(&mut out, partition.initial, &format!("core {core} start"));
+        row(&mut out, partition.end, &format!("core {core} end"));
+    }
+    out
+}
+
+/// Vertex.mem: a 10-word header (no bounding box: the hardware never reads it), word 6 the
+/// triangle count, then 7 rows per triangle (V0, UV0, V1, UV1, V2, UV2, diffuse colour).
+fn vertex_text(triangles: &[Triangle]) -> String {
+    let mut out = String::with_capacity(64 + triangles.len() * 7 * 30);
+    out.push_str("0 0 0 // bounding box min (unused)\n0 0 0 // bounding box max (unused)\n");
+    out.push_str(&format!(
+        "{:x} // triangle count\n0 // offset (unused)\n0 // brother (unused)\n0 // parent (unused)\n",
+        triangles.len()
+    ));
+    for (index, triangle) in triangles.iter().enumerate() {
+        for (vector, value) in triangle.iter().enumerate() {
+            let comment = if vector == 0 {
+                format!("triangle {index}")
+            } else {
+                String::new()
+            };
+            row(&mut out, *value, &comment);
+        }
+    }
+    out
+}
+
+/// Textures.mem: one texel (R, G, B words) per line.
+fn textures_text(texture: &[u32]) -> String {
+    use std::fmt::Write;
+    let mut out = String::with_capacity(texture.len() * 7);
+    for texel in texture.chunks(3) {
+        let words: Vec<String> = texel.iter().map(|w| format!("{w:x}")).collect();
+        let _ = writeln!(out, "{}", words.join(" "));
+    }
+    out
+}
+
+/// Instructions.mem: word 0 is where the host stops reading (it starts at word 1 and reads
+/// it as hex), so exactly the listed instructions are sent; then each instruction as two
+/// words, high word first.
+fn instructions_text(imem: &[Instruction]) -> String {
+    use std::fmt::Write;
+    let mut out = format!("{:x} // words sent: 1 + 2 per instruction\n", 1 + 2 * imem.len());
+    for (index, instruction) in imem.iter().enumerate() {
+        let (high, low) = instruction.words();
+        let _ = writeln!(out, "{high:08x} {low:08x} // {index}");
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

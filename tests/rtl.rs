@@ -1,0 +1,352 @@
+//! Differential tests against THEIA's RTL, the hardware itself (spec README decision 10):
+//! random scenes and programs ([`gen`]) run on the original Verilog under Verilator
+//! ([`oracle`], `tests/rtl/bench.v`) and on the emulator in every way it can render a
+//! frame; the raw 32-bit output words of every pixel must be equal.
+//!
+//! These tests need `../shared/rtl` and Verilator: without them they show as ignored,
+//! unless `THEIA_REQUIRE_CONFORMANCE=1` (CI), which makes them run and fail.
+//!
+//! A failing case prints its seed; `THEIA_RTL_SEEDS=SEED cargo test --release --test rtl
+//! random -- --nocapture` runs just it and keeps its scene in `target/tmp/rtl-cases/SEED`
+//! (`theia render DIR -o out.words`, `theia trace DIR --pixel X,Y`).
+//! `cargo test --release --test rtl campaign -- --ignored --nocapture` with
+//! `THEIA_RTL_CASES=N` runs a long campaign and prints its speed and opcode coverage.
+
+mod common;
+#[path = "rtl/gen.rs"]
+mod gen;
+#[path = "rtl/oracle.rs"]
+mod oracle;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Instant;
+
+use gen::{case, Case, Class, Flavor, Use, CLASSES};
+use oracle::{differences, emulate, run_rtl, write_case, Host, RtlOutcome, MODES};
+use rayon::prelude::*;
+use theia::machine::Machine;
+use theia::scene::mem::{load_scene_dir, MemFiles};
+
+/// Cycles after which a small case counts as hung (the largest finish in under 400,000).
+const TIMEOUT_CYCLES: u64 = 2_000_000;
+
+/// Cases per CI run.
+const CI_CASES: u64 = 200;
+
+/// What one case showed.
+enum Verdict {
+    Equal { cycles: u64 },
+    Mismatch(String),
+    /// An unfinished opcode: what the RTL did, recorded.
+    Recorded(String),
+    /// The published design's lock-step hazard made the RTL's words differ (or hang): not
+    /// comparable. A hazard that changed nothing counts as equal.
+    Hazard,
+}
+
+fn case_dir(seed: u64) -> PathBuf {
+    PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
+        .join("rtl-cases")
+        .join(seed.to_string())
+}
+
+fn files_of(case: &Case) -> MemFiles {
+    MemFiles::new(&case.scene, &case.scene.partitions, &case.imem)
+}
+
+/// Runs one case on the RTL and the emulator. The emulator reads the case back from the
+/// files the RTL read, as `theia render DIR` would.
+fn check(case: &Case, dir: &Path) -> Verdict {
+    write_case(dir, &files_of(case));
+    let scene = load_scene_dir(dir).expect("the case reads back");
+    let run = run_rtl(Host::Fixed, dir, TIMEOUT_CYCLES);
+    if let Some((opcode, code)) = case.unfinished {
+        let what = match &run.outcome {
+            RtlOutcome::Timeout => "hangs".to_string(),
+            RtlOutcome::Words(words) => match emulate(&scene, 3) {
+                Ok(ours) if &ours == words => "finishes, as the manual says".to_string(),
+                _ => "finishes, unlike the manual".to_string(),
+            },
+        };
+        return Verdict::Recorded(format!("{} {code}: {what}", opcode.mnemonic()));
+    }
+    let RtlOutcome::Words(rtl) = run.outcome else {
+        if run.hazard {
+            return Verdict::Hazard;
+        }
+        let ours = emulate(&scene, 0);
+        return Verdict::Mismatch(format!(
+            "the RTL did not finish in {TIMEOUT_CYCLES} cycles; the emulator: {}",
+            ours.map(|_| "finished".to_string()).unwrap_or_else(|e| e)
+        ));
+    };
+    for (mode, (name, ..)) in MODES.iter().enumerate() {
+        match emulate(&scene, mode) {
+            Ok(ours) if ours == rtl => {}
+            _ if run.hazard => return Verdict::Hazard,
+            Ok(ours) => {
+                return Verdict::Mismatch(format!(
+                    "{name}:\n  {}",
+                    differences(&ours, &rtl, 6).join("\n  ")
+                ))
+            }
+            Err(e) => return Verdict::Mismatch(format!("{name}: the emulator stopped: {e}")),
+        }
+    }
+    let cycles = run.cycles;
+    Verdict::Equal { cycles }
+}
+
+/// Seeds from `THEIA_RTL_SEEDS` (comma-separated), or `default`.
+fn seeds(default: std::ops::Range<u64>) -> Vec<u64> {
+    match std::env::var("THEIA_RTL_SEEDS") {
+        Ok(list) => list
+            .split(',')
+            .map(|s| s.trim().parse().expect("THEIA_RTL_SEEDS: comma-separated numbers"))
+            .collect(),
+        Err(_) => default.collect(),
+    }
+}
+
+struct Report {
+    equal: usize,
+    mismatches: Vec<(u64, Flavor, String)>,
+    recorded: BTreeMap<String, usize>,
+    hazards: usize,
+    uses: BTreeSet<Use>,
+    cycles: u64,
+    seconds: f64,
+}
+
+/// Runs `seeds` on all host cores.
+fn campaign(seeds: &[u64], flavor_of: impl Fn(u64) -> Flavor + Sync) -> Report {
+    let start = Instant::now();
+    let done = AtomicUsize::new(0);
+    let results: Vec<(u64, Flavor, Verdict, Vec<Use>)> = seeds
+        .par_iter()
+        .map(|&seed| {
+            let flavor = flavor_of(seed);
+            let case = case(seed, flavor);
+            let dir = case_dir(seed);
+            let verdict = check(&case, &dir);
+            if !matches!(verdict, Verdict::Mismatch(_) | Verdict::Hazard) {
+                let _ = std::fs::remove_dir_all(&dir);
+            }
+            let n = done.fetch_add(1, Ordering::Relaxed) + 1;
+            if n % 1000 == 0 {
+                eprintln!("{n} cases, {:.1} s", start.elapsed().as_secs_f64());
+            }
+            (seed, flavor, verdict, case.uses)
+        })
+        .collect();
+    let mut report = Report {
+        equal: 0,
+        mismatches: Vec::new(),
+        recorded: BTreeMap::new(),
+        hazards: 0,
+        uses: BTreeSet::new(),
+        cycles: 0,
+        seconds: 0.0,
+    };
+    for (seed, flavor, verdict, uses) in results {
+        match verdict {
+            Verdict::Equal { cycles } => {
+                report.equal += 1;
+                report.cycles += cycles;
+                report.uses.extend(uses);
+            }
+            Verdict::Mismatch(what) => report.mismatches.push((seed, flavor, what)),
+            Verdict::Recorded(what) => *report.recorded.entry(what).or_default() += 1,
+            Verdict::Hazard => report.hazards += 1,
+        }
+    }
+    report.seconds = start.elapsed().as_secs_f64();
+    report
+}
+
+fn mismatch_text(report: &Report) -> String {
+    report
+        .mismatches
+        .iter()
+        .map(|(seed, flavor, what)| {
+            format!(
+                "seed {seed} ({flavor:?}), kept in {}: {what}\n  reproduce: THEIA_RTL_SEEDS={seed} cargo test --release --test rtl random -- --nocapture",
+                case_dir(*seed).display()
+            )
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// 200 random cases (fixed seeds), every flavour: the RTL's words equal the emulator's in
+/// all four render modes.
+#[test]
+#[cfg_attr(not(rtl_oracle), ignore = "needs ../shared/rtl and verilator")]
+fn random_cases_equal_the_rtl() {
+    let seeds = seeds(0..CI_CASES);
+    let report = campaign(&seeds, Flavor::of_seed);
+    eprintln!(
+        "{} cases in {:.1} s: {} equal, {} mismatches, {} lock-step hazards, {:.0} simulated cycles per case",
+        seeds.len(),
+        report.seconds,
+        report.equal,
+        report.mismatches.len(),
+        report.hazards,
+        report.cycles as f64 / report.equal.max(1) as f64
+    );
+    assert!(
+        report.mismatches.is_empty(),
+        "the emulator differs from the RTL:\n{}",
+        mismatch_text(&report)
+    );
+    assert!(
+        report.hazards * 20 <= seeds.len(),
+        "{} of {} cases hit the lock-step hazard: too few were compared",
+        report.hazards,
+        seeds.len()
+    );
+    assert_eq!(report.equal + report.hazards, seeds.len());
+}
+
+/// A long campaign: `THEIA_RTL_CASES` cases (default 10,000) from `THEIA_RTL_FIRST_SEED`
+/// (default 1,000,000); prints speed, coverage and every mismatch with its seed.
+#[test]
+#[ignore = "long: run with --ignored --nocapture and THEIA_RTL_CASES=N"]
+fn campaign_of_random_cases() {
+    let count: u64 = std::env::var("THEIA_RTL_CASES")
+        .ok()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(10_000);
+    let first: u64 = std::env::var("THEIA_RTL_FIRST_SEED")
+        .ok()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(1_000_000);
+    let seeds: Vec<u64> = (first..first + count).collect();
+    let report = campaign(&seeds, |seed| {
+        if seed % 50 == 7 {
+            Flavor::Unfinished
+        } else {
+            Flavor::of_seed(seed)
+        }
+    });
+    println!(
+        "{} cases in {:.0} s: {:.1} cases/s on {} threads, {} equal, {} mismatches, {} lock-step hazards",
+        seeds.len(),
+        report.seconds,
+        seeds.len() as f64 / report.seconds,
+        rayon::current_num_threads(),
+        report.equal,
+        report.mismatches.len(),
+        report.hazards
+    );
+    println!("{}", coverage_table(&report.uses));
+    for (what, n) in &report.recorded {
+        println!("unfinished: {what} ({n} cases)");
+    }
+    println!("{}", mismatch_text(&report));
+    assert!(report.mismatches.is_empty());
+}
+
+/// Opcode x operand class x forwarding distance, over the cases that matched.
+fn coverage_table(uses: &BTreeSet<Use>) -> String {
+    let mut rows: BTreeMap<&str, (BTreeSet<Class>, BTreeSet<u8>)> = BTreeMap::new();
+    for u in uses {
+        let row = rows.entry(u.opcode).or_default();
+        row.0.insert(u.class);
+        if u.distance > 0 {
+            row.1.insert(u.distance);
+        }
+    }
+    let mut out = String::from("opcode       classes (of 5)  forwarding distances\n");
+    for (opcode, (classes, distances)) in rows {
+        let classes: Vec<String> = CLASSES
+            .iter()
+            .map(|c| {
+                if classes.contains(c) {
+                    format!("{c:?}")
+                } else {
+                    "-".into()
+                }
+            })
+            .collect();
+        out.push_str(&format!(
+            "{opcode:<12} {:<45} {distances:?}\n",
+            classes.join(",")
+        ));
+    }
+    out
+}
+
+/// Every implemented opcode appears in the CI cases, with operands of every class.
+#[test]
+fn the_ci_cases_use_every_implemented_opcode() {
+    use theia::isa::{Hardware, OPCODES};
+    let mut seen: BTreeMap<&str, BTreeSet<Class>> = BTreeMap::new();
+    for seed in 0..CI_CASES {
+        for u in case(seed, Flavor::of_seed(seed)).uses {
+            seen.entry(u.opcode).or_default().insert(u.class);
+        }
+    }
+    let missing: Vec<&str> = OPCODES
+        .iter()
+        .filter(|row| row.hardware == Hardware::Implemented)
+        .map(|row| row.mnemonic)
+        .filter(|m| !seen.contains_key(m))
+        .collect();
+    assert!(missing.is_empty(), "never generated: {missing:?}");
+}
+
+/// A scene the emulator renders from an OBJ (the built-in scene at 16x16, 4 cores) exported
+/// with `theia export` runs on the RTL to the words `theia render` gives, both from the
+/// export and from the OBJ directly.
+#[test]
+#[cfg_attr(not(rtl_oracle), ignore = "needs ../shared/rtl and verilator")]
+fn an_exported_obj_scene_runs_on_the_rtl_to_the_emulators_words() {
+    let dir = tempfile::tempdir().unwrap();
+    let export = dir.path().join("export");
+    let size = ["--width", "16", "--height", "16", "--cores", "4"];
+    let out = common::theia(
+        dir.path(),
+        &[&["export", "-o", export.to_str().unwrap()][..], &size].concat(),
+    );
+    assert!(out.status.success(), "{}", common::text(&out.stderr));
+    assert!(
+        common::text(&out.stderr).is_empty(),
+        "no warning for a scene the RTL can run: {}",
+        common::text(&out.stderr)
+    );
+    let render = |args: &[&str], output: &str| -> String {
+        let out = common::theia(dir.path(), &[&["render"], args, &["-o", output]].concat());
+        assert!(out.status.success(), "{}", common::text(&out.stderr));
+        std::fs::read_to_string(dir.path().join(output)).unwrap()
+    };
+    let exported = render(&[export.to_str().unwrap()], "exported.words");
+    let direct = render(&size, "direct.words");
+    assert_eq!(exported, direct, "the export renders as the OBJ scene does");
+    let run = run_rtl(Host::Fixed, &export, TIMEOUT_CYCLES);
+    assert!(!run.hazard, "the built-in scene keeps lock-step at 16x16");
+    let RtlOutcome::Words(rtl) = run.outcome else {
+        panic!("the RTL did not finish the exported scene")
+    };
+    assert_eq!(differences(&exported, &rtl, 6), Vec::<String>::new());
+    let lit = exported
+        .lines()
+        .skip(1)
+        .filter(|l| !l.ends_with("00000000 00000000 00000000"))
+        .count();
+    assert!(lit > 200, "the scene is mostly visible: {lit} of 256 pixels");
+}
+
+/// The machine accepts every generated scene as its own (4 partitions of equal size).
+#[test]
+fn generated_scenes_have_four_equal_partitions() {
+    for seed in 0..50 {
+        let case = case(seed, Flavor::of_seed(seed));
+        let machine = Machine::new(&case.scene, &Default::default()).expect("valid scene");
+        let counts: Vec<usize> = machine.partitions.iter().map(|p| p.pixel_count()).collect();
+        assert_eq!(counts.len(), 4);
+        assert!(counts.iter().all(|&c| c == counts[0]), "seed {seed}: {counts:?}");
+    }
+}

@@ -1,0 +1,170 @@
+// The project's own test bench for THEIA's RTL (../shared/rtl), used by tests/rtl.rs.
+//
+// It drives the design exactly as the published bench does (TestBench_THEIA.v: the same
+// Module_Host streams code, scene parameters, partitions and triangles over Wishbone), with
+// two differences that change no data the cores see:
+//   * texture memory is loaded straight into the four TMEM banks (word k -> bank k & 3,
+//     row k >> 2, the mapping of the published bench's write loop), instead of one word per
+//     clock through the TMEM write port: that loop is 95% of a small case's simulated time;
+//   * when every core is done, it prints the raw 32-bit output words of every pixel, read
+//     straight from each core's OMEM, instead of the 8-bit `min(255, w >> 9)` PPM.
+// The clock comes from main.cpp (no timing scheduler: a third faster under Verilator);
+// the bench counts cycles, holds reset for cycles 1-10, then enables the host.
+// Output (stdout), one line per pixel in each core's NPG order, cores in turn:
+//   `WORDS x y RRRRRRRR GGGGGGGG BBBBBBBB`, then `DONE cycles=N`.
+// `+trace` prints every core's control-unit states and every instruction it is handed
+// (`TRACE cycle core ip word`), to line up with `theia trace` when a case differs.
+// A core that starts MAIN twice on one triangle (the lock-step hazard of the published
+// control unit) prints `HAZARD ...` (and ends the run with `+stop-at-hazard`).
+// `+timeout=CYCLES` stops a run that never finishes with `TIMEOUT`: the published host's
+// STDONE deadlock (../shared/rtl/README.md) or a core that hangs.
+`timescale 1ns / 1ps
+`include "aDefinitions.v"
+`define TEXTURE_WORDS (256 * 256 * 3)
+// Prints core C's pixels: the k-th pixel NPG visits (from CREG_PIXEL_2D_INITIAL_POSITION,
+// row by row up to CREG_PIXEL_2D_FINAL_POSITION) has its colour at OMEM words 3k..3k+2.
+`define DUMP_CORE(C) \
+	px = rSceneParameters[19 + 6 * C] >> `SCALE; py = rSceneParameters[20 + 6 * C] >> `SCALE; \
+	ex = rSceneParameters[22 + 6 * C] >> `SCALE; ey = rSceneParameters[23 + 6 * C] >> `SCALE; \
+	for (k = 0; py < ey; k = k + 1) begin \
+		$display("WORDS %0d %0d %08x %08x %08x", px, py, GPU.CORE[C].OMEM.Ram[3 * k], \
+			GPU.CORE[C].OMEM.Ram[3 * k + 1], GPU.CORE[C].OMEM.Ram[3 * k + 2]); \
+		px = px + 1; \
+		if (px >= ex) begin px = 0; py = py + 1; end \
+	end
+
+
+module theia_bench(input wire Clock);
+	reg Reset = 0;
+	wire [`WB_WIDTH-1:0] DAT_O;
+	wire ACK_I;
+	wire [`WB_WIDTH-1:0] ADR_O;
+	wire CYC_O, WE_O, STB_O, MST_O;
+	wire [1:0] TGA_O;
+	reg [31:0] rControlRegister[2:0];
+	reg [31:0] rSceneParameters[120:0];
+	reg [31:0] rVertexBuffer[7000:0];
+	reg [31:0] rInstructionBuffer[512:0];
+	reg [31:0] rTextures[`TEXTURE_WORDS:0];
+	wire [`MAX_CORES-1:0] wCoreSelect;
+	wire wDone;
+	wire [`MAX_CORES-1:0] RENDREN_O;
+	wire [`WB_WIDTH-1:0] wOMEMData;
+	reg rHostEnable = 0;
+	wire GRDY_I, GACK_O, STDONE_O, wGPUCommitedResults, wHostDataAvailable;
+
+	THEIA GPU (
+		.CLK_I(Clock), .RST_I(Reset), .RENDREN_I(RENDREN_O),
+		.DAT_I(DAT_O), .ACK_I(1'b0), .CYC_I(CYC_O), .MST_I(MST_O), .TGA_I(TGA_O),
+		.ACK_O(ACK_I), .ADR_I(ADR_O), .WE_I(WE_O), .SEL_I(wCoreSelect), .STB_I(STB_O),
+		.OMBSEL_I(2'b0), .OMADR_I(32'b0), .OMEM_O(wOMEMData),
+		.TMDAT_I(32'b0), .TMADR_I(32'b0), .TMWE_I(1'b0), .TMSEL_I(4'b0),
+		.HDL_O(GRDY_I), .HDLACK_I(GACK_O), .STDONE_I(STDONE_O),
+		.RCOMMIT_O(wGPUCommitedResults), .HDA_I(wHostDataAvailable),
+		.CREG_I(rControlRegister[0][15:0]), .DONE_O(wDone));
+
+	wire [`WB_WIDTH-1:0] wHostReadAddress, wHostReadData, wMemorySize;
+	wire [1:0] wMemSelect;
+	// The published bench's memory multiplexers, written out.
+	assign wHostReadData = wMemSelect == 0 ? rInstructionBuffer[wHostReadAddress]
+		: wMemSelect == 1 ? rSceneParameters[wHostReadAddress]
+		: wMemSelect == 2 ? rVertexBuffer[wHostReadAddress] : 0;
+	assign wMemorySize = wMemSelect == 0 ? rInstructionBuffer[0]
+		: wMemSelect == 1 ? rSceneParameters[0]
+		: wMemSelect == 2 ? rVertexBuffer[0] : 0;
+
+	Module_Host HOST (
+		.Clock(Clock), .Reset(Reset), .iEnable(rHostEnable),
+		.oHostDataAvailable(wHostDataAvailable), .iHostDataReadConfirmed(GRDY_I),
+		.iMemorySize(wMemorySize), .iPrimitiveCount((rVertexBuffer[6] + 1) * 7),
+		.iGPUCommitedResults(wGPUCommitedResults), .STDONE_O(STDONE_O), .iGPUDone(wDone),
+`ifndef NO_DISPLAY_STATS
+		.iDebugWidth(rSceneParameters[13] >> `SCALE),
+`endif
+		.oReadAddress(wHostReadAddress), .iReadData(wHostReadData),
+		.oCoreSelectMask(wCoreSelect), .oMemSelect(wMemSelect),
+		.DAT_O(DAT_O), .ADR_O(ADR_O), .TGA_O(TGA_O), .RENDREN_O(RENDREN_O),
+		.CYC_O(CYC_O), .STB_O(STB_O), .MST_O(MST_O),
+		.GRDY_I(GRDY_I), .GACK_O(GACK_O), .WE_O(WE_O), .ACK_I(ACK_I));
+
+
+	integer cycles = 0;
+	always @(posedge Clock) cycles <= cycles + 1;
+
+	integer k, timeout, px, py, ex, ey;
+	reg trace = 0;
+	initial trace = $test$plusargs("trace");
+	`define TRACE_CORE(C) \
+		if (trace && GPU.CORE[C].CTHEIA.EXE.wInstructionAvailable) \
+			$display("TRACE %0d core=%0d ip=%h %h", cycles, C, \
+				GPU.CORE[C].CTHEIA.EXE.oInstructionPointer1, GPU.CORE[C].CTHEIA.EXE.CurrentInstruction);
+	always @(posedge Clock) begin
+		`TRACE_CORE(0)
+		`TRACE_CORE(1)
+		`TRACE_CORE(2)
+		`TRACE_CORE(3)
+	end
+	// Control-unit states of every core, and the host's handshake lines.
+	wire [31:0] cu_states [0:3];
+	assign cu_states[0] = GPU.CORE[0].CTHEIA.CU.CurrentState;
+	assign cu_states[1] = GPU.CORE[1].CTHEIA.CU.CurrentState;
+	assign cu_states[2] = GPU.CORE[2].CTHEIA.CU.CurrentState;
+	assign cu_states[3] = GPU.CORE[3].CTHEIA.CU.CurrentState;
+	reg [31:0] seen_states [0:3];
+	reg [2:0] seen_lines = 0;
+	reg hazard = 0;
+	integer c;
+	always @(posedge Clock) begin
+		for (c = 0; c < 4; c = c + 1)
+			if (cu_states[c] != seen_states[c]) begin
+				seen_states[c] <= cu_states[c];
+				if (trace) $display("CU %0d core=%0d state=%0d", cycles, c, cu_states[c]);
+				// CU_TRIGGER_MAIN (22) while this core's latch of the triangle is still set:
+				// it starts MAIN a second time on one triangle (and flips its swap memory)
+				// because another core has not latched it yet (docs/rtl-differences.md).
+				if (cu_states[c] == 22 && GPU.wHostDataLatched[c] && !hazard) begin
+					hazard <= 1;
+					$display("");
+					$display("HAZARD cycles=%0d core=%0d: MAIN started again before every core latched the triangle", cycles, c);
+				end
+			end
+		if (trace && {wHostDataAvailable, STDONE_O, GACK_O} != seen_lines) begin
+			seen_lines <= {wHostDataAvailable, STDONE_O, GACK_O};
+			$display("HOST %0d hda=%b stdone=%b gack=%b", cycles, wHostDataAvailable, STDONE_O, GACK_O);
+		end
+	end
+
+	initial begin
+		if (!$value$plusargs("timeout=%d", timeout)) timeout = 5000000;
+		$readmemh("Creg.mem", rControlRegister);
+		$readmemh("Params.mem", rSceneParameters);
+		$readmemh("Vertex.mem", rVertexBuffer);
+		$readmemh("Textures.mem", rTextures);
+		$readmemh("Instructions.mem", rInstructionBuffer);
+		for (k = 0; k * 4 < `TEXTURE_WORDS; k = k + 1) begin
+			GPU.BANK[0].TMEM.Ram[k] = rTextures[4 * k];
+			GPU.BANK[1].TMEM.Ram[k] = rTextures[4 * k + 1];
+			GPU.BANK[2].TMEM.Ram[k] = rTextures[4 * k + 2];
+			GPU.BANK[3].TMEM.Ram[k] = rTextures[4 * k + 3];
+		end
+	end
+	always @(posedge Clock) begin
+		Reset <= cycles >= 1 && cycles < 11;
+		rHostEnable <= cycles >= 11;
+	end
+
+	always @(posedge Clock) if (hazard && $test$plusargs("stop-at-hazard")) $finish;
+	always @(posedge Clock) if (cycles > 20 && (wDone == 1'b1 || cycles >= timeout)) begin
+		$display("");
+		if (wDone != 1'b1) begin
+			$display("TIMEOUT cycles=%0d", cycles);
+		end else begin
+			`DUMP_CORE(0)
+			`DUMP_CORE(1)
+			`DUMP_CORE(2)
+			`DUMP_CORE(3)
+			$display("DONE cycles=%0d", cycles);
+		end
+		$finish;
+	end
+endmodule
