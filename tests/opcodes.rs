@@ -432,8 +432,9 @@ fn omwrite_tmread_and_lea() {
     assert_eq!(result.output.read(0), Some(5 * 0x200));
     assert_eq!(result.output.read(7), Some(15 * 0x200));
     assert_eq!(result.output.read(1), None);
-    // LEA gives the address of the LEA itself (0x800C + 3 + 1 + 3 + 1 = 0x8014).
-    assert_eq!(result.reg("R4"), [0x8014; 3]);
+    // LEA gives the fetch pointer, one past the LEA (at 0x800C + 3 + 1 + 3 + 1 = 0x8014),
+    // as the RTL does (tests/rtl.rs, lea_gives_the_next_address).
+    assert_eq!(result.reg("R4"), [0x8015; 3]);
 }
 
 #[test]

@@ -49,10 +49,16 @@ pub fn run(args: ExportArgs) -> anyhow::Result<Outcome> {
     }
     let options = args.scene.render_options(shader.as_ref())?;
     // The machine settles the partitions and the instruction memory as a render would.
-    let machine = Machine::new(&loaded.scene, &theia::machine::AccelMode::Off.apply(options))?;
+    let machine = Machine::new(
+        &loaded.scene,
+        &theia::machine::AccelMode::Off.apply(options),
+    )?;
     let files = MemFiles::new(&loaded.scene, &machine.partitions, machine.program.imem());
     std::fs::create_dir_all(&args.output).map_err(|e| {
-        anyhow::anyhow!("{}: cannot create the directory: {e}", args.output.display())
+        anyhow::anyhow!(
+            "{}: cannot create the directory: {e}",
+            args.output.display()
+        )
     })?;
     for (name, text) in files.files() {
         write_atomically(&args.output.join(name), text.as_bytes())?;
@@ -65,7 +71,10 @@ pub fn run(args: ExportArgs) -> anyhow::Result<Outcome> {
 }
 
 /// What the published RTL and its test bench cannot run as exported.
-fn rtl_warnings(scene: &theia::scene::Scene, partitions: &[theia::scene::Partition]) -> Vec<String> {
+fn rtl_warnings(
+    scene: &theia::scene::Scene,
+    partitions: &[theia::scene::Partition],
+) -> Vec<String> {
     let mut warnings = Vec::new();
     let counts: Vec<usize> = partitions.iter().map(|p| p.pixel_count()).collect();
     if counts.len() != RTL_CORES || counts.iter().any(|&c| c != counts[0]) {

@@ -87,7 +87,8 @@ pub(super) enum Arrival {
     /// In sequence, at a routine's start or by RET: CALL + 1.
     Sequential,
     /// By a taken branch or a JMP at address B, whose fall-through address the pointer
-    /// still holds: B + 2, here as its slot.
+    /// still holds: B + 2, here as its slot. Also a CALL right after a DIV or MAG, whose
+    /// units let the pointer run one ahead: the CALL's own address + 2.
     Jump(u16),
     /// By a CALL: "is a CALL" never falls, so there is no edge and the register keeps the
     /// first CALL's return address.

@@ -8,7 +8,8 @@ use super::control::{self, Routine};
 use super::output::OutputMemory;
 use super::program::{
     jump_taken, operand_row, storage_row, Op, Program, DYNAMIC_FORWARDING, FORWARD_A_ROW,
-    FORWARD_B_ROW, LATCH_ROW, REGISTER_ARRAY_ROWS, RET_BEFORE_CALL, TARGET_IS_CALL,
+    FORWARD_B_ROW, LATCH_ROW, REGISTER_ARRAY_ROWS, RET_BEFORE_CALL, SAVES_OLD, SLOW_BEFORE_CALL,
+    STALE_ROW, TARGET_IS_CALL,
 };
 use super::state::{storage::Storage, CoreState};
 use super::tmem;
@@ -356,9 +357,16 @@ impl<'a> Core<'a> {
                     });
                 }
             }};
+            if op.flags & SAVES_OLD != 0 {
+                regs[STALE_ROW as usize] = regs[op.d_row as usize];
+            }
             regs[op.d_row as usize] = result;
             ld = op.dst;
             last_row = op.d_row;
+            if op.flags & SLOW_BEFORE_CALL != 0 {
+                // The CALL at `pc` saves its own address + 2.
+                arrival = control::Arrival::jump(program, pc);
+            }
             if O::ENABLED {
                 self.observe(observer, this, op, seen, (result, taken), pc);
             } else {
@@ -605,6 +613,10 @@ pub(crate) mod tests {
         instructions: u64,
         output: Vec<(u32, u32)>,
         tmem_latch: Vec3,
+        /// The row the previous instruction wrote and its value before: the register file
+        /// is written one instruction late, so a read of that row through another address
+        /// sees the old value.
+        stale: Option<(usize, Vec3)>,
     }
 
     /// How the instruction about to run was reached, for CALL's return address: the fetch
@@ -624,15 +636,16 @@ pub(crate) mod tests {
         }
 
         fn read(&self, address: u16) -> Vec3 {
-            if address == self.last_dst {
-                self.last_result
-            } else {
-                self.regs[self.row(address)]
+            match self.stale {
+                _ if address == self.last_dst => self.last_result,
+                Some((row, old)) if row == self.row(address) => old,
+                _ => self.regs[self.row(address)],
             }
         }
 
         fn run(&mut self, program: &Program, texture: &[u32], start: u16) -> Result<bool, Fault> {
             self.last_dst = 0;
+            self.stale = None;
             let mut pc = start;
             let mut came = Came::InSequence;
             loop {
@@ -692,14 +705,16 @@ pub(crate) mod tests {
                         // the next address (0 after z) is in another bank; x always is.
                         let banks = [a[0] & 3, a[1] & 3, a[2] & 3, 0];
                         for k in 0..3 {
-                            let missed = k > 0 && banks[k] == banks[k - 1] && banks[k + 1] != banks[k];
+                            let missed =
+                                k > 0 && banks[k] == banks[k - 1] && banks[k + 1] != banks[k];
                             if !missed {
-                                self.tmem_latch[k] = texture.get(a[k] as usize).copied().unwrap_or(0);
+                                self.tmem_latch[k] =
+                                    texture.get(a[k] as usize).copied().unwrap_or(0);
                             }
                         }
                         self.tmem_latch
                     }
-                    Lea => [pc as u32; 3],
+                    Lea => [pc.wrapping_add(1) as u32; 3],
                     Setx => [imm_a[0], b[1], b[2]],
                     Sety => [b[0], imm_a[0], b[2]],
                     Setz => [b[0], b[1], imm_a[0]],
@@ -739,8 +754,10 @@ pub(crate) mod tests {
                 };
                 let writes =
                     !matches!(op, Nop | DebugPrint | Jmp | Call | Ret) && !op.is_conditional_jump();
+                self.stale = None;
                 if writes && d.dst & 0x60 != 0 {
                     let row = self.row(d.dst);
+                    self.stale = Some((row, self.regs[row]));
                     self.regs[row] = result;
                 }
                 self.last_dst = d.dst;
@@ -752,6 +769,9 @@ pub(crate) mod tests {
                     Call => Came::Call,
                     Jmp => Came::Jump(pc),
                     _ if taken => Came::Jump(pc),
+                    // The divider and square root let the pointer run one ahead: a CALL
+                    // right after them saves its own address + 2.
+                    Div | Mag => Came::Jump(pc.wrapping_add(1)),
                     _ => Came::InSequence,
                 };
                 pc = next;
@@ -918,6 +938,7 @@ pub(crate) mod tests {
                 instructions: 0,
                 output: Vec::new(),
                 tmem_latch: ZERO,
+                stale: None,
             };
             // Two routines with a swap flip between them: the second one sees the first
             // one's result latch, return register and a different swap copy.

@@ -29,7 +29,8 @@ use super::exec::{datapath, Core};
 use super::output::OutputMemory;
 use super::program::{
     jump_taken, operand_row, Kind, Op, Program, DYNAMIC_FORWARDING, FORWARD_A_ROW, FORWARD_B_ROW,
-    LATCH_ROW, REGISTER_ARRAY_ROWS, RET_BEFORE_CALL, TARGET_IS_CALL,
+    LATCH_ROW, REGISTER_ARRAY_ROWS, RET_BEFORE_CALL, SAVES_OLD, SLOW_BEFORE_CALL, STALE_ROW,
+    TARGET_IS_CALL,
 };
 use super::state::{storage::Storage, triangle_rows, CoreState};
 use super::tmem;
@@ -573,11 +574,21 @@ impl<'a> CoreGroup<'a> {
                     Next::Straight(result)
                 }
             };
+            if op.flags & SAVES_OLD != 0 {
+                let old = rows[d_row];
+                rows[STALE_ROW as usize].blend(&old, &active);
+            }
             match next {
                 Next::Straight(result) => {
                     rows[d_row].blend(&result, &active);
                     (ld, last_row, uniform) = (op.dst, op.d_row, true);
                     pc = pc.wrapping_add(1);
+                    if op.flags & SLOW_BEFORE_CALL != 0 {
+                        // The CALL at `pc` saves its own address + 2.
+                        for lane in lanes_of(group) {
+                            arrival[lane] = Arrival::jump(program, pc);
+                        }
+                    }
                     if pc != meeting {
                         continue;
                     }

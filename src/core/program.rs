@@ -82,9 +82,18 @@ pub(crate) const TARGET_IS_CALL: u8 = 2;
 /// the RET completes, and its rising edge sets the return register to RET + 2 before the
 /// RET jumps through it (Module_InstructionFetch.v:68-69; confirmed on the RTL).
 pub(crate) const RET_BEFORE_CALL: u8 = 4;
+/// [`Op::flags`]: a DIV or MAG whose next address holds a CALL. The divider and square
+/// root let the fetch pointer run one ahead, so that CALL saves its own address + 2
+/// (confirmed on the RTL; after every other opcode it saves + 1).
+pub(crate) const SLOW_BEFORE_CALL: u8 = 16;
 /// Rows a dynamic operand's value is copied to before the instruction runs.
 pub(crate) const FORWARD_A_ROW: u8 = 161;
 pub(crate) const FORWARD_B_ROW: u8 = 162;
+/// [`Op::flags`]: the next instruction may read this one's destination row through another
+/// address, and so must see its old value: the op copies it to [`STALE_ROW`] first.
+pub(crate) const SAVES_OLD: u8 = 8;
+/// Where [`SAVES_OLD`] keeps the destination row's value from before the write.
+pub(crate) const STALE_ROW: u8 = 163;
 /// Slots of the op table: every 16-bit slot number indexes it without a bounds check.
 pub(crate) const OP_TABLE_LEN: usize = 1 << 16;
 
@@ -100,20 +109,22 @@ pub(crate) const OP_TABLE_LEN: usize = 1 << 16;
 /// the operand the same row, that row is fixed here; otherwise the op is marked dynamic
 /// and compares addresses at run time.
 fn resolve_forwarding(ops: &mut [Op], slots: &[Slot], entries: &[u32], return_points: &[u32]) {
-    const ENTRY: (u16, u8) = (0, LATCH_ROW);
-    let mut preds: Vec<Vec<(u16, u8)>> = vec![Vec::new(); ops.len()];
-    let rets: Vec<(u16, u8)> = ops
+    // (DST field, result row, the predecessor's slot when it is an instruction that can
+    // write a register).
+    const ENTRY: (u16, u8, Option<usize>) = (0, LATCH_ROW, None);
+    let mut preds: Vec<Vec<(u16, u8, Option<usize>)>> = vec![Vec::new(); ops.len()];
+    let rets: Vec<(u16, u8, Option<usize>)> = ops
         .iter()
         .filter(|op| op.kind.flow() == Flow::Ret)
-        .map(|op| (op.dst, op.d_row))
+        .map(|op| (op.dst, op.d_row, None))
         .collect();
     for (i, op) in ops.iter().enumerate() {
         let flow = op.kind.flow();
         if flow.falls_through() && i + 1 < ops.len() {
-            preds[i + 1].push((op.dst, op.d_row));
+            preds[i + 1].push((op.dst, op.d_row, Some(i)));
         }
         if flow.has_target() {
-            preds[slots[i].target as usize].push((op.dst, op.d_row));
+            preds[slots[i].target as usize].push((op.dst, op.d_row, Some(i)));
         }
     }
     for &entry in entries {
@@ -122,32 +133,44 @@ fn resolve_forwarding(ops: &mut [Op], slots: &[Slot], entries: &[u32], return_po
     for &point in return_points {
         preds[point as usize].extend_from_slice(&rets);
     }
-    for ((op, preds), slot) in ops.iter_mut().zip(&preds).zip(slots) {
-        let source = |address: u16, home: u8| -> Option<u8> {
-            let mut rows = preds
-                .iter()
-                .map(|&(dst, row)| operand_row(address, home, dst, row));
+    let mut saves_old = vec![false; ops.len()];
+    for (j, (preds, slot)) in preds.iter().zip(slots).enumerate() {
+        let mut source = |address: u16, home: u8| -> Option<u8> {
+            let mut rows = preds.iter().map(|&(dst, row, pred)| {
+                let read = operand_row(address, home, dst, row);
+                if read == STALE_ROW {
+                    saves_old[pred.expect("only instructions write rows")] = true;
+                }
+                read
+            });
             let first = rows.next().unwrap_or(home);
-            rows.all(|row| row == first).then_some(first)
+            rows.fold(Some(first), |same, row| same.filter(|&s| s == row))
         };
         let (reads_a, reads_b) = slot.instr.reads();
-        if reads_a {
-            match source(op.a_addr, op.a_home) {
-                Some(row) => op.a_row = row,
-                None => {
-                    op.a_row = FORWARD_A_ROW;
-                    op.flags |= DYNAMIC_FORWARDING;
-                }
+        let op = ops[j];
+        let a = reads_a.then(|| source(op.a_addr, op.a_home));
+        let b = reads_b.then(|| source(op.b_addr, op.b_home));
+        let op = &mut ops[j];
+        match a {
+            Some(Some(row)) => op.a_row = row,
+            Some(None) => {
+                op.a_row = FORWARD_A_ROW;
+                op.flags |= DYNAMIC_FORWARDING;
             }
+            None => {}
         }
-        if reads_b {
-            match source(op.b_addr, op.b_home) {
-                Some(row) => op.b_row = row,
-                None => {
-                    op.b_row = FORWARD_B_ROW;
-                    op.flags |= DYNAMIC_FORWARDING;
-                }
+        match b {
+            Some(Some(row)) => op.b_row = row,
+            Some(None) => {
+                op.b_row = FORWARD_B_ROW;
+                op.flags |= DYNAMIC_FORWARDING;
             }
+            None => {}
+        }
+    }
+    for (op, saves) in ops.iter_mut().zip(saves_old) {
+        if saves {
+            op.flags |= SAVES_OLD;
         }
     }
     // Straight runs, from the back; any change of control flow (or a hang) ends one.
@@ -160,13 +183,23 @@ fn resolve_forwarding(ops: &mut [Op], slots: &[Slot], entries: &[u32], return_po
     }
 }
 
+/// The opcodes whose units (divider, square root) let the fetch pointer run ahead.
+fn slow(kind: Kind) -> bool {
+    matches!(kind, Kind::Div | Kind::Mag)
+}
+
 /// The row an operand at `address` (own row `home`) is read from when the previous
 /// instruction had DST field `last_dst` and left its result in `last_row`: the forwarding
-/// path on an address match (spec machine §1.2), the register file otherwise.
+/// path on an address match (spec machine §1.2); [`STALE_ROW`] when the previous
+/// instruction wrote this very row through another address (an alias with other high
+/// bits): the register file is written one instruction late, so the RTL reads the row's
+/// old value there; the register file otherwise.
 #[inline(always)]
 pub(crate) fn operand_row(address: u16, home: u8, last_dst: u16, last_row: u8) -> u8 {
     if address == last_dst {
         last_row
+    } else if home == last_row && last_row != LATCH_ROW {
+        STALE_ROW
     } else {
         home
     }
@@ -272,14 +305,21 @@ impl Program {
         // and so does a RET at B whose next address holds a CALL (RET_BEFORE_CALL).
         let mut jump_returns = Vec::new();
         for i in 0..program.slots.len() {
-            let Slot { address, instr, target } = program.slots[i];
+            let Slot {
+                address,
+                instr,
+                target,
+            } = program.slots[i];
             let jumps = matches!(instr.flow(), Flow::Branch | Flow::Jump);
-            let before_call = instr.flow() == Flow::Ret
-                && Instr::decode(program.word(address.wrapping_add(1))).flow() == Flow::Call;
-            if before_call
+            let before_call =
+                Instr::decode(program.word(address.wrapping_add(1))).flow() == Flow::Call;
+            if (before_call && instr.flow() == Flow::Ret)
                 || (jumps && program.slots[target as usize].instr.flow() == Flow::Call)
             {
                 jump_returns.push(address.wrapping_add(2));
+            }
+            if before_call && slow(instr.operation()) {
+                jump_returns.push(address.wrapping_add(3));
             }
         }
         for &address in &jump_returns {
@@ -311,6 +351,9 @@ impl Program {
                     let next = Instr::decode(program.word(slot.address.wrapping_add(1)));
                     if slot.instr.flow() == Flow::Ret && next.flow() == Flow::Call {
                         op.flags |= RET_BEFORE_CALL;
+                    }
+                    if slow(slot.instr.operation()) && next.flow() == Flow::Call {
+                        op.flags |= SLOW_BEFORE_CALL;
                     }
                 }
                 resolve_forwarding(
@@ -366,7 +409,8 @@ impl Program {
         let imm = match kind.flow() {
             Flow::Branch | Flow::Jump | Flow::Call => slot.target,
             Flow::Hang => slot.address as u32,
-            _ if kind == Kind::Lea => slot.address as u32,
+            // LEA reads the fetch pointer, already one past it (the RTL, tests/rtl.rs).
+            _ if kind == Kind::Lea => slot.address.wrapping_add(1) as u32,
             _ => instr.word().imm(),
         };
         // Opcode bits 2..0 name a conditional jump's relation.

@@ -79,6 +79,9 @@ mod tests {
         assert_eq!(read(&texture, &mut latch, [4, 8, 0x9001]), [1004, 1001, 0]);
         assert_eq!(latch, [1004, 1001, 0]);
         // Negative and huge addresses are past the end too.
-        assert_eq!(read(&texture, &mut latch, [u32::MAX, 1, 2]), [0, 1001, 1002]);
+        assert_eq!(
+            read(&texture, &mut latch, [u32::MAX, 1, 2]),
+            [0, 1001, 1002]
+        );
     }
 }

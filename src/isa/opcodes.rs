@@ -151,7 +151,7 @@ pub enum Operation {
     ExchangeZ,
     Omwrite,
     Tmread,
-    /// LEA: the pre-decoded op's `imm` holds the instruction's address.
+    /// LEA: the pre-decoded op's `imm` holds the instruction's address plus one.
     Lea,
     SetX,
     SetY,
@@ -290,7 +290,7 @@ opcodes! {
     Incz      = 0x2D, "INCZ",        DstSrc1,     Implemented, 1,  Src1   Unused Dst        IncZ,      "D = (S1.x, S1.y, S1.z + 1.0)";
     Omwrite   = 0x2F, "OMWRITE",     DstSrc1Src2, Implemented, 3,  Src1   Src2   Dst        Omwrite,   "OMEM[S1.x,y,z] = S2.x,y,z (output memory write)";
     Tmread    = 0x30, "TMREAD",      DstSrc1,     Implemented, 3,  Src1   Unused Dst        Tmread,    "D = (T[S1.x], T[S1.y], T[S1.z]) (texture memory read)";
-    Lea       = 0x31, "LEA",         Dst,         Implemented, 1,  Unused Unused Dst        Lea,       "D.xyz = address of this instruction";
+    Lea       = 0x31, "LEA",         Dst,         Implemented, 1,  Unused Unused Dst        Lea,       "D.xyz = address of this instruction + 1 (the fetch pointer, as the RTL gives it)";
     Return    = 0x40, "RETURN",      Return,      Implemented, 1,  Imm    Unused Dst        Return,    "end the routine; return value = bit 0";
     Setx      = 0x41, "SETX",        DstImm,      Implemented, 1,  Imm    Dst    Dst        SetX,      "D.x = IMM";
     Sety      = 0x42, "SETY",        DstImm,      Implemented, 1,  Imm    Dst    Dst        SetY,      "D.y = IMM";

@@ -374,7 +374,10 @@ fn textures_text(texture: &[u32]) -> String {
 /// words, high word first.
 fn instructions_text(imem: &[Instruction]) -> String {
     use std::fmt::Write;
-    let mut out = format!("{:x} // words sent: 1 + 2 per instruction\n", 1 + 2 * imem.len());
+    let mut out = format!(
+        "{:x} // words sent: 1 + 2 per instruction\n",
+        1 + 2 * imem.len()
+    );
     for (index, instruction) in imem.iter().enumerate() {
         let (high, low) = instruction.words();
         let _ = writeln!(out, "{high:08x} {low:08x} // {index}");

@@ -79,7 +79,11 @@ fn build_key(host: Host) -> Result<u64, String> {
         let bytes = std::fs::read(&file).map_err(|e| format!("{}: {e}", file.display()))?;
         bytes.hash(&mut hasher);
     }
-    run(Command::new("verilator").arg("--version"), "verilator --version")?.hash(&mut hasher);
+    run(
+        Command::new("verilator").arg("--version"),
+        "verilator --version",
+    )?
+    .hash(&mut hasher);
     Ok(hasher.finish())
 }
 
@@ -103,8 +107,7 @@ fn build(host: Host) -> Result<PathBuf, String> {
         if path.extension().is_some_and(|e| e == "v") {
             let text = std::fs::read(&path).map_err(|e| format!("{}: {e}", path.display()))?;
             let text: Vec<u8> = text.into_iter().filter(|&b| b != b'\r').collect();
-            std::fs::write(src.join(path.file_name().unwrap()), text)
-                .map_err(|e| e.to_string())?;
+            std::fs::write(src.join(path.file_name().unwrap()), text).map_err(|e| e.to_string())?;
         }
     }
     let mut patches = vec![rtl.join("races.patch")];
@@ -137,8 +140,23 @@ fn build(host: Host) -> Result<PathBuf, String> {
     sources.sort();
     run(
         Command::new("verilator")
-            .args(["--cc", "--exe", "--build", "-Wno-fatal", "-Wno-lint", "-Wno-style"])
-            .args(["--top-module", "theia_bench", "-j", "2", "-O3", "--x-assign", "fast"])
+            .args([
+                "--cc",
+                "--exe",
+                "--build",
+                "-Wno-fatal",
+                "-Wno-lint",
+                "-Wno-style",
+            ])
+            .args([
+                "--top-module",
+                "theia_bench",
+                "-j",
+                "2",
+                "-O3",
+                "--x-assign",
+                "fast",
+            ])
             .arg("--Mdir")
             .arg(partial.join("obj"))
             .arg("-o")
@@ -244,10 +262,30 @@ pub fn run_rtl(host: Host, dir: &Path, timeout: u64) -> RtlRun {
 
 /// The ways the emulator can run a frame; all must give the RTL's words.
 pub const MODES: [(&str, bool, AccelUse, Lockstep); 4] = [
-    ("acceleration structure", true, AccelUse::Always, Lockstep::Auto),
-    ("per-triangle culling", true, AccelUse::Never, Lockstep::Never),
-    ("interpreted, lock-step groups", false, AccelUse::Never, Lockstep::Always),
-    ("interpreted, each core alone", false, AccelUse::Never, Lockstep::Never),
+    (
+        "acceleration structure",
+        true,
+        AccelUse::Always,
+        Lockstep::Auto,
+    ),
+    (
+        "per-triangle culling",
+        true,
+        AccelUse::Never,
+        Lockstep::Never,
+    ),
+    (
+        "interpreted, lock-step groups",
+        false,
+        AccelUse::Never,
+        Lockstep::Always,
+    ),
+    (
+        "interpreted, each core alone",
+        false,
+        AccelUse::Never,
+        Lockstep::Never,
+    ),
 ];
 
 /// The emulator's `.words` text for `scene` in one of [`MODES`], or the error it stopped with.
