@@ -136,15 +136,19 @@ fn resolve_forwarding(ops: &mut [Op], slots: &[Slot], entries: &[u32], return_po
     let mut saves_old = vec![false; ops.len()];
     for (j, (preds, slot)) in preds.iter().zip(slots).enumerate() {
         let mut source = |address: u16, home: u8| -> Option<u8> {
-            let mut rows = preds.iter().map(|&(dst, row, pred)| {
-                let read = operand_row(address, home, dst, row);
-                if read == STALE_ROW {
-                    saves_old[pred.expect("only instructions write rows")] = true;
-                }
-                read
-            });
-            let first = rows.next().unwrap_or(home);
-            rows.fold(Some(first), |same, row| same.filter(|&s| s == row))
+            // Every predecessor is visited: each one a read may see stale must save.
+            let rows: Vec<u8> = preds
+                .iter()
+                .map(|&(dst, row, pred)| {
+                    let read = operand_row(address, home, dst, row);
+                    if read == STALE_ROW {
+                        saves_old[pred.expect("only instructions write rows")] = true;
+                    }
+                    read
+                })
+                .collect();
+            let first = rows.first().copied().unwrap_or(home);
+            rows.iter().all(|&row| row == first).then_some(first)
         };
         let (reads_a, reads_b) = slot.instr.reads();
         let op = ops[j];

@@ -119,8 +119,6 @@ pub struct Use {
 
 /// A generated case.
 pub struct Case {
-    pub seed: u64,
-    pub flavor: Flavor,
     pub scene: Scene,
     pub imem: Vec<Instruction>,
     pub uses: Vec<Use>,
@@ -744,8 +742,6 @@ pub fn case(seed: u64, flavor: Flavor, size: Size) -> Case {
     }
     imem.extend(code);
     Case {
-        seed,
-        flavor,
         scene,
         imem,
         uses,
