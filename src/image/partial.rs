@@ -332,9 +332,12 @@ pub fn merge(parts: &[(String, PartialImage)]) -> Result<Merged, String> {
         .map(|index| format!("{index}/{count}"))
         .collect();
     if !missing.is_empty() {
+        let (noun, verb) = match missing.len() {
+            1 => ("band", "is"),
+            _ => ("bands", "are"),
+        };
         return Err(format!(
-            "band{} {} missing (the parts given hold {})",
-            if missing.len() == 1 { " is" } else { "s are" },
+            "{noun} {} {verb} missing (the parts given hold {})",
             missing.join(", "),
             by_band
                 .iter()
