@@ -371,9 +371,10 @@ pub fn merge(parts: &[(String, PartialImage)]) -> Result<Merged, String> {
     })
 }
 
-/// Reads parts in parallel; the first file that is not a partial image is the error.
+/// Reads parts in parallel; the first file (in the order given) that is not a partial
+/// image is the error.
 pub fn read_parts(paths: &[std::path::PathBuf]) -> Result<Vec<(String, PartialImage)>, String> {
-    paths
+    let parts: Vec<Result<_, String>> = paths
         .par_iter()
         .map(|path| {
             let name = path.display().to_string();
@@ -381,7 +382,8 @@ pub fn read_parts(paths: &[std::path::PathBuf]) -> Result<Vec<(String, PartialIm
             let part = PartialImage::from_png(&bytes).map_err(|e| format!("{name}: {e}"))?;
             Ok((name, part))
         })
-        .collect()
+        .collect();
+    parts.into_iter().collect()
 }
 
 /// Whether PNG bytes carry a band description (a partial image, readable or not).
