@@ -223,7 +223,11 @@ impl PartialImage {
     /// Reads a partial image from a PNG file's bytes, checking that it is one: its
     /// description, its size and colour type, and transparency exactly outside its band.
     pub fn from_png(bytes: &[u8]) -> Result<PartialImage, String> {
-        let decoder = png::Decoder::new(std::io::Cursor::new(bytes));
+        // The decoder's own default limit (64 MiB) would refuse 8K frames.
+        let limits = png::Limits {
+            bytes: MAX_PIXELS as usize * 4 + (1 << 20),
+        };
+        let decoder = png::Decoder::new_with_limits(std::io::Cursor::new(bytes), limits);
         let mut reader = decoder
             .read_info()
             .map_err(|e| format!("not a readable PNG: {e}"))?;
