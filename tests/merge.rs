@@ -6,20 +6,8 @@ mod common;
 
 use std::path::Path;
 
-use common::{text, theia};
+use common::{text, theia, theia_ok as ok};
 use theia::image::partial::PartialImage;
-
-/// Runs theia in `dir`, expecting success.
-fn ok(dir: &Path, args: &[&str]) -> String {
-    let output = theia(dir, args);
-    assert!(
-        output.status.success(),
-        "theia {}: {}",
-        args.join(" "),
-        text(&output.stderr)
-    );
-    text(&output.stdout)
-}
 
 /// Runs theia in `dir`, expecting exit status 2; returns stderr.
 fn fails(dir: &Path, args: &[&str]) -> String {

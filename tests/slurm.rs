@@ -15,23 +15,12 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{text, theia};
+use common::{text, theia_ok as ok};
 
 const THEIA: &str = env!("CARGO_BIN_EXE_theia");
 
 fn render_sh() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("contrib/slurm/render.sh")
-}
-
-/// Runs theia in `dir`, expecting success.
-fn ok(dir: &Path, args: &[&str]) {
-    let output = theia(dir, args);
-    assert!(
-        output.status.success(),
-        "theia {}: {}",
-        args.join(" "),
-        text(&output.stderr)
-    );
 }
 
 fn read(path: &Path) -> Vec<u8> {
