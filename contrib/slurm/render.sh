@@ -20,8 +20,8 @@
 set -euo pipefail
 
 usage() {
-    sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//' >&2
-    exit 2
+    sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//'
+    exit 0
 }
 fail() {
     echo "render.sh: $*" >&2
