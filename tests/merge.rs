@@ -79,6 +79,45 @@ fn bands_merge_into_the_bytes_of_the_one_process_render() {
 }
 
 #[test]
+fn bands_with_the_acceleration_structure_merge_identically_whatever_their_first_row() {
+    let dir = tempfile::tempdir().unwrap();
+    let dir = dir.path();
+    // 1,280 triangles: the structure is built (512 or more), per band for its own rows;
+    // 5 cores of 9 rows in 3 bands start at rows 0, 18 and 36, not on the 4-row tiles of the
+    // whole frame.
+    let mesh = theia::scene::generate::displaced_icosphere_obj(3, 0.15);
+    std::fs::write(dir.join("mesh.obj"), mesh).unwrap();
+    render_split(
+        dir,
+        3,
+        &[
+            "mesh.obj", "--cores", "5", "--width", "70", "--height", "45",
+        ],
+    );
+    let stdout = ok(
+        dir,
+        &[
+            "render", "mesh.obj", "--cores", "5", "--width", "70", "--height", "45", "--band",
+            "1/3", "-o", "b.png",
+        ],
+    );
+    assert!(stdout.contains("rows 18 to 35, 1280 triangles, 2 cores (cores 2 to 3 of 5), instruction count not available"), "{stdout}");
+    ok(
+        dir,
+        &[
+            "merge",
+            "-q",
+            "band0.png",
+            "band1.png",
+            "band2.png",
+            "-o",
+            "m.png",
+        ],
+    );
+    assert_eq!(read(dir, "m.png"), read(dir, "full.png"));
+}
+
+#[test]
 fn a_band_is_a_png_transparent_outside_its_rows_with_a_summary_of_what_it_ran() {
     let dir = tempfile::tempdir().unwrap();
     let dir = dir.path();
