@@ -2,7 +2,8 @@
 //! beside the project (or `THEIA_REQUIRE_CONFORMANCE=1`, which makes its absence a test
 //! failure), the cfg `conformance_data` is set; without it, tests marked
 //! `#[cfg_attr(not(conformance_data), ignore = "…")]` show as ignored in `cargo test`'s
-//! summary instead of passing without checking anything.
+//! summary instead of passing without checking anything. The cfgs `slurm_cluster` and
+//! `gnu_parallel` do the same for the tests that need those tools installed.
 //!
 //! Likewise the cfg `rtl_oracle` (tests/rtl.rs: differential tests against the original
 //! Verilog) needs `../shared/rtl` and Verilator on the PATH, or the same variable.
@@ -35,4 +36,43 @@ fn main() {
     if (rtl.is_dir() && verilator) || required {
         println!("cargo::rustc-cfg=rtl_oracle");
     }
+    // The same for the distributed-rendering tests (tests/slurm.rs): a single-node Slurm
+    // cluster needs Debian's slurm-wlm and munge and root; the other test GNU parallel.
+    tools_cfg(
+        "slurm_cluster",
+        &[
+            "/usr/sbin/slurmctld",
+            "/usr/sbin/slurmd",
+            "/usr/sbin/munged",
+            "/usr/bin/sbatch",
+        ],
+        required,
+        running_as_root(),
+    );
+    tools_cfg("gnu_parallel", &["/usr/bin/parallel"], required, true);
+}
+
+/// Sets `cfg` when every one of `files` exists (and `condition`), or when required.
+fn tools_cfg(cfg: &str, files: &[&str], required: bool, condition: bool) {
+    println!("cargo::rustc-check-cfg=cfg({cfg})");
+    for file in files {
+        // A file that appears or goes changes its directory.
+        let path = Path::new(file);
+        let watched = if path.exists() {
+            path
+        } else {
+            path.parent().expect("absolute paths")
+        };
+        println!("cargo::rerun-if-changed={}", watched.display());
+    }
+    if required || (condition && files.iter().all(|file| Path::new(file).exists())) {
+        println!("cargo::rustc-cfg={cfg}");
+    }
+}
+
+fn running_as_root() -> bool {
+    std::process::Command::new("id")
+        .arg("-u")
+        .output()
+        .is_ok_and(|output| output.stdout.trim_ascii() == b"0")
 }

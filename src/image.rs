@@ -1,11 +1,16 @@
 //! Image output and input: the test bench's plain-text PPM, PNG, atomic file writes, and
-//! pixel comparison of two images.
+//! pixel comparison of two images; bands of a frame and their merge ([`partial`]), and
+//! animations ([`animation`]).
+
+pub mod animation;
+pub mod partial;
 
 use std::fmt::Write as _;
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
 
 use crate::machine::Frame;
+use crate::scene::Partition;
 
 /// 8-bit colour of an output word, as the test bench converts it: min(255, word >> 9) on
 /// the unsigned word, so negative values become 255.
@@ -88,9 +93,14 @@ impl OutputFormat {
 /// Lines end in `\n` (the shipped references have CRLF: compare with `diff --strip-trailing-cr`
 /// or `theia compare`).
 pub fn test_bench_ppm(frame: &Frame) -> String {
-    let (width, height) = (frame.width as usize, frame.height as usize);
+    test_bench_ppm_of(&Rgb8::from_frame(frame), &frame.written, &frame.partitions)
+}
+
+/// [`test_bench_ppm`] of 8-bit colours, which words were written, and the partitions.
+pub fn test_bench_ppm_of(image: &Rgb8, written: &[bool], partitions: &[Partition]) -> String {
+    let (width, height) = (image.width as usize, image.height as usize);
     let mut band_start = vec![0u32; height];
-    for partition in frame.partitions.iter().rev() {
+    for partition in partitions.iter().rev() {
         let (first, end) = (partition.start_pixel().1, partition.end_pixel().1);
         for row in first..end {
             band_start[row as usize] = first;
@@ -102,8 +112,8 @@ pub fn test_bench_ppm(frame: &Frame) -> String {
     for (row, band) in band_start.iter().enumerate() {
         for i in 0..width * 3 {
             let at = row * width * 3 + i;
-            if frame.written[at] {
-                let _ = write!(out, "{:>10} ", channel_byte(frame.words[at]));
+            if written[at] {
+                let _ = write!(out, "{:>10} ", image.data[at]);
             } else {
                 let _ = write!(out, "{:>10} ", "x");
             }
@@ -201,6 +211,25 @@ pub fn write_frame(frame: &Frame, path: &Path) -> Result<(), ImageError> {
         OutputFormat::Png => png_bytes(&Rgb8::from_frame(frame)),
         OutputFormat::Words => words_text(frame).into_bytes(),
     };
+    write_atomically(path, &bytes)
+}
+
+/// Writes a merged frame ([`partial::merge`]) as PNG or test-bench PPM, by the file's
+/// extension, atomically: the same bytes as [`write_frame`] of the one-process render.
+pub fn write_merged(merged: &partial::Merged, path: &Path) -> Result<(), ImageError> {
+    let bytes =
+        match OutputFormat::from_path(path)? {
+            OutputFormat::TestBenchPpm => {
+                test_bench_ppm_of(&merged.image, &merged.written, &merged.partitions).into_bytes()
+            }
+            OutputFormat::Png => png_bytes(&merged.image),
+            OutputFormat::Words => return Err(ImageError::Format {
+                path: path.to_path_buf(),
+                message:
+                    "partial images hold 8-bit pixels, not the raw words: merge writes .png or .ppm"
+                        .into(),
+            }),
+        };
     write_atomically(path, &bytes)
 }
 
@@ -398,7 +427,6 @@ pub fn marked_difference_image(a: &Rgb8, b: &Rgb8) -> Rgb8 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::scene::Partition;
 
     #[cfg(unix)]
     #[test]

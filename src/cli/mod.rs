@@ -5,6 +5,8 @@ mod asm;
 mod bench;
 mod compare;
 mod export;
+mod frames;
+mod merge;
 mod render;
 mod run_shader;
 mod scene_args;
@@ -39,6 +41,9 @@ enum Command {
     Render(render::RenderArgs),
     /// Compare two images pixel by pixel; exits 1 when they differ
     Compare(compare::CompareArgs),
+    /// Merge the bands of a frame (`render --band`) into the image, or frames into an
+    /// animation (`--animate`)
+    Merge(merge::MergeArgs),
     /// Assemble a .shdr program into Instructions.mem
     Asm(asm::AsmArgs),
     /// Disassemble an Instructions.mem file (or a built-in ROM) into .shdr source
@@ -69,6 +74,7 @@ pub fn main() -> ExitCode {
     let result = match cli.command {
         Command::Render(args) => render::run(args),
         Command::Compare(args) => compare::run(args),
+        Command::Merge(args) => merge::run(args),
         Command::Asm(args) => asm::run_asm(args),
         Command::Disasm(args) => asm::run_disasm(args),
         Command::Bench(args) => bench::run(args),

@@ -8,11 +8,16 @@ use std::time::{Duration, Instant};
 use clap::Args;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
+use anyhow::bail;
+
+use super::frames::{AnimationArgs, FrameJob};
 use super::scene_args::{LoadedScene, SceneArgs};
-use super::shader::ShaderArgs;
+use super::shader::{Shader, ShaderArgs};
 use super::Outcome;
-use theia::image::write_frame;
-use theia::machine::{Machine, Render, RenderError};
+use theia::image::partial::{PartialHeader, PartialImage};
+use theia::image::{write_atomically, write_frame};
+use theia::machine::fingerprint::Fingerprint;
+use theia::machine::{Band, Machine, Render, RenderError, RenderOptions};
 
 #[derive(Args)]
 pub struct RenderArgs {
@@ -26,10 +31,17 @@ pub struct RenderArgs {
     #[arg(short, long)]
     pub quiet: bool,
     /// Render again whenever the scene or the shader file changes
-    #[arg(long)]
+    #[arg(long, conflicts_with_all = ["band", "orbit"])]
     pub watch: bool,
     #[command(flatten)]
     pub shader: ShaderArgs,
+    /// Render only band K (from 0) of N: the emulated cores split into N contiguous
+    /// groups, this process running group K. Writes a partial PNG (other rows
+    /// transparent) for `theia merge`
+    #[arg(long, value_name = "K/N")]
+    pub band: Option<Band>,
+    #[command(flatten)]
+    pub animation: AnimationArgs,
 }
 
 /// Renders shorter than this never show a progress bar.
@@ -39,16 +51,59 @@ pub fn run(args: RenderArgs) -> anyhow::Result<Outcome> {
     if args.watch {
         return super::watch::run(&args);
     }
-    render_once(&args)?;
+    let jobs = args
+        .animation
+        .jobs(args.output.as_deref(), &args.default_output())?;
+    if args.band.is_some() {
+        for job in &jobs {
+            if !job
+                .output
+                .extension()
+                .is_some_and(|e| e.eq_ignore_ascii_case("png"))
+            {
+                bail!(
+                    "{}: a band is written as a partial PNG: give a .png name",
+                    job.output.display()
+                );
+            }
+        }
+    }
+    let mut shader = None;
+    let mut noted = std::collections::HashSet::new();
+    for job in &jobs {
+        let loaded = args.scene.load_turned(job.index.map(|_| job.degrees))?;
+        // Most loader notes are the same for every frame of an orbit: each is said once.
+        if !args.quiet {
+            let new: Vec<String> = loaded
+                .notes
+                .iter()
+                .filter(|note| noted.insert(note.to_string()))
+                .cloned()
+                .collect();
+            print_notes(&new);
+        }
+        if shader.is_none() {
+            shader = Some(args.shader.load(args.quiet)?);
+        }
+        let shader = shader.as_ref().and_then(Option::as_ref);
+        render_frame(&args, &loaded, shader, job)?;
+    }
     Ok(Outcome::Success)
 }
 
 impl RenderArgs {
     /// `--output`, or the scene's default output.
     pub fn output_path(&self) -> PathBuf {
-        self.output
-            .clone()
-            .unwrap_or_else(|| self.scene.default_output())
+        self.output.clone().unwrap_or_else(|| self.default_output())
+    }
+
+    /// `out/<scene>.png`, or `out/<scene>.bandK-of-N.png` for a band.
+    fn default_output(&self) -> PathBuf {
+        let still = self.scene.default_output();
+        match self.band {
+            Some(band) => still.with_extension(format!("band{}-of-{}.png", band.index, band.count)),
+            None => still,
+        }
     }
 }
 
@@ -58,9 +113,27 @@ pub fn render_once(args: &RenderArgs) -> anyhow::Result<()> {
     if !args.quiet {
         print_notes(&loaded.notes);
     }
-    let output = args.output_path();
     let shader = args.shader.load(args.quiet)?;
-    let options = args.scene.render_options(shader.as_ref())?;
+    let job = FrameJob {
+        index: None,
+        degrees: 0.0,
+        output: args.output_path(),
+    };
+    render_frame(args, &loaded, shader.as_ref(), &job)
+}
+
+/// Renders one frame (or its `--band`) of a loaded scene and writes it to `job.output`.
+fn render_frame(
+    args: &RenderArgs,
+    loaded: &LoadedScene,
+    shader: Option<&Shader>,
+    job: &FrameJob,
+) -> anyhow::Result<()> {
+    let output = &job.output;
+    let options = RenderOptions {
+        band: args.band,
+        ..args.scene.render_options(shader)?
+    };
     let machine = Machine::new(&loaded.scene, &options)?;
     if let (Err(refusal), false) = (
         &machine.culler,
@@ -71,10 +144,37 @@ pub fn render_once(args: &RenderArgs) -> anyhow::Result<()> {
     if let (Err(refusal), false) = (&machine.accel, args.quiet) {
         eprintln!("note: {refusal}; each triangle is tested at each pixel");
     }
+    let band = match args.band {
+        Some(band) => {
+            let mut print = Fingerprint::of_render(&machine, &options);
+            args.shader.add_to_fingerprint(&mut print)?;
+            Some(PartialHeader {
+                fingerprint: print.hex(),
+                width: loaded.scene.width(),
+                height: loaded.scene.height(),
+                band,
+                partitions: machine.partitions.clone(),
+            })
+        }
+        None => None,
+    };
     let render = render_with_progress(&machine, !args.quiet)?;
-    write_image(&render, &output)?;
+    match band {
+        Some(header) => {
+            create_parent(output)?;
+            let partial = PartialImage::from_frame(&render.frame, header);
+            write_atomically(output, &partial.to_png())?;
+        }
+        None => write_image(&render, output)?,
+    }
     if !args.quiet {
-        println!("{}", summary(&output, &loaded, &render));
+        let band = args.band.map(|band| BandRun {
+            band,
+            rows: machine.active_rows(),
+            cores: machine.active.clone(),
+            of: machine.partitions.len(),
+        });
+        println!("{}", summary(output, loaded, &render, band.as_ref()));
         if let Ok(Some(accel)) = &machine.accel {
             eprintln!(
                 "note: acceleration structure built in {:.0} ms ({:.0} candidate triangles per 4x4 tile)",
@@ -94,18 +194,38 @@ pub fn print_notes(notes: &[String]) {
 
 /// Writes the frame atomically, creating the output directory if needed.
 pub fn write_image(render: &Render, output: &Path) -> anyhow::Result<()> {
+    create_parent(output)?;
+    write_frame(&render.frame, output)?;
+    Ok(())
+}
+
+/// Creates the directory a file is to be written in, if needed.
+pub fn create_parent(output: &Path) -> anyhow::Result<()> {
     if let Some(dir) = output.parent().filter(|d| !d.as_os_str().is_empty()) {
         std::fs::create_dir_all(dir)
             .map_err(|e| anyhow::anyhow!("{}: cannot create the directory: {e}", dir.display()))?;
     }
-    write_frame(&render.frame, output)?;
     Ok(())
+}
+
+/// What a `--band` render ran, for the summary.
+pub struct BandRun {
+    pub band: Band,
+    pub rows: std::ops::Range<u32>,
+    pub cores: std::ops::Range<usize>,
+    /// The frame's partitions (emulated cores).
+    pub of: usize,
 }
 
 /// One line: what was rendered, by how many cores, at what cost. Culled triangle tests
 /// count as executed instructions (they are booked exactly), so with culling the rate is
 /// an effective one.
-pub fn summary(output: &Path, loaded: &LoadedScene, render: &Render) -> String {
+pub fn summary(
+    output: &Path,
+    loaded: &LoadedScene,
+    render: &Render,
+    band: Option<&BandRun>,
+) -> String {
     let seconds = render.elapsed.as_secs_f64();
     let frame = &render.frame;
     let rate = render.instructions as f64 / seconds.max(1e-9) / 1e6;
@@ -117,12 +237,30 @@ pub fn summary(output: &Path, loaded: &LoadedScene, render: &Render) -> String {
         ),
         (runs, _) => (format!(" ({runs} triangle tests culled)"), " effective"),
     };
-    let cores = match render.lockstep_groups {
+    let mut cores = match render.lockstep_groups {
         0 if render.cores == 1 => "1 core".to_string(),
         0 => format!("{} cores", render.cores),
         1 => format!("{} cores in lock-step", render.cores),
         groups => format!("{} cores in {groups} lock-step groups", render.cores),
     };
+    let mut size = format!("{}x{} pixels", frame.width, frame.height);
+    if let Some(run) = band {
+        size = format!(
+            "band {} of {size}, rows {} to {}",
+            run.band,
+            run.rows.start,
+            run.rows.end - 1
+        );
+        cores = match run.cores.len() {
+            1 => format!("{cores} (core {} of {})", run.cores.start, run.of),
+            _ => format!(
+                "{cores} (cores {} to {} of {})",
+                run.cores.start,
+                run.cores.end - 1,
+                run.of
+            ),
+        };
+    }
     let artifacts = match frame.artifact_pixels() {
         0 => String::new(),
         1 => "; 1 pixel shows a hit that only wrap-around or a negative t made possible \
@@ -144,10 +282,8 @@ pub fn summary(output: &Path, loaded: &LoadedScene, render: &Render) -> String {
         )
     };
     format!(
-        "{}: {}x{} pixels, {} triangles, {cores}, {cost}{artifacts}",
+        "{}: {size}, {} triangles, {cores}, {cost}{artifacts}",
         output.display(),
-        frame.width,
-        frame.height,
         loaded.scene.triangles.len(),
     )
 }
@@ -157,9 +293,8 @@ pub fn summary(output: &Path, loaded: &LoadedScene, render: &Render) -> String {
 pub fn render_with_progress(machine: &Machine<'_>, progress: bool) -> Result<Render, RenderError> {
     let done = AtomicU64::new(0);
     let total: u64 = machine
-        .partitions
-        .iter()
-        .map(|p| p.pixel_count() as u64)
+        .active_partitions()
+        .map(|(_, p)| p.pixel_count() as u64)
         .sum();
     let show = progress && std::io::stderr().is_terminal();
     std::thread::scope(|scope| {

@@ -104,15 +104,25 @@ fn parse_point(text: &str) -> Result<[f32; 3], String> {
 impl SceneArgs {
     /// Loads the scene the arguments name.
     pub fn load(&self) -> anyhow::Result<LoadedScene> {
+        self.load_turned(None)
+    }
+
+    /// Loads the scene with the camera turned `orbit_degrees` about the vertical axis
+    /// (`--orbit`; OBJ scenes only).
+    pub fn load_turned(&self, orbit_degrees: Option<f64>) -> anyhow::Result<LoadedScene> {
+        let options = ObjOptions {
+            orbit_degrees: orbit_degrees.unwrap_or(0.0),
+            ..self.obj_options()
+        };
         let Some(path) = &self.scene else {
-            let loaded = default_scene::load(&self.obj_options())?;
+            let loaded = default_scene::load(&options)?;
             return Ok(LoadedScene {
                 scene: loaded.scene,
                 notes: loaded.notes,
             });
         };
         if path.is_dir() {
-            self.reject_obj_only_flags(path)?;
+            self.reject_obj_only_flags(path, orbit_degrees.is_some())?;
             return Ok(LoadedScene {
                 scene: load_scene_dir(path)?,
                 notes: Vec::new(),
@@ -130,7 +140,7 @@ impl SceneArgs {
                 path.display()
             );
         }
-        let loaded = load_obj(path, &self.obj_options())?;
+        let loaded = load_obj(path, &options)?;
         Ok(LoadedScene {
             scene: loaded.scene,
             notes: loaded.notes,
@@ -191,8 +201,9 @@ impl SceneArgs {
         }
     }
 
-    fn reject_obj_only_flags(&self, dir: &Path) -> anyhow::Result<()> {
+    fn reject_obj_only_flags(&self, dir: &Path, orbit: bool) -> anyhow::Result<()> {
         let given: Vec<&str> = [
+            ("--orbit", orbit),
             ("--width", self.width.is_some()),
             ("--height", self.height.is_some()),
             ("--camera", self.camera.is_some()),

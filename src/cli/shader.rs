@@ -9,6 +9,7 @@ use anyhow::{bail, Context};
 use clap::{Args, ValueEnum};
 use theia::isa::asm::{assemble, Assembly};
 use theia::isa::Instruction;
+use theia::machine::fingerprint::Fingerprint;
 use theia::r500;
 use theia::stage::{ForeignProgram, NamedVec4, PixelStage};
 use theia::trace::SourceMap;
@@ -125,6 +126,27 @@ impl ShaderArgs {
     }
 }
 
+impl ShaderArgs {
+    /// Adds what the shader contributes to a render's fingerprint: the file's bytes, an
+    /// R500 program's `.consts` file, the instruction set and `--const` values.
+    pub fn add_to_fingerprint(&self, print: &mut Fingerprint) -> anyhow::Result<()> {
+        let Some(path) = &self.shader else {
+            return Ok(());
+        };
+        let read = |path: &Path| std::fs::read(path).with_context(|| path.display().to_string());
+        print.add("shader", &read(path)?);
+        let consts_path = consts_path(path);
+        if consts_path.exists() {
+            print.add("shader-consts", &read(&consts_path)?);
+        }
+        print.add("isa", format!("{:?}", self.isa).as_bytes());
+        for named in &self.consts {
+            print.add("const", format!("{named:?}").as_bytes());
+        }
+        Ok(())
+    }
+}
+
 /// Loads an R500 or PICA200 program (source or binary) with its `--const` values.
 pub fn load_foreign(
     isa: Isa,
@@ -151,9 +173,7 @@ pub fn load_foreign(
 pub fn load_r500(path: &Path, consts: &[NamedVec4]) -> anyhow::Result<r500::Program> {
     let words = r500::load_words(path).map_err(anyhow::Error::msg)?;
     let mut constants = r500::Constants::default();
-    let mut consts_path = path.as_os_str().to_owned();
-    consts_path.push(".consts");
-    let consts_path = PathBuf::from(consts_path);
+    let consts_path = consts_path(path);
     if consts_path.exists() {
         let text = std::fs::read_to_string(&consts_path)
             .with_context(|| consts_path.display().to_string())?;
@@ -167,6 +187,13 @@ pub fn load_r500(path: &Path, consts: &[NamedVec4]) -> anyhow::Result<r500::Prog
             .map_err(|e| anyhow::anyhow!("--const {}: {e}", named.name))?;
     }
     r500::Program::new(&words, constants).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))
+}
+
+/// `FILE.consts` beside an R500 program `FILE`.
+fn consts_path(program: &Path) -> PathBuf {
+    let mut path = program.as_os_str().to_owned();
+    path.push(".consts");
+    PathBuf::from(path)
 }
 
 /// Reads a PICA200 program: a SHBIN binary (`.shbin`, its first DVLE) or picasso source.

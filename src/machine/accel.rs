@@ -103,6 +103,9 @@ struct Part {
 #[derive(Clone, Debug)]
 pub struct Accel {
     width: u32,
+    /// The image row the structure's first row of rays is (a band's first row; its tiles
+    /// start there).
+    first_row: u32,
     tiles_x: u32,
     tiles: Vec<Tile>,
     candidates: Vec<u32>,
@@ -415,11 +418,13 @@ impl Forms {
 }
 
 impl Accel {
-    /// Builds the structure for `rays` (row-major, one per pixel of a `width` x `height`
-    /// image) over the triangles of `culler` (BIU's per-triangle constants).
+    /// Builds the structure for `rays` (row-major, one per pixel of `height` rows of a
+    /// `width`-pixel image from row `first_row` on) over the triangles of `culler` (BIU's
+    /// per-triangle constants).
     pub fn build(
         culler: &Culler,
         width: u32,
+        first_row: u32,
         height: u32,
         rays: Vec<Vec3>,
     ) -> Result<Accel, AccelRefusal> {
@@ -532,6 +537,7 @@ impl Accel {
             });
         Ok(Accel {
             width,
+            first_row,
             tiles_x,
             tiles,
             candidates,
@@ -541,9 +547,10 @@ impl Accel {
 
     /// The precomputed ray of pixel (x, y).
     pub fn ray(&self, x: u32, y: u32) -> Option<Vec3> {
-        if x >= self.width {
+        if x >= self.width || y < self.first_row {
             return None;
         }
+        let y = y - self.first_row;
         self.rays.get((y * self.width + x) as usize).copied()
     }
 
@@ -554,7 +561,7 @@ impl Accel {
     }
 
     fn tile_index(&self, x: u32, y: u32) -> usize {
-        ((y / TILE) * self.tiles_x + x / TILE) as usize
+        (((y - self.first_row) / TILE) * self.tiles_x + x / TILE) as usize
     }
 
     fn candidates_of(&self, tile: usize) -> &[u32] {

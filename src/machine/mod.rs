@@ -5,9 +5,12 @@
 //! identical results ([`cull`]).
 
 pub mod accel;
+pub mod band;
 pub mod cull;
+pub mod fingerprint;
 pub mod hits;
 
+use std::ops::Range;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -26,6 +29,7 @@ use crate::isa::Instruction;
 use crate::scene::{Partition, Scene};
 use crate::stage::{PixelStage, ShadingCore, TheiaPixelShader};
 use accel::{Accel, AccelRefusal, RowVerdicts};
+pub use band::Band;
 use cull::{Culler, Pending, Refusal};
 use hits::PixelHit;
 
@@ -50,6 +54,8 @@ pub struct RenderOptions {
     /// Whether culling uses the acceleration structure ([`accel`]): identical output, but
     /// no instruction count where it skips triangles whose exit depends on the pixel.
     pub accel: AccelUse,
+    /// Render only this band of the partitions ([`Band`]); `None`: all of them.
+    pub band: Option<Band>,
 }
 
 /// When culling uses the acceleration structure ([`accel`]) rather than testing every
@@ -141,6 +147,7 @@ impl Default for RenderOptions {
             lockstep: Lockstep::Auto,
             stage: None,
             accel: AccelUse::Auto,
+            band: None,
         }
     }
 }
@@ -188,6 +195,7 @@ pub struct Render {
     /// depends on the pixel: then the count is not available, only a bound.
     pub instructions_exact: bool,
     pub elapsed: Duration,
+    /// Cores that ran (those of the band, when there is one).
     pub cores: usize,
     pub triangles: usize,
     /// MAIN runs culling skipped (their instructions are counted in `instructions`).
@@ -231,7 +239,10 @@ pub fn default_max_steps(triangles: usize) -> u64 {
 pub struct Machine<'a> {
     pub scene: &'a Scene,
     pub program: Program,
+    /// Every partition of the frame, whether this machine renders it or not.
     pub partitions: Vec<Partition>,
+    /// The partitions this machine renders: all, or a band's ([`RenderOptions::band`]).
+    pub active: Range<usize>,
     pub max_steps: u64,
     /// The culling tables, or why this frame is rendered without culling.
     pub culler: Result<Culler, Refusal>,
@@ -265,6 +276,10 @@ impl<'a> Machine<'a> {
                 .validate(scene.width(), scene.height())
                 .map_err(|e| RenderError::Config(format!("partition {core}: {e}")))?;
         }
+        let active = match options.band {
+            Some(band) => band.cores(partitions.len()).map_err(RenderError::Config)?,
+            None => 0..partitions.len(),
+        };
         let program = Program::new(rom(options.rom), &imem);
         let culler = if options.culling {
             Culler::new(&program, &scene.triangles, &scene.config)
@@ -278,6 +293,7 @@ impl<'a> Machine<'a> {
             accel: Ok(None),
             accel_build: Duration::ZERO,
             partitions,
+            active,
             lockstep: options.lockstep,
             stage: options
                 .stage
@@ -295,24 +311,43 @@ impl<'a> Machine<'a> {
         };
         if let (true, Ok(culler)) = (wanted, &machine.culler) {
             let start = Instant::now();
-            machine.accel = machine.precompute_rays().and_then(|rays| {
-                Accel::build(culler, scene.width(), scene.height(), rays).map(Some)
+            let rows = machine.active_rows();
+            machine.accel = machine.precompute_rays(rows.clone()).and_then(|rays| {
+                Accel::build(culler, scene.width(), rows.start, rows.len() as u32, rays).map(Some)
             });
             machine.accel_build = start.elapsed();
         }
         Ok(machine)
     }
 
-    /// Every pixel's CREG_RAY_DIRECTION as RGU computes it: each core boots and runs RGU
-    /// and NPG for each pixel of its partition (row-major result).
-    fn precompute_rays(&self) -> Result<Vec<Vec3>, AccelRefusal> {
+    /// The partitions this machine renders, with their core numbers.
+    pub fn active_partitions(&self) -> impl Iterator<Item = (usize, &Partition)> {
+        self.partitions
+            .iter()
+            .enumerate()
+            .skip(self.active.start)
+            .take(self.active.len())
+    }
+
+    /// The image rows the active partitions touch.
+    pub fn active_rows(&self) -> Range<u32> {
+        let partitions = &self.partitions[self.active.clone()];
+        let first = partitions.iter().map(|p| p.start_pixel().1).min();
+        let end = partitions.iter().map(|p| p.end_pixel().1).max();
+        first.unwrap_or(0)..end.unwrap_or(0)
+    }
+
+    /// Every pixel's CREG_RAY_DIRECTION in `rows` as RGU computes it: each active core
+    /// boots and runs RGU and NPG for each pixel of its partition (row-major result; pixels
+    /// of those rows no active core renders keep a zero ray).
+    fn precompute_rays(&self, rows: Range<u32>) -> Result<Vec<Vec3>, AccelRefusal> {
         let width = self.scene.width() as usize;
         type Band = Result<Vec<((u32, u32), Vec3)>, String>;
-        let bands: Vec<Band> = self
-            .partitions
+        let bands: Vec<Band> = self.partitions[self.active.clone()]
             .par_iter()
             .enumerate()
             .map(|(index, partition)| {
+                let index = self.active.start + index;
                 let mut core = self
                     .boot_core(index, partition, &mut NoObserver)
                     .map_err(|e| e.to_string())?;
@@ -330,10 +365,10 @@ impl<'a> Machine<'a> {
                 Ok(rays)
             })
             .collect();
-        let mut rays = vec![[0; 3]; width * self.scene.height() as usize];
+        let mut rays = vec![[0; 3]; width * rows.len()];
         for band in bands {
             for ((x, y), ray) in band.map_err(AccelRefusal::Rays)? {
-                rays[y as usize * width + x as usize] = ray;
+                rays[(y - rows.start) as usize * width + x as usize] = ray;
             }
         }
         Ok(rays)
@@ -373,7 +408,7 @@ impl<'a> Machine<'a> {
             instructions: cores.iter().map(|c| c.instructions).sum(),
             instructions_exact: cores.iter().all(|c| c.unknown_cost == 0),
             elapsed: start.elapsed(),
-            cores: self.partitions.len(),
+            cores: self.active.len(),
             triangles: self.scene.triangles.len(),
             culled: cores.iter().map(|c| c.culled).sum(),
             culling_refused: self.culler.as_ref().err().cloned(),
@@ -390,11 +425,10 @@ impl<'a> Machine<'a> {
         &self,
         progress: Option<&AtomicU64>,
     ) -> Result<Vec<CoreRun>, RenderError> {
-        let runs: Vec<Result<CoreRun, RenderError>> = self
-            .partitions
+        let runs: Vec<Result<CoreRun, RenderError>> = self.partitions[self.active.clone()]
             .par_iter()
             .enumerate()
-            .map(|(index, partition)| self.run_core(index, partition, progress))
+            .map(|(index, partition)| self.run_core(self.active.start + index, partition, progress))
             .collect();
         // Every core runs to its end or its fault, so the error reported is always the
         // lowest-numbered failing core's, whatever the threads' timing.
@@ -405,7 +439,7 @@ impl<'a> Machine<'a> {
     /// more cores than a group holds); `None` when lock-step does not apply or a core
     /// faulted (the caller then renders core by core, which reports the fault exactly).
     fn render_lockstep(&self, progress: Option<&AtomicU64>) -> Option<(Vec<CoreRun>, usize)> {
-        let cores = self.partitions.len();
+        let cores = self.active.len();
         let groups = rayon::current_num_threads()
             .max(cores.div_ceil(LANES))
             .min(cores);
@@ -425,8 +459,9 @@ impl<'a> Machine<'a> {
         }
         // Group g holds cores g, g + groups, ...: neighbouring bands often cost alike, so
         // spreading them evens out the groups' work.
+        let first = self.active.start;
         let members: Vec<Vec<usize>> = (0..groups)
-            .map(|g| (g..cores).step_by(groups).collect())
+            .map(|g| (first + g..first + cores).step_by(groups).collect())
             .collect();
         let runs: Vec<Result<Vec<CoreRun>, Abandoned>> = members
             .par_iter()
@@ -435,7 +470,7 @@ impl<'a> Machine<'a> {
         let mut by_core: Vec<Option<CoreRun>> = (0..cores).map(|_| None).collect();
         for (indices, runs) in members.iter().zip(runs) {
             for (&index, run) in indices.iter().zip(runs.ok()?) {
-                by_core[index] = Some(run);
+                by_core[index - first] = Some(run);
             }
         }
         Some((by_core.into_iter().collect::<Option<_>>()?, groups))
@@ -808,7 +843,8 @@ impl<'a> Machine<'a> {
         }
     }
 
-    /// Core c's output memory holds its k-th pixel (in NPG order) at words 3k..3k+2.
+    /// Core c's output memory holds its k-th pixel (in NPG order) at words 3k..3k+2;
+    /// `cores` are the active ones. Pixels of other partitions stay unwritten.
     fn assemble(&self, cores: &[CoreRun]) -> Frame {
         let (width, height) = (self.scene.width(), self.scene.height());
         let size = width as usize * height as usize * 3;
@@ -820,7 +856,7 @@ impl<'a> Machine<'a> {
             partitions: self.partitions.clone(),
             hits: vec![PixelHit::Miss; size / 3],
         };
-        for (partition, core) in self.partitions.iter().zip(cores) {
+        for ((_, partition), core) in self.active_partitions().zip(cores) {
             for (k, (x, y)) in partition.pixels().enumerate() {
                 let pixel = y as usize * width as usize + x as usize;
                 if let Some(&hit) = core.hits.get(k) {

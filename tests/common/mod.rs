@@ -38,6 +38,18 @@ pub fn theia(dir: &std::path::Path, args: &[&str]) -> std::process::Output {
         .expect("theia runs")
 }
 
+/// Runs the `theia` binary in `dir`, expecting success; returns its stdout.
+pub fn theia_ok(dir: &std::path::Path, args: &[&str]) -> String {
+    let output = theia(dir, args);
+    assert!(
+        output.status.success(),
+        "theia {}: {}",
+        args.join(" "),
+        text(&output.stderr)
+    );
+    text(&output.stdout)
+}
+
 /// A command's output as text.
 pub fn text(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()

@@ -31,6 +31,9 @@ pub struct Framing {
     pub fov_degrees: f64,
     pub width: u32,
     pub height: u32,
+    /// Turns the camera (given or automatic) about the vertical axis through the look-at
+    /// point by this many degrees, counter-clockwise seen from above (a turntable frame).
+    pub orbit_degrees: f64,
 }
 
 /// The model-to-hardware transform and the hardware's camera and projection window.
@@ -64,6 +67,20 @@ pub enum FitError {
     },
 }
 
+/// `offset` turned about the vertical (y) axis by `degrees`, counter-clockwise seen from
+/// above: x' = x·cos + z·sin, z' = z·cos − x·sin. A whole number of turns is exact.
+fn orbit(offset: DVec3, degrees: f64) -> DVec3 {
+    if degrees.rem_euclid(360.0) == 0.0 {
+        return offset;
+    }
+    let (sin, cos) = degrees.to_radians().sin_cos();
+    DVec3::new(
+        offset.x * cos + offset.z * sin,
+        offset.y,
+        offset.z * cos - offset.x * sin,
+    )
+}
+
 impl View {
     /// Frames `positions` (the vertices the triangles use) per `framing`; `triangles`
     /// index `positions`.
@@ -91,7 +108,7 @@ impl View {
                 .fold(0.0, f64::max);
             target + AUTO_DIRECTION.normalize() * (reach / half_v.min(half_h).sin() * 1.05)
         });
-        let offset = camera - target;
+        let offset = orbit(camera - target, framing.orbit_degrees);
         let distance = offset.length();
         if !distance.is_finite() || distance <= radius * 1e-9 {
             return Err(FitError::CameraAtTarget);
@@ -177,7 +194,25 @@ mod tests {
             fov_degrees: 40.0,
             width: 64,
             height: 64,
+            orbit_degrees: 0.0,
         }
+    }
+
+    #[test]
+    fn orbits_turn_about_the_vertical_axis() {
+        let offset = DVec3::new(0.0, 2.0, 5.0);
+        assert_eq!(orbit(offset, 0.0), offset);
+        assert_eq!(orbit(offset, 360.0), offset);
+        let quarter = orbit(offset, 90.0);
+        assert!(
+            (quarter - DVec3::new(5.0, 2.0, 0.0)).length() < 1e-12,
+            "{quarter}"
+        );
+        let half = orbit(offset, 180.0);
+        assert!(
+            (half - DVec3::new(0.0, 2.0, -5.0)).length() < 1e-12,
+            "{half}"
+        );
     }
 
     #[test]

@@ -115,6 +115,9 @@ pub struct ObjOptions {
     pub look_at: Option<[f32; 3]>,
     /// Vertical field of view in degrees.
     pub fov_degrees: f32,
+    /// Turns the camera about the vertical axis through the look-at point by this many
+    /// degrees (counter-clockwise seen from above): one frame of a turntable.
+    pub orbit_degrees: f64,
     /// Largest side of the texture memory the atlas may use, in texels (a power of two,
     /// at most the hardware's 256).
     pub texture_size: u32,
@@ -152,6 +155,7 @@ impl Default for ObjOptions {
             camera: None,
             look_at: None,
             fov_degrees: DEFAULT_FOV_DEGREES,
+            orbit_degrees: 0.0,
             texture_size: MEMORY_SIDE,
             resample_textures: true,
             cores: 4,
@@ -534,6 +538,7 @@ fn fit_view(model: &ObjModel, options: &ObjOptions) -> Result<View, FitError> {
             fov_degrees: options.fov_degrees as f64,
             width: options.width,
             height: options.height,
+            orbit_degrees: options.orbit_degrees,
         },
     )
 }

@@ -1,0 +1,409 @@
+//! Partial images: one band of a frame (`theia render --band K/N`), as a PNG any viewer
+//! opens, and the merge of a frame's bands into the image one process renders.
+//!
+//! The PNG is RGBA at the frame's full size. Pixels of the band's partitions have their
+//! colour and alpha `255 − unwritten`, where bit c of `unwritten` says that no OMWRITE
+//! wrote channel c (so the test bench's PPM, which prints such words as `x`, merges
+//! exactly); every other pixel is (0, 0, 0, 0), transparent. A `tEXt` chunk with the
+//! keyword [`KEYWORD`] holds what the merge checks, one field a line:
+//!
+//! ```text
+//! theia partial image 1
+//! fingerprint <64 hex digits: the render's inputs, see machine::fingerprint>
+//! size <width> <height>
+//! band <K> <N>
+//! partition <x0> <y0> <x1> <y1>      (every partition of the frame, in core order)
+//! ```
+//!
+//! Band K holds the partitions [`Band::cores`] gives; the partitions are the frame's, so
+//! the merge knows which pixels each band owns, and the PPM its band-relative rows.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+
+use rayon::prelude::*;
+
+use super::{channel_byte, Rgb8};
+use crate::machine::{Band, Frame};
+use crate::scene::Partition;
+
+/// The `tEXt` keyword of a partial image's description.
+pub const KEYWORD: &str = "theia-partial-image";
+const MAGIC: &str = "theia partial image 1";
+
+/// Largest image a partial image may claim (pixels), so that a header cannot make a
+/// reader allocate without bound.
+const MAX_PIXELS: u64 = 1 << 26;
+
+/// What a partial image says about the render it is part of.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PartialHeader {
+    /// The render's inputs ([`crate::machine::fingerprint`]), 64 hex digits.
+    pub fingerprint: String,
+    pub width: u32,
+    pub height: u32,
+    pub band: Band,
+    /// Every partition of the frame, in core order.
+    pub partitions: Vec<Partition>,
+}
+
+/// A band of a frame: its description and the full-size RGBA pixels.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PartialImage {
+    pub header: PartialHeader,
+    /// Row-major RGBA; see the module documentation.
+    pub rgba: Vec<u8>,
+}
+
+impl PartialHeader {
+    /// The header's text.
+    pub fn to_text(&self) -> String {
+        let mut text = format!(
+            "{MAGIC}\nfingerprint {}\nsize {} {}\nband {} {}\n",
+            self.fingerprint, self.width, self.height, self.band.index, self.band.count
+        );
+        for partition in &self.partitions {
+            let ((x0, y0), (x1, y1)) = (partition.start_pixel(), partition.end_pixel());
+            let _ = writeln!(text, "partition {x0} {y0} {x1} {y1}");
+        }
+        text
+    }
+
+    /// Parses and checks a header's text.
+    pub fn parse(text: &str) -> Result<PartialHeader, String> {
+        let mut lines = text.lines();
+        if lines.next() != Some(MAGIC) {
+            return Err(format!("the description does not start with `{MAGIC}`"));
+        }
+        let mut field = |name: &str, count: usize| -> Result<Vec<String>, String> {
+            let line = lines
+                .next()
+                .ok_or_else(|| format!("the description has no `{name}` line"))?;
+            let mut words = line.split(' ');
+            if words.next() != Some(name) {
+                return Err(format!("expected a `{name}` line, found `{line}`"));
+            }
+            let values: Vec<String> = words.map(str::to_string).collect();
+            if values.len() != count {
+                return Err(format!(
+                    "expected {count} values after `{name}`, found `{line}`"
+                ));
+            }
+            Ok(values)
+        };
+        let fingerprint = field("fingerprint", 1)?.remove(0);
+        if fingerprint.len() != 64 || !fingerprint.bytes().all(|b| b.is_ascii_hexdigit()) {
+            return Err(format!(
+                "the fingerprint `{fingerprint}` is not 64 hex digits"
+            ));
+        }
+        let numbers = |values: Vec<String>| -> Result<Vec<u32>, String> {
+            values
+                .iter()
+                .map(|v| {
+                    v.parse::<u32>()
+                        .map_err(|_| format!("expected a number, found `{v}`"))
+                })
+                .collect()
+        };
+        let [width, height] = numbers(field("size", 2)?)?[..] else {
+            unreachable!("two values were checked");
+        };
+        if width == 0 || height == 0 || u64::from(width) * u64::from(height) > MAX_PIXELS {
+            return Err(format!("image size {width}x{height} is out of range"));
+        }
+        let [index, count] = numbers(field("band", 2)?)?[..] else {
+            unreachable!("two values were checked");
+        };
+        let band = Band { index, count };
+        let mut partitions = Vec::new();
+        for line in lines {
+            let Some(values) = line.strip_prefix("partition ") else {
+                return Err(format!("expected a `partition` line, found `{line}`"));
+            };
+            let values = numbers(values.split(' ').map(str::to_string).collect())?;
+            let [x0, y0, x1, y1] = values[..] else {
+                return Err(format!(
+                    "expected 4 values after `partition`, found `{line}`"
+                ));
+            };
+            if [x0, y0, x1, y1].iter().any(|&v| v > 0x3FFF) {
+                return Err(format!("partition `{line}` lies outside any image"));
+            }
+            let partition = Partition {
+                initial: [x0 << 17, y0 << 17, 0],
+                end: [x1 << 17, y1 << 17, 0],
+            };
+            partition
+                .validate(width, height)
+                .map_err(|e| format!("partition {}: {e}", partitions.len()))?;
+            partitions.push(partition);
+        }
+        band.cores(partitions.len())?;
+        Ok(PartialHeader {
+            fingerprint,
+            width,
+            height,
+            band,
+            partitions,
+        })
+    }
+
+    /// The partitions band K owns.
+    fn band_partitions(&self) -> &[Partition] {
+        let cores = self
+            .band
+            .cores(self.partitions.len())
+            .expect("checked when the header was made");
+        &self.partitions[cores]
+    }
+
+    /// Whether two headers describe the same frame split the same way.
+    fn same_split(&self, other: &PartialHeader) -> bool {
+        (self.width, self.height, self.band.count, &self.partitions)
+            == (
+                other.width,
+                other.height,
+                other.band.count,
+                &other.partitions,
+            )
+    }
+}
+
+/// Each pixel of `partitions` once, row-major index in a `width`-pixel image.
+fn pixels_of(partitions: &[Partition], width: u32) -> impl Iterator<Item = usize> + '_ {
+    partitions.iter().flat_map(move |partition| {
+        partition
+            .pixels()
+            .map(move |(x, y)| y as usize * width as usize + x as usize)
+    })
+}
+
+impl PartialImage {
+    /// Band `header.band` of a frame rendered with only that band's cores.
+    pub fn from_frame(frame: &Frame, header: PartialHeader) -> PartialImage {
+        let mut rgba = vec![0; frame.width as usize * frame.height as usize * 4];
+        for pixel in pixels_of(header.band_partitions(), frame.width) {
+            let mut unwritten = 0;
+            for c in 0..3 {
+                let word = pixel * 3 + c;
+                if frame.written[word] {
+                    rgba[pixel * 4 + c] = channel_byte(frame.words[word]);
+                } else {
+                    unwritten |= 1 << c;
+                }
+            }
+            rgba[pixel * 4 + 3] = 255 - unwritten;
+        }
+        PartialImage { header, rgba }
+    }
+
+    /// The PNG file: RGBA with the description in a `tEXt` chunk.
+    pub fn to_png(&self) -> Vec<u8> {
+        let mut bytes = Vec::new();
+        let mut encoder = png::Encoder::new(&mut bytes, self.header.width, self.header.height);
+        encoder.set_color(png::ColorType::Rgba);
+        encoder.set_depth(png::BitDepth::Eight);
+        encoder.set_compression(png::Compression::Fast);
+        encoder
+            .add_text_chunk(KEYWORD.to_string(), self.header.to_text())
+            .expect("the keyword is valid Latin-1");
+        let mut writer = encoder
+            .write_header()
+            .expect("PNG encoding into memory cannot fail");
+        writer
+            .write_image_data(&self.rgba)
+            .expect("the data has the header's size");
+        writer
+            .finish()
+            .expect("PNG encoding into memory cannot fail");
+        bytes
+    }
+
+    /// Reads a partial image from a PNG file's bytes, checking that it is one: its
+    /// description, its size and colour type, and transparency exactly outside its band.
+    pub fn from_png(bytes: &[u8]) -> Result<PartialImage, String> {
+        // The decoder's own default limit (64 MiB) would refuse 8K frames.
+        let limits = png::Limits {
+            bytes: MAX_PIXELS as usize * 4 + (1 << 20),
+        };
+        let decoder = png::Decoder::new_with_limits(std::io::Cursor::new(bytes), limits);
+        let mut reader = decoder
+            .read_info()
+            .map_err(|e| format!("not a readable PNG: {e}"))?;
+        let info = reader.info();
+        let text = info
+            .uncompressed_latin1_text
+            .iter()
+            .find(|chunk| chunk.keyword == KEYWORD)
+            .map(|chunk| chunk.text.clone())
+            .ok_or("a PNG without a band description: not made by `theia render --band`")?;
+        let header = PartialHeader::parse(&text)?;
+        if (info.width, info.height) != (header.width, header.height) {
+            return Err(format!(
+                "the PNG is {}x{} but its description says {}x{}",
+                info.width, info.height, header.width, header.height
+            ));
+        }
+        if (info.color_type, info.bit_depth) != (png::ColorType::Rgba, png::BitDepth::Eight) {
+            return Err("the PNG is not 8-bit RGBA".into());
+        }
+        let mut rgba = vec![0; reader.output_buffer_size().ok_or("the PNG is too large")?];
+        reader
+            .next_frame(&mut rgba)
+            .map_err(|e| format!("the pixels cannot be read: {e}"))?;
+        let image = PartialImage { header, rgba };
+        image.check_alpha()?;
+        Ok(image)
+    }
+
+    /// Pixels of the band have alpha 248..=255, all others are (0, 0, 0, 0).
+    fn check_alpha(&self) -> Result<(), String> {
+        let width = self.header.width;
+        let mut owned = vec![false; self.rgba.len() / 4];
+        for pixel in pixels_of(self.header.band_partitions(), width) {
+            owned[pixel] = true;
+        }
+        for (pixel, (rgba, owned)) in self.rgba.chunks_exact(4).zip(owned).enumerate() {
+            let valid = if owned {
+                rgba[3] >= 248
+            } else {
+                rgba == [0; 4]
+            };
+            if !valid {
+                let (x, y) = (pixel as u32 % width, pixel as u32 / width);
+                return Err(format!(
+                    "pixel ({x}, {y}) has alpha {} where band {} has {}",
+                    rgba[3],
+                    self.header.band,
+                    if owned {
+                        "a colour (alpha 248 to 255)"
+                    } else {
+                        "nothing (transparent black)"
+                    }
+                ));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// A frame merged from its bands: what a one-process render writes.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Merged {
+    pub image: Rgb8,
+    /// Whether each channel was written (the PPM prints unwritten ones as `x`).
+    pub written: Vec<bool>,
+    pub partitions: Vec<Partition>,
+}
+
+/// Merges named parts into the frame, checking that they are the bands of one render:
+/// one fingerprint, one split, each band exactly once. Errors name the files.
+pub fn merge(parts: &[(String, PartialImage)]) -> Result<Merged, String> {
+    let Some((first_name, first)) = parts.first() else {
+        return Err("no parts to merge".into());
+    };
+    let header = &first.header;
+    for (name, part) in parts {
+        if part.header.fingerprint != header.fingerprint {
+            return Err(format!(
+                "{name} is a band of another render than {first_name} (fingerprints {} and \
+                 {} differ: other scene, camera, size, shader, ROM or --cores)",
+                short(&part.header.fingerprint),
+                short(&header.fingerprint)
+            ));
+        }
+        if !part.header.same_split(header) {
+            return Err(format!(
+                "{name} is band {} but {first_name} is band {}: the frame is split \
+                 differently",
+                part.header.band, header.band
+            ));
+        }
+    }
+    let mut by_band: BTreeMap<u32, &str> = BTreeMap::new();
+    for (name, part) in parts {
+        if let Some(other) = by_band.insert(part.header.band.index, name) {
+            return Err(format!(
+                "{other} and {name} are both band {}",
+                part.header.band
+            ));
+        }
+    }
+    let count = header.band.count;
+    let missing: Vec<String> = (0..count)
+        .filter(|index| !by_band.contains_key(index))
+        .map(|index| format!("{index}/{count}"))
+        .collect();
+    if !missing.is_empty() {
+        let (noun, verb) = match missing.len() {
+            1 => ("band", "is"),
+            _ => ("bands", "are"),
+        };
+        return Err(format!(
+            "{noun} {} {verb} missing (the parts given hold {})",
+            missing.join(", "),
+            by_band
+                .iter()
+                .map(|(index, name)| format!("{index}/{count} in {name}"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ));
+    }
+    let (width, height) = (header.width, header.height);
+    let pixels = width as usize * height as usize;
+    let mut image = Rgb8 {
+        width,
+        height,
+        data: vec![0; pixels * 3],
+    };
+    let mut written = vec![false; pixels * 3];
+    for (_, part) in parts {
+        for pixel in pixels_of(part.header.band_partitions(), width) {
+            let rgba = &part.rgba[pixel * 4..pixel * 4 + 4];
+            let unwritten = 255 - rgba[3];
+            for c in 0..3 {
+                image.data[pixel * 3 + c] = rgba[c];
+                written[pixel * 3 + c] = unwritten & (1 << c) == 0;
+            }
+        }
+    }
+    Ok(Merged {
+        image,
+        written,
+        partitions: header.partitions.clone(),
+    })
+}
+
+/// Reads parts in parallel; the first file (in the order given) that is not a partial
+/// image is the error.
+pub fn read_parts(paths: &[std::path::PathBuf]) -> Result<Vec<(String, PartialImage)>, String> {
+    let parts: Vec<Result<_, String>> = paths
+        .par_iter()
+        .map(|path| {
+            let name = path.display().to_string();
+            let bytes = std::fs::read(path).map_err(|e| format!("{name}: {e}"))?;
+            let part = PartialImage::from_png(&bytes).map_err(|e| format!("{name}: {e}"))?;
+            Ok((name, part))
+        })
+        .collect();
+    parts.into_iter().collect()
+}
+
+/// Whether PNG bytes carry a band description (a partial image, readable or not).
+pub fn is_partial(bytes: &[u8]) -> bool {
+    png::Decoder::new(std::io::Cursor::new(bytes))
+        .read_info()
+        .is_ok_and(|reader| {
+            reader
+                .info()
+                .uncompressed_latin1_text
+                .iter()
+                .any(|chunk| chunk.keyword == KEYWORD)
+        })
+}
+
+/// The first 12 hex digits, enough to tell fingerprints apart in a message.
+fn short(fingerprint: &str) -> &str {
+    &fingerprint[..12]
+}
