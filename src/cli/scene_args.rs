@@ -41,8 +41,8 @@ pub struct SceneArgs {
     /// Vertical field of view in degrees (OBJ scenes) [default: 40]
     #[arg(long, value_name = "DEG")]
     pub fov: Option<f32>,
-    /// Untextured OBJ scenes: show the material colours unlit, as the ROM's own pixel
-    /// shader does, instead of lighting them with shaders/headlight.shdr
+    /// OBJ scenes: show the texture and material colours unlit, as the ROM's own pixel
+    /// shader does, instead of lighting them with shaders/key_fill.shdr
     #[arg(long)]
     pub flat: bool,
     /// Microcode ROM: `faithful` (the hardware's, defects included) or `fixed` (correct

@@ -12,7 +12,8 @@
 //! holds it (spec isa_and_formats §5.3): V0, UV0, V1, UV1, V2, UV2, diffuse, in Q15.17
 //! (rounded to nearest). UV.z (alpha) is 1.0 as in every example; diffuse is the material's
 //! `Kd` clamped to [0, 1]. The default ROM shows only the texture: `Kd` reaches the screen
-//! through a flat texture tile when a material has no texture.
+//! through a flat texture tile when a material has no texture. The scene's pixel shader
+//! ([`LIGHTING_SHADER`]) lights that colour, textured or not, unless [`ObjOptions::flat`].
 //!
 //! # Camera and fit
 //! The hardware's camera is fixed: CREG_CAMERA_POSITION looks through a window on the plane
@@ -123,22 +124,26 @@ pub struct ObjOptions {
     pub resample_textures: bool,
     /// Row bands (emulated cores) written into the scene's partitions.
     pub cores: u32,
-    /// Leave untextured scenes unlit (the ROM's own pixel shader: flat material colours)
-    /// instead of giving them [`HEADLIGHT_SHADER`].
+    /// Leave the scene unlit (the ROM's own pixel shader: the texture or material colour
+    /// as it is) instead of giving it [`LIGHTING_SHADER`].
     pub flat: bool,
 }
 
-/// The pixel shader of OBJ scenes none of whose materials has a texture:
-/// `shaders/headlight.shdr`, the material colour lit by a light at the camera.
-pub const HEADLIGHT_SHADER: &str = include_str!("../../../shaders/headlight.shdr");
+/// Where [`LIGHTING_SHADER`] lives in the repository (for messages and the viewer).
+pub const LIGHTING_SHADER_PATH: &str = "shaders/key_fill.shdr";
 
-/// [`HEADLIGHT_SHADER`]'s instruction memory image, assembled once.
-pub fn headlight_program() -> &'static [Instruction] {
+/// The pixel shader of OBJ scenes (unless [`ObjOptions::flat`]): `shaders/key_fill.shdr`,
+/// the ROM's filtered texture colour (a flat tile's colour for untextured materials) lit by
+/// a key light above and left of the camera and a weaker fill from the right.
+pub const LIGHTING_SHADER: &str = include_str!("../../../shaders/key_fill.shdr");
+
+/// [`LIGHTING_SHADER`]'s instruction memory image, assembled once.
+pub fn lighting_program() -> &'static [Instruction] {
     static PROGRAM: OnceLock<Vec<Instruction>> = OnceLock::new();
     PROGRAM.get_or_init(|| {
-        assemble(HEADLIGHT_SHADER, Path::new("shaders/headlight.shdr"))
+        assemble(LIGHTING_SHADER, Path::new(LIGHTING_SHADER_PATH))
             .unwrap_or_else(|errors| {
-                panic!("the built-in headlight shader does not assemble:\n{errors}")
+                panic!("the built-in lighting shader does not assemble:\n{errors}")
             })
             .imem
     })
@@ -371,8 +376,7 @@ fn build_scene(
             "the projection window is outside the Q15.17 range after fitting".into(),
         ));
     }
-    let untextured = atlas.tiles.iter().all(|tile| tile.flat);
-    let program = (untextured && !options.flat).then(|| headlight_program().to_vec());
+    let program = (!options.flat).then(|| lighting_program().to_vec());
     let side = atlas.side << 17;
     let config = [
         [0, ONE, 0],
@@ -621,9 +625,12 @@ pub mod default_scene {
     ]);
 
     /// Loads the default scene; the camera and look-at point the options leave out are the
-    /// scene's own. It is framed for the default field of view, 40 degrees.
+    /// scene's own. It is framed for the default field of view, 40 degrees. It is always
+    /// flat: its textures carry their own light (lit and shaded crate sides, shadows on the
+    /// floor), and [`LIGHTING_SHADER`] on top of that only darkens it.
     pub fn load(options: &ObjOptions) -> Result<ObjScene, SceneError> {
         let mut options = options.clone();
+        options.flat = true;
         options.camera = options.camera.or(Some(CAMERA));
         options.look_at = options.look_at.or(Some(LOOK_AT));
         load_obj_text(OBJ, Path::new(NAME), &ASSETS, &options)
