@@ -662,11 +662,18 @@ fn headlight_lights_by_the_angle_to_the_eye() {
 fn stripes_png() -> &'static [u8] {
     let mut image = ::image::RgbImage::new(16, 16);
     for (x, y, pixel) in image.enumerate_pixels_mut() {
-        *pixel = ::image::Rgb([(x * 16) as u8, 255 - (y * 12) as u8, 40 + ((x + y) % 4 * 50) as u8]);
+        *pixel = ::image::Rgb([
+            (x * 16) as u8,
+            255 - (y * 12) as u8,
+            40 + ((x + y) % 4 * 50) as u8,
+        ]);
     }
     let mut bytes = Vec::new();
     image
-        .write_to(&mut std::io::Cursor::new(&mut bytes), ::image::ImageFormat::Png)
+        .write_to(
+            &mut std::io::Cursor::new(&mut bytes),
+            ::image::ImageFormat::Png,
+        )
         .unwrap();
     Box::leak(bytes.into_boxed_slice())
 }

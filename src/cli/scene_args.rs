@@ -10,7 +10,7 @@ use super::shader::Shader;
 use theia::core::RomVariant;
 use theia::machine::{AccelMode, RenderOptions};
 use theia::scene::mem::load_scene_dir;
-use theia::scene::obj::{default_scene, load_obj, ObjOptions};
+use theia::scene::obj::{default_scene, load_obj, ObjOptions, ViewPreset, INSIDE_FOV_DEGREES};
 use theia::scene::Scene;
 
 /// Row bands an OBJ scene is split into when `--cores` is not given: the hardware's four
@@ -38,7 +38,17 @@ pub struct SceneArgs {
     /// Point the camera looks at [default: the centre of the model]
     #[arg(long, value_name = "X,Y,Z", value_parser = parse_point)]
     pub look_at: Option<[f32; 3]>,
-    /// Vertical field of view in degrees (OBJ scenes) [default: 40]
+    /// Where the fitted camera looks from: front (+z), back, left (-x), right, top (+y),
+    /// bottom or iso (front-right-above at equal angles), for a model with +y up facing +z
+    /// [default: front-right-above]
+    #[arg(long, value_name = "VIEW", conflicts_with = "camera")]
+    pub view: Option<ViewPreset>,
+    /// Put the camera inside the model's bounds, just inside the face --view looks
+    /// through, looking at the centre (rooms, closed boxes); triangles wholly behind it are
+    /// left out
+    #[arg(long, conflicts_with = "camera")]
+    pub inside: bool,
+    /// Vertical field of view in degrees (OBJ scenes) [default: 40, 60 with --inside]
     #[arg(long, value_name = "DEG")]
     pub fov: Option<f32>,
     /// OBJ scenes: show the texture and material colours unlit, as the ROM's own pixel
@@ -184,7 +194,13 @@ impl SceneArgs {
             height: self.height.unwrap_or(defaults.height),
             camera: self.camera,
             look_at: self.look_at,
-            fov_degrees: self.fov.unwrap_or(defaults.fov_degrees),
+            view: self.view.unwrap_or_default(),
+            inside: self.inside,
+            fov_degrees: self.fov.unwrap_or(if self.inside {
+                INSIDE_FOV_DEGREES
+            } else {
+                defaults.fov_degrees
+            }),
             cores: self.cores.unwrap_or(DEFAULT_OBJ_CORES),
             flat: self.flat,
             ..defaults
@@ -197,6 +213,8 @@ impl SceneArgs {
             ("--height", self.height.is_some()),
             ("--camera", self.camera.is_some()),
             ("--look-at", self.look_at.is_some()),
+            ("--view", self.view.is_some()),
+            ("--inside", self.inside),
             ("--fov", self.fov.is_some()),
             ("--flat", self.flat),
         ]

@@ -91,7 +91,7 @@ use std::sync::OnceLock;
 use glam::DVec3;
 
 pub use atlas::{MEMORY_SIDE, MEMORY_WORDS, RESAMPLE_FILTER};
-pub use fit::{FIT_DISTANCE, HORIZON, MAX_FIT_RADIUS, MIN_FIT_RADIUS};
+pub use fit::{ViewPreset, FIT_DISTANCE, HORIZON, MAX_FIT_RADIUS, MIN_FIT_RADIUS};
 
 use super::generate::Mesh;
 use super::{Partition, Scene, SceneError, Triangle};
@@ -103,6 +103,9 @@ use load::{Material, ObjModel};
 
 /// Vertical field of view when none is given, in degrees.
 pub const DEFAULT_FOV_DEGREES: f32 = 40.0;
+/// The same for a camera inside the model ([`ObjOptions::inside`]): wide enough that the
+/// side walls of a room show beside the far one.
+pub const INSIDE_FOV_DEGREES: f32 = 60.0;
 
 /// How to frame and sample an OBJ scene.
 #[derive(Clone, Debug)]
@@ -114,6 +117,14 @@ pub struct ObjOptions {
     pub camera: Option<[f32; 3]>,
     /// The point the camera looks at (default: the centre of the model's bounds).
     pub look_at: Option<[f32; 3]>,
+    /// Where the fitted camera looks from (when `camera` is not given), for models with +y
+    /// up and their front towards +z.
+    pub view: ViewPreset,
+    /// The fitted camera sits inside the model's bounds, just inside the face `view` looks
+    /// through (several at an edge or corner), looking at the centre: the walls of a room
+    /// are seen from within. Triangles between the camera and those faces are left out (BIU has no t > 0 test, so with the
+    /// faithful ROM the wall behind the camera would cover the view).
+    pub inside: bool,
     /// Vertical field of view in degrees.
     pub fov_degrees: f32,
     /// Largest side of the texture memory the atlas may use, in texels (a power of two,
@@ -156,6 +167,8 @@ impl Default for ObjOptions {
             height: 256,
             camera: None,
             look_at: None,
+            view: ViewPreset::Auto,
+            inside: false,
             fov_degrees: DEFAULT_FOV_DEGREES,
             texture_size: MEMORY_SIDE,
             resample_textures: true,
@@ -296,7 +309,16 @@ fn build_scene(
     .map_err(|e| unsupported(atlas_message(e, options.texture_size)))?;
 
     let view = fit_view(model, options).map_err(|e| unsupported(fit_message(e)))?;
-    if view.behind_camera > 0 {
+    let behind = |triangle: &load::ObjTriangle| {
+        view.beyond_camera((triangle.corners).map(|c| DVec3::from(model.positions[c.position])))
+    };
+    let left_out = model.triangles.iter().filter(|t| behind(t)).count();
+    if left_out > 0 {
+        notes.push(format!(
+            "note: {left_out} triangles between the camera and the face of the bounds it looks through are left out (--inside)"
+        ));
+    }
+    if view.behind_camera > 0 && !options.inside {
         notes.push(format!(
             "warning: {} vertices are at or behind the camera; BIU has no t > 0 test, so faces behind the camera can cover the view",
             view.behind_camera
@@ -313,7 +335,7 @@ fn build_scene(
     let mut triangles = Vec::with_capacity(model.triangles.len());
     let mut textured_without_uv = 0usize;
     let mut clamped = 0usize;
-    for triangle in &model.triangles {
+    for triangle in model.triangles.iter().filter(|t| !behind(t)) {
         let tile = tile_of_material[&triangle.material];
         let material = triangle.material.and_then(|m| materials[m].as_ref());
         let uvs = triangle
@@ -535,6 +557,8 @@ fn fit_view(model: &ObjModel, options: &ObjOptions) -> Result<View, FitError> {
         &Framing {
             camera: point(options.camera),
             look_at: point(options.look_at),
+            view: options.view,
+            inside: options.inside,
             fov_degrees: options.fov_degrees as f64,
             width: options.width,
             height: options.height,
@@ -631,8 +655,10 @@ pub mod default_scene {
     pub fn load(options: &ObjOptions) -> Result<ObjScene, SceneError> {
         let mut options = options.clone();
         options.flat = true;
-        options.camera = options.camera.or(Some(CAMERA));
-        options.look_at = options.look_at.or(Some(LOOK_AT));
+        if options.view == ViewPreset::Auto && !options.inside {
+            options.camera = options.camera.or(Some(CAMERA));
+            options.look_at = options.look_at.or(Some(LOOK_AT));
+        }
         load_obj_text(OBJ, Path::new(NAME), &ASSETS, &options)
     }
 }
