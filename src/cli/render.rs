@@ -12,6 +12,7 @@ use super::scene_args::{LoadedScene, SceneArgs};
 use super::shader::ShaderArgs;
 use super::Outcome;
 use theia::image::write_frame;
+use theia::machine::ssaa::box_filter;
 use theia::machine::{Machine, Render, RenderError};
 
 #[derive(Args)]
@@ -28,12 +29,18 @@ pub struct RenderArgs {
     /// Render again whenever the scene or the shader file changes
     #[arg(long)]
     pub watch: bool,
+    /// Supersampling: each pixel is the mean of K x K samples the emulated GPU renders at
+    /// K times the resolution (1 to 4)
+    #[arg(long, value_name = "K", default_value_t = 1)]
+    pub ssaa: u32,
     #[command(flatten)]
     pub shader: ShaderArgs,
 }
 
 /// Renders shorter than this never show a progress bar.
 const PROGRESS_DELAY: Duration = Duration::from_secs(1);
+/// Loading that takes at least this long is named in the summary.
+const SHOW_LOAD_TIME: Duration = Duration::from_millis(500);
 
 pub fn run(args: RenderArgs) -> anyhow::Result<Outcome> {
     if args.watch {
@@ -54,13 +61,17 @@ impl RenderArgs {
 
 /// Loads the scene (and shader), renders one frame and writes it.
 pub fn render_once(args: &RenderArgs) -> anyhow::Result<()> {
-    let loaded = args.scene.load()?;
+    let loaded = args.scene.load_sampled(args.ssaa)?;
     if !args.quiet {
         print_notes(&loaded.notes);
     }
     let output = args.output_path();
     let shader = args.shader.load(args.quiet)?;
-    let options = args.scene.render_options(shader.as_ref())?;
+    let mut options = args.scene.render_options(shader.as_ref())?;
+    if loaded.ssaa.is_some() {
+        // The sample scene's partitions are already the output's bands, scaled.
+        options.cores = None;
+    }
     let machine = Machine::new(&loaded.scene, &options)?;
     if let (Err(refusal), false) = (
         &machine.culler,
@@ -71,7 +82,10 @@ pub fn render_once(args: &RenderArgs) -> anyhow::Result<()> {
     if let (Err(refusal), false) = (&machine.accel, args.quiet) {
         eprintln!("note: {refusal}; each triangle is tested at each pixel");
     }
-    let render = render_with_progress(&machine, !args.quiet)?;
+    let mut render = render_with_progress(&machine, !args.quiet)?;
+    if let Some(ssaa) = &loaded.ssaa {
+        render.frame = box_filter(&render.frame, ssaa.factor, ssaa.output_partitions.clone());
+    }
     write_image(&render, &output)?;
     if !args.quiet {
         println!("{}", summary(&output, &loaded, &render));
@@ -143,8 +157,22 @@ pub fn summary(output: &Path, loaded: &LoadedScene, render: &Render) -> String {
             "instruction count not available with the acceleration structure (--accel cull counts exactly){culled}, {seconds:.3} s"
         )
     };
+    let samples = match &loaded.ssaa {
+        Some(ssaa) => format!(
+            " ({} samples each, {}x{} rendered)",
+            ssaa.factor * ssaa.factor,
+            loaded.scene.width(),
+            loaded.scene.height()
+        ),
+        None => String::new(),
+    };
+    let loading = if loaded.elapsed >= SHOW_LOAD_TIME {
+        format!(", loaded in {:.2} s", loaded.elapsed.as_secs_f64())
+    } else {
+        String::new()
+    };
     format!(
-        "{}: {}x{} pixels, {} triangles, {cores}, {cost}{artifacts}",
+        "{}: {}x{} pixels{samples}, {} triangles{loading}, {cores}, {cost}{artifacts}",
         output.display(),
         frame.width,
         frame.height,

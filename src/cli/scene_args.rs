@@ -2,16 +2,18 @@
 //! which scene, how to frame it, which ROM, which shader.
 
 use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
 
 use anyhow::bail;
 use clap::Args;
 
 use super::shader::Shader;
 use theia::core::RomVariant;
+use theia::machine::ssaa::{sample_partitions, sample_scene, validate_factor};
 use theia::machine::{AccelMode, RenderOptions};
 use theia::scene::mem::load_scene_dir;
 use theia::scene::obj::{default_scene, load_obj, ObjOptions, ViewPreset, INSIDE_FOV_DEGREES};
-use theia::scene::Scene;
+use theia::scene::{Partition, Scene};
 
 /// Row bands an OBJ scene is split into when `--cores` is not given: the hardware's four
 /// cores, so the image does not depend on the host's thread count.
@@ -96,6 +98,18 @@ pub struct LoadedScene {
     pub scene: Scene,
     /// Loader notes (resampled textures, fallbacks), for stderr.
     pub notes: Vec<String>,
+    /// Supersampling: `scene` is the sample image of `factor` times the output's
+    /// resolution, with partitions already scaled from `output_partitions` (so the render
+    /// must not split it into bands again).
+    pub ssaa: Option<Ssaa>,
+    /// How long loading took.
+    pub elapsed: Duration,
+}
+
+/// What turns a supersampled render back into the output image.
+pub struct Ssaa {
+    pub factor: u32,
+    pub output_partitions: Vec<Partition>,
 }
 
 fn parse_point(text: &str) -> Result<[f32; 3], String> {
@@ -114,19 +128,66 @@ fn parse_point(text: &str) -> Result<[f32; 3], String> {
 impl SceneArgs {
     /// Loads the scene the arguments name.
     pub fn load(&self) -> anyhow::Result<LoadedScene> {
-        let Some(path) = &self.scene else {
-            let loaded = default_scene::load(&self.obj_options())?;
+        self.load_sampled(1)
+    }
+
+    /// Loads the scene the arguments name, as the sample image of `--ssaa factor` when the
+    /// factor is over 1 ([`theia::machine::ssaa`]): an OBJ scene is fitted at `factor`
+    /// times the resolution (so CPPU's division stays exact), an original scene keeps its
+    /// window at `factor` times the resolution; either way the bands are the output's
+    /// (`--cores N`, or the scene's own) scaled to the samples.
+    pub fn load_sampled(&self, factor: u32) -> anyhow::Result<LoadedScene> {
+        validate_factor(factor).map_err(anyhow::Error::msg)?;
+        let start = Instant::now();
+        let (scene, notes) = self.load_scene(factor)?;
+        if factor == 1 {
             return Ok(LoadedScene {
-                scene: loaded.scene,
-                notes: loaded.notes,
+                scene,
+                notes,
+                ssaa: None,
+                elapsed: start.elapsed(),
             });
+        }
+        let (width, height) = (scene.width() / factor, scene.height() / factor);
+        let is_obj = self.scene.as_ref().is_none_or(|path| !path.is_dir());
+        let output_partitions = match self.cores {
+            Some(0) => bail!("--cores must be at least 1"),
+            Some(cores) => Partition::bands(width, height, cores),
+            None if is_obj => Partition::bands(width, height, DEFAULT_OBJ_CORES),
+            None => scene.partitions.clone(),
+        };
+        let scene = if is_obj {
+            Scene {
+                partitions: sample_partitions(&output_partitions, factor)
+                    .map_err(anyhow::Error::msg)?,
+                ..scene
+            }
+        } else {
+            sample_scene(&scene, factor, &output_partitions).map_err(anyhow::Error::msg)?
+        };
+        Ok(LoadedScene {
+            scene,
+            notes,
+            ssaa: Some(Ssaa {
+                factor,
+                output_partitions,
+            }),
+            elapsed: start.elapsed(),
+        })
+    }
+
+    /// The scene and the loader's notes; OBJ scenes at `factor` times the resolution.
+    fn load_scene(&self, factor: u32) -> anyhow::Result<(Scene, Vec<String>)> {
+        let mut options = self.obj_options();
+        options.width *= factor;
+        options.height *= factor;
+        let Some(path) = &self.scene else {
+            let loaded = default_scene::load(&options)?;
+            return Ok((loaded.scene, loaded.notes));
         };
         if path.is_dir() {
             self.reject_obj_only_flags(path)?;
-            return Ok(LoadedScene {
-                scene: load_scene_dir(path)?,
-                notes: Vec::new(),
-            });
+            return Ok((load_scene_dir(path)?, Vec::new()));
         }
         let is_obj = path
             .extension()
@@ -140,11 +201,8 @@ impl SceneArgs {
                 path.display()
             );
         }
-        let loaded = load_obj(path, &self.obj_options())?;
-        Ok(LoadedScene {
-            scene: loaded.scene,
-            notes: loaded.notes,
-        })
+        let loaded = load_obj(path, &options)?;
+        Ok((loaded.scene, loaded.notes))
     }
 
     /// Whether a change to `file` can change the scene: for an original scene a `.mem`

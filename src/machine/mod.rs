@@ -7,6 +7,7 @@
 pub mod accel;
 pub mod cull;
 pub mod hits;
+pub mod ssaa;
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
