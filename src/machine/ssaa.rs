@@ -174,7 +174,8 @@ mod tests {
         let mut samples = frame(2, 1, vec![0x400, 0x400, 0x400, 0x400, 0x400, 0x400]);
         samples.written[0] = false;
         let out = box_filter(&samples, 1, Vec::new());
-        assert_eq!(out.words[0], 0x400);
+        assert_eq!((out.words[0], out.written[0]), (0, false));
+        assert_eq!((out.words[3], out.written[3]), (0x400, true));
         let mut wide = frame(2, 2, vec![0x400; 12]);
         wide.written[0] = false;
         let out = box_filter(&wide, 2, Vec::new());
