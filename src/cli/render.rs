@@ -61,7 +61,7 @@ impl RenderArgs {
 
 /// Loads the scene (and shader), renders one frame and writes it.
 pub fn render_once(args: &RenderArgs) -> anyhow::Result<()> {
-    let loaded = args.scene.load_sampled(args.ssaa)?;
+    let loaded = args.scene.load_sampled(args.ssaa, !args.quiet)?;
     if !args.quiet {
         print_notes(&loaded.notes);
     }

@@ -1,8 +1,12 @@
 //! Scene selection shared by the commands that run the machine (`render`, `trace`):
 //! which scene, how to frame it, which ROM, which shader.
 
+use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
+
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 use anyhow::bail;
 use clap::Args;
@@ -12,7 +16,9 @@ use theia::core::RomVariant;
 use theia::machine::ssaa::{sample_partitions, sample_scene, validate_factor};
 use theia::machine::{AccelMode, RenderOptions};
 use theia::scene::mem::load_scene_dir;
-use theia::scene::obj::{default_scene, load_obj, ObjOptions, ViewPreset, INSIDE_FOV_DEGREES};
+use theia::scene::obj::{
+    default_scene, load_obj_with_progress, LoadProgress, ObjOptions, ViewPreset, INSIDE_FOV_DEGREES,
+};
 use theia::scene::{Partition, Scene};
 
 /// Row bands an OBJ scene is split into when `--cores` is not given: the hardware's four
@@ -128,7 +134,7 @@ fn parse_point(text: &str) -> Result<[f32; 3], String> {
 impl SceneArgs {
     /// Loads the scene the arguments name.
     pub fn load(&self) -> anyhow::Result<LoadedScene> {
-        self.load_sampled(1)
+        self.load_sampled(1, false)
     }
 
     /// Loads the scene the arguments name, as the sample image of `--ssaa factor` when the
@@ -136,10 +142,12 @@ impl SceneArgs {
     /// times the resolution (so CPPU's division stays exact), an original scene keeps its
     /// window at `factor` times the resolution; either way the bands are the output's
     /// (`--cores N`, or the scene's own) scaled to the samples.
-    pub fn load_sampled(&self, factor: u32) -> anyhow::Result<LoadedScene> {
+    /// `progress`: draw a progress bar on stderr while an OBJ file loads (only on a
+    /// terminal, only when loading takes over [`LOAD_PROGRESS_DELAY`]).
+    pub fn load_sampled(&self, factor: u32, progress: bool) -> anyhow::Result<LoadedScene> {
         validate_factor(factor).map_err(anyhow::Error::msg)?;
         let start = Instant::now();
-        let (scene, notes) = self.load_scene(factor)?;
+        let (scene, notes) = self.load_scene(factor, progress)?;
         if factor == 1 {
             return Ok(LoadedScene {
                 scene,
@@ -177,7 +185,7 @@ impl SceneArgs {
     }
 
     /// The scene and the loader's notes; OBJ scenes at `factor` times the resolution.
-    fn load_scene(&self, factor: u32) -> anyhow::Result<(Scene, Vec<String>)> {
+    fn load_scene(&self, factor: u32, progress: bool) -> anyhow::Result<(Scene, Vec<String>)> {
         let mut options = self.obj_options();
         options.width *= factor;
         options.height *= factor;
@@ -201,7 +209,16 @@ impl SceneArgs {
                 path.display()
             );
         }
-        let loaded = load_obj(path, &options)?;
+        let counter = LoadProgress::default();
+        let loaded = std::thread::scope(|scope| {
+            let worker = scope.spawn(|| load_obj_with_progress(path, &options, &counter));
+            if progress && std::io::stderr().is_terminal() {
+                draw_load_progress(&worker, &counter);
+            }
+            worker
+                .join()
+                .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+        })?;
         Ok((loaded.scene, loaded.notes))
     }
 
@@ -304,6 +321,38 @@ impl SceneArgs {
             max_steps: self.max_steps,
             ..self.accel_mode().apply(RenderOptions::default())
         })
+    }
+}
+
+/// Loads shorter than this never show a progress bar.
+pub const LOAD_PROGRESS_DELAY: Duration = Duration::from_millis(500);
+
+/// Draws a bar of `counter` on stderr until `worker` ends, from [`LOAD_PROGRESS_DELAY`] on.
+fn draw_load_progress<T>(worker: &std::thread::ScopedJoinHandle<'_, T>, counter: &LoadProgress) {
+    let start = Instant::now();
+    let mut bar: Option<ProgressBar> = None;
+    while !worker.is_finished() {
+        std::thread::sleep(Duration::from_millis(50));
+        if bar.is_none() && start.elapsed() >= LOAD_PROGRESS_DELAY {
+            let new = ProgressBar::with_draw_target(
+                Some(counter.total.load(Ordering::Relaxed)),
+                ProgressDrawTarget::stderr(),
+            );
+            new.set_style(
+                ProgressStyle::with_template(
+                    "{spinner} loading [{elapsed_precise}] {wide_bar} {percent}%",
+                )
+                .expect("the template is valid"),
+            );
+            bar = Some(new);
+        }
+        if let Some(bar) = &bar {
+            bar.set_length(counter.total.load(Ordering::Relaxed));
+            bar.set_position(counter.done.load(Ordering::Relaxed));
+        }
+    }
+    if let Some(bar) = bar {
+        bar.finish_and_clear();
     }
 }
 

@@ -86,6 +86,7 @@ mod parse;
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::OnceLock;
 
 use glam::DVec3;
@@ -222,18 +223,31 @@ impl Assets for MemoryAssets {
     }
 }
 
+/// How far loading an OBJ has got, for a progress bar: `done` of `total` units, where
+/// checking the text, tobj's parse and converting the triangles take a third each.
+#[derive(Debug, Default)]
+pub struct LoadProgress {
+    pub done: AtomicU64,
+    pub total: AtomicU64,
+}
+
 /// Loads an OBJ file from disk, its MTL libraries and textures relative to it.
 pub fn load_obj(path: &Path, options: &ObjOptions) -> Result<ObjScene, SceneError> {
+    load_obj_with_progress(path, options, &LoadProgress::default())
+}
+
+/// [`load_obj`], reporting its progress in `progress` (another thread draws it).
+pub fn load_obj_with_progress(
+    path: &Path,
+    options: &ObjOptions,
+    progress: &LoadProgress,
+) -> Result<ObjScene, SceneError> {
     let text = std::fs::read_to_string(path).map_err(|source| SceneError::Io {
         path: path.to_path_buf(),
         source,
     })?;
-    load_obj_text(
-        &text,
-        path,
-        &DirAssets(path.parent().map(Path::to_path_buf).unwrap_or_default()),
-        options,
-    )
+    let assets = DirAssets(path.parent().map(Path::to_path_buf).unwrap_or_default());
+    load_text(&text, path, &assets, options, progress)
 }
 
 /// Loads OBJ text (`path` names it in messages) whose MTL and textures come from `assets`.
@@ -243,12 +257,25 @@ pub fn load_obj_text(
     assets: &dyn Assets,
     options: &ObjOptions,
 ) -> Result<ObjScene, SceneError> {
+    load_text(text, path, assets, options, &LoadProgress::default())
+}
+
+fn load_text(
+    text: &str,
+    path: &Path,
+    assets: &dyn Assets,
+    options: &ObjOptions,
+    progress: &LoadProgress,
+) -> Result<ObjScene, SceneError> {
+    let third = text.len() as u64 + 1;
+    progress.total.store(3 * third, Ordering::Relaxed);
     let unsupported = |message: String| SceneError::Unsupported {
         file: path.to_path_buf(),
         message,
     };
     validate_options(options).map_err(unsupported)?;
-    let valid = parse::validate_obj(text, path)?;
+    let valid = parse::validate_obj_counting(text, path, &progress.done)?;
+    progress.done.store(third, Ordering::Relaxed);
     if valid.has_texcoord.is_empty() {
         return Err(unsupported(NO_TRIANGLES.into()));
     }
@@ -267,7 +294,14 @@ pub fn load_obj_text(
         });
     }
     let load::Loaded { model, materials } = load::load(&valid, path, assets, &mut notes)?;
-    build_scene(&model, &materials, path, assets, options, notes)
+    progress.done.store(2 * third, Ordering::Relaxed);
+    let step = |done: usize, of: usize| {
+        let converted = (third as u128 * done as u128 / of.max(1) as u128) as u64;
+        progress
+            .done
+            .store(2 * third + converted, Ordering::Relaxed);
+    };
+    build_scene(&model, &materials, path, assets, options, notes, &step)
 }
 
 /// A generated mesh as a scene, framed and converted exactly as an OBJ file of it
@@ -282,7 +316,15 @@ pub fn load_mesh(mesh: &Mesh, path: &Path, options: &ObjOptions) -> Result<ObjSc
         return Err(unsupported(NO_TRIANGLES.into()));
     }
     let model = ObjModel::from_mesh(mesh);
-    build_scene(&model, &[], path, &MemoryAssets(&[]), options, Vec::new())
+    build_scene(
+        &model,
+        &[],
+        path,
+        &MemoryAssets(&[]),
+        options,
+        Vec::new(),
+        &|_, _| {},
+    )
 }
 
 /// What [`load_obj_text`] and [`load_mesh`] share once the model is loaded: the atlas,
@@ -294,6 +336,7 @@ fn build_scene(
     assets: &dyn Assets,
     options: &ObjOptions,
     mut notes: Vec<String>,
+    step: &dyn Fn(usize, usize),
 ) -> Result<ObjScene, SceneError> {
     let unsupported = |message: String| SceneError::Unsupported {
         file: path.to_path_buf(),
@@ -335,7 +378,13 @@ fn build_scene(
     let mut triangles = Vec::with_capacity(model.triangles.len());
     let mut textured_without_uv = 0usize;
     let mut clamped = 0usize;
-    for triangle in model.triangles.iter().filter(|t| !behind(t)) {
+    for (n, triangle) in model.triangles.iter().enumerate() {
+        if n % 4096 == 0 {
+            step(n, model.triangles.len());
+        }
+        if behind(triangle) {
+            continue;
+        }
         let tile = tile_of_material[&triangle.material];
         let material = triangle.material.and_then(|m| materials[m].as_ref());
         let uvs = triangle
