@@ -716,7 +716,9 @@ fn geometry_behind_the_camera_and_clamped_atlas_coordinates_warn() {
 /// A closed cube from -1 to 1 whose six faces have their own colour, seen from outside
 /// and from inside (each quad is one face, both of its sides the same colour).
 fn coloured_cube() -> (String, Vec<u8>) {
-    let faces: [(&str, [u8; 3], [[i32; 3]; 4]); 6] = [
+    /// A face: its name, colour and corners.
+    type Face = (&'static str, [u8; 3], [[i32; 3]; 4]);
+    let faces: [Face; 6] = [
         (
             "front",
             [255, 0, 0],
