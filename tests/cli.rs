@@ -321,3 +321,85 @@ fn a_runaway_shader_on_every_core_reports_core_0() {
         );
     }
 }
+
+#[test]
+fn ssaa_averages_the_samples_of_a_render_at_k_times_the_resolution() {
+    use theia::machine::{render, RenderOptions};
+    use theia::scene::obj::{load_obj_text, MemoryAssets, ObjOptions};
+
+    let obj = theia::scene::generate::uv_sphere_obj(16, 8);
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("sphere.obj"), &obj).unwrap();
+    let output = theia(
+        dir.path(),
+        &[
+            "render",
+            "sphere.obj",
+            "--rom",
+            "fixed",
+            "--width",
+            "40",
+            "--height",
+            "30",
+            "--ssaa",
+            "2",
+            "-o",
+            "ssaa.png",
+        ],
+    );
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    let summary = text(&output.stdout);
+    assert!(
+        summary.starts_with("ssaa.png: 40x30 pixels (4 samples each, 80x60 rendered), "),
+        "{summary}"
+    );
+    let image = theia::image::read_image(&dir.path().join("ssaa.png")).unwrap();
+
+    // The samples: the same model at 80x60 through the library (the fixed ROM's images do
+    // not depend on the bands), each output word the rounded mean of its four samples'
+    // words clamped to what a channel shows.
+    let options = ObjOptions {
+        width: 80,
+        height: 60,
+        ..ObjOptions::default()
+    };
+    let scene = load_obj_text(&obj, Path::new("sphere.obj"), &MemoryAssets(&[]), &options)
+        .unwrap()
+        .scene;
+    let samples = render(
+        &scene,
+        &RenderOptions {
+            rom: theia::core::RomVariant::Fixed,
+            ..RenderOptions::default()
+        },
+    )
+    .unwrap()
+    .frame;
+    let mut lit = 0;
+    for y in 0..30 {
+        for x in 0..40 {
+            let expected = [0, 1, 2].map(|c| {
+                let sample = |dx: usize, dy: usize| {
+                    let word = samples.words[((2 * y + dy) * 80 + 2 * x + dx) * 3 + c];
+                    if word as i32 >= 0 {
+                        word.min(0x1FFFF)
+                    } else {
+                        0x1FFFF
+                    }
+                };
+                let sum = sample(0, 0) + sample(1, 0) + sample(0, 1) + sample(1, 1);
+                theia::image::channel_byte((sum + 2) / 4)
+            });
+            lit += usize::from(expected != [0; 3]);
+            assert_eq!(image.pixel(x as u32, y as u32), expected, "({x}, {y})");
+        }
+    }
+    assert!(lit > 200, "{lit} pixels show the sphere");
+    let output = theia(dir.path(), &["render", "sphere.obj", "--ssaa", "5"]);
+    assert_eq!(output.status.code(), Some(2));
+    assert!(
+        text(&output.stderr).contains("1 to 4"),
+        "{}",
+        text(&output.stderr)
+    );
+}

@@ -8,7 +8,7 @@ use theia::core::RomVariant;
 use theia::image::Rgb8;
 use theia::machine::{render, RenderOptions};
 use theia::scene::generate::uv_sphere_obj;
-use theia::scene::obj::{default_scene, load_obj, load_obj_text, ObjOptions};
+use theia::scene::obj::{default_scene, load_obj, load_obj_text, ObjOptions, ViewPreset};
 use theia::scene::{Partition, Scene};
 
 const RED: [u8; 3] = [255, 0, 0];
@@ -205,6 +205,8 @@ fn quad_options() -> ObjOptions {
         height: 64,
         camera: Some([0.0, 0.0, 4.0]),
         look_at: Some([0.0, 0.0, 0.0]),
+        // The ROM's own texture colour, unlit.
+        flat: true,
         ..Default::default()
     }
 }
@@ -349,6 +351,7 @@ f 5/1 7/2 8/3 6/4
             camera: Some([0.0, 0.0, 6.0]),
             look_at: Some([0.0, 0.0, 0.0]),
             fov_degrees: 25.0,
+            flat: true,
             ..Default::default()
         },
     )
@@ -707,5 +710,141 @@ fn geometry_behind_the_camera_and_clamped_atlas_coordinates_warn() {
     assert_eq!(
         loaded.notes,
         ["warning: 2 triangles span more than one repeat of their texture; an atlas tile cannot repeat, so their texture coordinates are clamped to the tile (repeat with geometry, or use a single texture)"]
+    );
+}
+
+/// A closed cube from -1 to 1 whose six faces have their own colour, seen from outside
+/// and from inside (each quad is one face, both of its sides the same colour).
+fn coloured_cube() -> (String, Vec<u8>) {
+    /// A face: its name, colour and corners.
+    type Face = (&'static str, [u8; 3], [[i32; 3]; 4]);
+    let faces: [Face; 6] = [
+        (
+            "front",
+            [255, 0, 0],
+            [[-1, -1, 1], [1, -1, 1], [1, 1, 1], [-1, 1, 1]],
+        ),
+        (
+            "back",
+            [0, 255, 0],
+            [[-1, -1, -1], [-1, 1, -1], [1, 1, -1], [1, -1, -1]],
+        ),
+        (
+            "right",
+            [0, 0, 255],
+            [[1, -1, -1], [1, 1, -1], [1, 1, 1], [1, -1, 1]],
+        ),
+        (
+            "left",
+            [255, 255, 0],
+            [[-1, -1, -1], [-1, -1, 1], [-1, 1, 1], [-1, 1, -1]],
+        ),
+        (
+            "top",
+            [255, 255, 255],
+            [[-1, 1, -1], [-1, 1, 1], [1, 1, 1], [1, 1, -1]],
+        ),
+        (
+            "bottom",
+            [0, 255, 255],
+            [[-1, -1, -1], [1, -1, -1], [1, -1, 1], [-1, -1, 1]],
+        ),
+    ];
+    let mut obj = String::from("mtllib cube.mtl\n");
+    let mut mtl = String::new();
+    for (n, (name, rgb, corners)) in faces.iter().enumerate() {
+        let [r, g, b] = rgb.map(|c| f64::from(c) / 255.0);
+        mtl += &format!("newmtl {name}\nKd {r} {g} {b}\n");
+        for [x, y, z] in corners {
+            obj += &format!("v {x} {y} {z}\n");
+        }
+        let i = 4 * n + 1;
+        obj += &format!("usemtl {name}\nf {i} {} {} {}\n", i + 1, i + 2, i + 3);
+    }
+    (obj, mtl.into_bytes())
+}
+
+#[test]
+fn view_presets_look_at_the_named_face_from_outside_and_inside() {
+    let (obj, mtl) = coloured_cube();
+    let dir = scene_dir(&[("cube.obj", obj.as_bytes()), ("cube.mtl", &mtl)]);
+    let image = |view: ViewPreset, inside: bool| {
+        let options = ObjOptions {
+            width: 32,
+            height: 32,
+            view,
+            inside,
+            flat: true,
+            ..ObjOptions::default()
+        };
+        let scene = load_obj(&dir.path().join("cube.obj"), &options)
+            .unwrap()
+            .scene;
+        let image = rgb(&scene, &RenderOptions::default());
+        preview(&image, &format!("cube_{view:?}_{inside}"));
+        image
+    };
+    let centre = |view, inside| image(view, inside).pixel(16, 16);
+    // Flat tiles come out exact: Kd 1.0 is 255.
+    for (view, outside, inside) in [
+        (ViewPreset::Front, [255, 0, 0], [0, 255, 0]),
+        (ViewPreset::Back, [0, 255, 0], [255, 0, 0]),
+        (ViewPreset::Right, [0, 0, 255], [255, 255, 0]),
+        (ViewPreset::Left, [255, 255, 0], [0, 0, 255]),
+        (ViewPreset::Top, [255, 255, 255], [0, 255, 255]),
+        (ViewPreset::Bottom, [0, 255, 255], [255, 255, 255]),
+    ] {
+        assert_eq!(centre(view, false), outside, "{view:?} from outside");
+        // With the faithful ROM: the face behind the inside camera is left out, or BIU
+        // (no t > 0 test) would show it everywhere.
+        assert_eq!(centre(view, true), inside, "{view:?} from inside");
+    }
+    // Iso sees the front, right and top faces from outside; from inside, through the
+    // front face, the back, left and bottom ones (among others).
+    let colours = |image: Rgb8| {
+        let mut seen: Vec<[u8; 3]> = image.data.chunks(3).map(|c| [c[0], c[1], c[2]]).collect();
+        seen.sort();
+        seen.dedup();
+        seen
+    };
+    // (Misses are red or, at a core's first pixel, black.)
+    let (near, far) = (
+        [[255, 0, 0], [0, 0, 255], [255, 255, 255]],
+        [[0, 255, 0], [255, 255, 0], [0, 255, 255]],
+    );
+    let outside = colours(image(ViewPreset::Iso, false));
+    assert!(
+        near.iter().all(|face| outside.contains(face)),
+        "{outside:?}"
+    );
+    assert!(
+        !far.iter().any(|face| outside.contains(face)),
+        "{outside:?}"
+    );
+    let inside = colours(image(ViewPreset::Iso, true));
+    assert!(far.iter().all(|face| inside.contains(face)), "{inside:?}");
+    assert!(!inside.contains(&[255, 0, 0]), "{inside:?}");
+}
+
+#[test]
+fn textured_obj_scenes_are_lit_unless_flat() {
+    let scene = |flat: bool| {
+        let options = ObjOptions {
+            flat,
+            ..quad_options()
+        };
+        load_obj_text(
+            QUAD_OBJ,
+            Path::new("quad.obj"),
+            &theia::scene::obj::MemoryAssets(&[]),
+            &options,
+        )
+        .unwrap()
+        .scene
+    };
+    assert_eq!(scene(true).program, None);
+    assert_eq!(
+        scene(false).program.as_deref(),
+        Some(theia::scene::obj::lighting_program())
     );
 }

@@ -547,54 +547,101 @@ fn check_lambert(scenes: &[(&str, Scene)]) {
     }
 }
 
-/// An untextured OBJ scene, lit (its default) or flat.
-fn untextured_scene(obj: &str, size: u32, flat: bool) -> Scene {
+/// An OBJ scene (textures from `assets`), lit (its default) or flat.
+fn obj_scene(obj: &str, assets: &MemoryAssets, size: u32, flat: bool) -> Scene {
     let options = ObjOptions {
         width: size,
         height: size,
         flat,
         ..ObjOptions::default()
     };
-    load_obj_text(
-        obj,
-        Path::new("untextured.obj"),
-        &MemoryAssets(&[]),
-        &options,
-    )
-    .unwrap()
-    .scene
+    load_obj_text(obj, Path::new("model.obj"), assets, &options)
+        .unwrap()
+        .scene
+}
+
+/// The unit vector of `v` as the shaders compute it: MAG, then DIV in each lane.
+fn unit(v: Vec3) -> Vec3 {
+    let length = alu::vector_magnitude(v);
+    v.map(|c| alu::div(c, length))
+}
+
+/// The shaders' face normal of the triangle `hit` names: both edges to unit length, their
+/// CROSS to unit length.
+fn unit_normal(scene: &Scene, hit: &Hit) -> Vec3 {
+    let record = hit.record(scene);
+    let e1 = unit(lanes2(record[2], record[0], alu::sub));
+    let e2 = unit(lanes2(record[4], record[0], alu::sub));
+    unit(alu::cross(e1, e2))
+}
+
+/// The same normal in floating point, from the triangle's vertices, unit length.
+fn real_normal(scene: &Scene, hit: &Hit) -> [f64; 3] {
+    let record = hit.record(scene);
+    let v = |i: usize| record[i].map(as_f64);
+    let (a, b) = (
+        [0, 1, 2].map(|i| v(2)[i] - v(0)[i]),
+        [0, 1, 2].map(|i| v(4)[i] - v(0)[i]),
+    );
+    let n = [
+        a[1] * b[2] - a[2] * b[1],
+        a[2] * b[0] - a[0] * b[2],
+        a[0] * b[1] - a[1] * b[0],
+    ];
+    let length = dot_f64(n, n).sqrt();
+    n.map(|c| c / length)
+}
+
+fn dot_f64(a: [f64; 3], b: [f64; 3]) -> f64 {
+    a[0] * b[0] + a[1] * b[1] + a[2] * b[2]
+}
+
+/// Every hit pixel of `lit` is `plain`'s colour times `factor(k, hit)` (MUL per lane),
+/// every miss keeps `plain`'s colour; `real(k, hit)` is the factor in floating point,
+/// which the fixed-point one must stay within `tolerance` of.
+fn assert_lit(
+    name: &str,
+    (plain, lit): (&Scene, &Scene),
+    factor: impl Fn(usize, &Hit) -> u32,
+    real: impl Fn(usize, &Hit) -> f64,
+    tolerance: f64,
+) {
+    let hits = hits(lit);
+    assert!(hits.iter().filter(|h| h.is_some()).count() > 1000, "{name}");
+    let (unlit, shaded) = (frame(plain, None), frame(lit, None));
+    assert_pixels(name, &unlit, &shaded, |k, colour| match &hits[k] {
+        Some(hit) => {
+            let f = factor(k, hit);
+            colour.map(|c| alu::mul(c, f))
+        }
+        None => colour,
+    });
+    for (k, hit) in hits.iter().enumerate() {
+        let Some(hit) = hit else { continue };
+        let (fixed, real) = (as_f64(factor(k, hit)), real(k, hit));
+        assert!(
+            (fixed - real).abs() < tolerance,
+            "{name}: pixel {k}: {fixed} vs {real}"
+        );
+    }
 }
 
 #[test]
-fn untextured_obj_scenes_are_lit_by_the_headlight_shader() {
+fn headlight_lights_by_the_angle_to_the_eye() {
     let (ambient, headlight) = (q(0.2), q(0.8));
     let objs = [
         ("sphere", uv_sphere_obj(24, 12)),
         ("bumpy", displaced_icosphere_obj(3, 0.1)),
     ];
     for (name, obj) in objs {
-        let flat = untextured_scene(&obj, 64, true);
-        let lit = untextured_scene(&obj, 64, false);
-        assert_eq!(flat.program, None, "{name}: --flat keeps the ROM's shader");
-        assert_eq!(
-            lit.program.as_deref(),
-            Some(&shader("headlight.shdr").imem[..])
-        );
-        let plain = frame(&flat, None);
-        let shaded = frame(&lit, None);
-        let hits = hits(&lit);
-        assert!(hits.iter().filter(|h| h.is_some()).count() > 1000, "{name}");
-        let unit = |v: Vec3| {
-            let length = alu::vector_magnitude(v);
-            v.map(|c| alu::div(c, length))
+        let plain = obj_scene(&obj, &MemoryAssets(&[]), 64, true);
+        let lit = Scene {
+            program: Some(shader("headlight.shdr").imem),
+            ..plain.clone()
         };
+        let ray = |k: usize| primary_ray(&lit, k as u32 % 64, k as u32 / 64);
         let factor = |k: usize, hit: &Hit| {
-            let record = hit.record(&lit);
-            let e1 = unit(lanes2(record[2], record[0], alu::sub));
-            let e2 = unit(lanes2(record[4], record[0], alu::sub));
-            let n = unit(alu::cross(e1, e2));
-            let d = unit(primary_ray(&lit, k as u32 % 64, k as u32 / 64));
-            let cosine = alu::dot(n, d);
+            let cosine = alu::dot(unit_normal(&lit, hit), unit(ray(k)));
             let cosine = if cosine as i32 > 0 {
                 cosine
             } else {
@@ -602,36 +649,83 @@ fn untextured_obj_scenes_are_lit_by_the_headlight_shader() {
             };
             alu::add(alu::mul(cosine, headlight), ambient)
         };
-        assert_pixels(name, &plain, &shaded, |k, colour| match &hits[k] {
-            Some(hit) => {
-                let f = factor(k, hit);
-                colour.map(|c| alu::mul(c, f))
+        let real = |k: usize, hit: &Hit| {
+            let d = ray(k).map(as_f64);
+            let cosine = dot_f64(real_normal(&lit, hit), d) / dot_f64(d, d).sqrt();
+            0.2 + 0.8 * cosine.abs()
+        };
+        assert_lit(name, (&plain, &lit), factor, real, 0.01);
+    }
+}
+
+/// A 16x16 PNG of coloured stripes, for a textured test model.
+fn stripes_png() -> &'static [u8] {
+    let mut image = ::image::RgbImage::new(16, 16);
+    for (x, y, pixel) in image.enumerate_pixels_mut() {
+        *pixel = ::image::Rgb([
+            (x * 16) as u8,
+            255 - (y * 12) as u8,
+            40 + ((x + y) % 4 * 50) as u8,
+        ]);
+    }
+    let mut bytes = Vec::new();
+    image
+        .write_to(
+            &mut std::io::Cursor::new(&mut bytes),
+            ::image::ImageFormat::Png,
+        )
+        .unwrap();
+    Box::leak(bytes.into_boxed_slice())
+}
+
+#[test]
+fn obj_scenes_textured_or_not_are_lit_by_key_and_fill_lights() {
+    let key = [q(-0.6), q(0.64), q(0.48)];
+    let fill = [q(0.64), q(-0.48), q(0.6)];
+    let (ambient, key_weight, fill_weight) = (q(0.15), q(0.8), q(0.3));
+    let textured = format!(
+        "mtllib stripes.mtl\nusemtl stripes\n{}",
+        uv_sphere_obj(24, 12)
+    );
+    let assets = MemoryAssets(Box::leak(Box::new([
+        (
+            "stripes.mtl",
+            b"newmtl stripes\nKd 1 1 1\nmap_Kd stripes.png\n" as &[u8],
+        ),
+        ("stripes.png", stripes_png()),
+    ])));
+    let objs = [
+        ("textured sphere", textured),
+        ("bumpy", displaced_icosphere_obj(3, 0.1)),
+    ];
+    for (name, obj) in objs {
+        let plain = obj_scene(&obj, &assets, 64, true);
+        let lit = obj_scene(&obj, &assets, 64, false);
+        assert_eq!(plain.program, None, "{name}: --flat keeps the ROM's shader");
+        assert_eq!(
+            lit.program.as_deref(),
+            Some(&shader("key_fill.shdr").imem[..]),
+            "{name}"
+        );
+        let ray = |k: usize| primary_ray(&lit, k as u32 % 64, k as u32 / 64);
+        let positive = |x: u32| if x as i32 > 0 { x } else { 0 };
+        let factor = |k: usize, hit: &Hit| {
+            let mut n = unit_normal(&lit, hit);
+            if alu::dot(n, ray(k)) as i32 > 0 {
+                n = n.map(alu::neg);
             }
-            None => colour,
-        });
-        // The same light in floating point: |cos| between the face normal and the ray.
-        for (k, hit) in hits.iter().enumerate() {
-            let Some(hit) = hit else { continue };
-            let record = hit.record(&lit);
-            let v = |i: usize| record[i].map(as_f64);
-            let (a, b) = (
-                [0, 1, 2].map(|i| v(2)[i] - v(0)[i]),
-                [0, 1, 2].map(|i| v(4)[i] - v(0)[i]),
-            );
-            let n = [
-                a[1] * b[2] - a[2] * b[1],
-                a[2] * b[0] - a[0] * b[2],
-                a[0] * b[1] - a[1] * b[0],
-            ];
-            let d = primary_ray(&lit, k as u32 % 64, k as u32 / 64).map(as_f64);
-            let dot = n[0] * d[0] + n[1] * d[1] + n[2] * d[2];
-            let length = |x: [f64; 3]| (x[0] * x[0] + x[1] * x[1] + x[2] * x[2]).sqrt();
-            let real = 0.2 + 0.8 * (dot / (length(n) * length(d))).abs();
-            let fixed = as_f64(factor(k, hit));
-            assert!(
-                (fixed - real).abs() < 0.01,
-                "{name}: pixel {k}: {fixed} vs {real}"
-            );
-        }
+            let keyed = alu::mul(positive(alu::dot(n, key)), key_weight);
+            let filled = alu::mul(positive(alu::dot(n, fill)), fill_weight);
+            alu::add(alu::add(keyed, filled), ambient)
+        };
+        let real = |k: usize, hit: &Hit| {
+            let mut n = real_normal(&lit, hit);
+            if dot_f64(n, ray(k).map(as_f64)) > 0.0 {
+                n = n.map(|c| -c);
+            }
+            let light = |l: [f64; 3]| dot_f64(n, l).max(0.0);
+            0.15 + 0.8 * light([-0.6, 0.64, 0.48]) + 0.3 * light([0.64, -0.48, 0.6])
+        };
+        assert_lit(name, (&plain, &lit), factor, real, 0.01);
     }
 }

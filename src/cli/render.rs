@@ -17,6 +17,7 @@ use super::Outcome;
 use theia::image::partial::{PartialHeader, PartialImage};
 use theia::image::{write_atomically, write_frame};
 use theia::machine::fingerprint::Fingerprint;
+use theia::machine::ssaa::box_filter;
 use theia::machine::{Band, Machine, Render, RenderError, RenderOptions};
 
 #[derive(Args)]
@@ -33,6 +34,10 @@ pub struct RenderArgs {
     /// Render again whenever the scene or the shader file changes
     #[arg(long, conflicts_with_all = ["band", "orbit"])]
     pub watch: bool,
+    /// Supersampling: each pixel is the mean of K x K samples the emulated GPU renders at
+    /// K times the resolution (1 to 4)
+    #[arg(long, value_name = "K", default_value_t = 1)]
+    pub ssaa: u32,
     #[command(flatten)]
     pub shader: ShaderArgs,
     /// Render only band K (from 0) of N: the emulated cores split into N contiguous
@@ -46,6 +51,8 @@ pub struct RenderArgs {
 
 /// Renders shorter than this never show a progress bar.
 const PROGRESS_DELAY: Duration = Duration::from_secs(1);
+/// Loading that takes at least this long is named in the summary.
+const SHOW_LOAD_TIME: Duration = Duration::from_millis(500);
 
 pub fn run(args: RenderArgs) -> anyhow::Result<Outcome> {
     if args.watch {
@@ -71,7 +78,9 @@ pub fn run(args: RenderArgs) -> anyhow::Result<Outcome> {
     let mut shader = None;
     let mut noted = std::collections::HashSet::new();
     for job in &jobs {
-        let loaded = args.scene.load_turned(job.index.map(|_| job.degrees))?;
+        let loaded =
+            args.scene
+                .load_frame(job.index.map(|_| job.degrees), args.ssaa, !args.quiet)?;
         // Most loader notes are the same for every frame of an orbit: each is said once.
         if !args.quiet {
             let new: Vec<String> = loaded
@@ -109,7 +118,7 @@ impl RenderArgs {
 
 /// Loads the scene (and shader), renders one frame and writes it.
 pub fn render_once(args: &RenderArgs) -> anyhow::Result<()> {
-    let loaded = args.scene.load()?;
+    let loaded = args.scene.load_frame(None, args.ssaa, !args.quiet)?;
     if !args.quiet {
         print_notes(&loaded.notes);
     }
@@ -130,10 +139,14 @@ fn render_frame(
     job: &FrameJob,
 ) -> anyhow::Result<()> {
     let output = &job.output;
-    let options = RenderOptions {
+    let mut options = RenderOptions {
         band: args.band,
         ..args.scene.render_options(shader)?
     };
+    if loaded.ssaa.is_some() {
+        // The sample scene's partitions are already the output's bands, scaled.
+        options.cores = None;
+    }
     let machine = Machine::new(&loaded.scene, &options)?;
     if let (Err(refusal), false) = (
         &machine.culler,
@@ -144,21 +157,39 @@ fn render_frame(
     if let (Err(refusal), false) = (&machine.accel, args.quiet) {
         eprintln!("note: {refusal}; each triangle is tested at each pixel");
     }
+    // With --ssaa the machine renders samples; the image and its bands are the output's.
+    let (width, height, output_partitions, factor) = match &loaded.ssaa {
+        Some(ssaa) => (
+            loaded.scene.width() / ssaa.factor,
+            loaded.scene.height() / ssaa.factor,
+            ssaa.output_partitions.clone(),
+            ssaa.factor,
+        ),
+        None => (
+            loaded.scene.width(),
+            loaded.scene.height(),
+            machine.partitions.clone(),
+            1,
+        ),
+    };
     let band = match args.band {
         Some(band) => {
             let mut print = Fingerprint::of_render(&machine, &options);
             args.shader.add_to_fingerprint(&mut print)?;
             Some(PartialHeader {
                 fingerprint: print.hex(),
-                width: loaded.scene.width(),
-                height: loaded.scene.height(),
+                width,
+                height,
                 band,
-                partitions: machine.partitions.clone(),
+                partitions: output_partitions,
             })
         }
         None => None,
     };
-    let render = render_with_progress(&machine, !args.quiet)?;
+    let mut render = render_with_progress(&machine, !args.quiet)?;
+    if let Some(ssaa) = &loaded.ssaa {
+        render.frame = box_filter(&render.frame, ssaa.factor, ssaa.output_partitions.clone());
+    }
     match band {
         Some(header) => {
             create_parent(output)?;
@@ -170,7 +201,10 @@ fn render_frame(
     if !args.quiet {
         let band = args.band.map(|band| BandRun {
             band,
-            rows: machine.active_rows(),
+            rows: {
+                let rows = machine.active_rows();
+                rows.start / factor..rows.end / factor
+            },
             cores: machine.active.clone(),
             of: machine.partitions.len(),
         });
@@ -281,8 +315,22 @@ pub fn summary(
             "instruction count not available with the acceleration structure (--accel cull counts exactly){culled}, {seconds:.3} s"
         )
     };
+    let samples = match &loaded.ssaa {
+        Some(ssaa) => format!(
+            " ({} samples each, {}x{} rendered)",
+            ssaa.factor * ssaa.factor,
+            loaded.scene.width(),
+            loaded.scene.height()
+        ),
+        None => String::new(),
+    };
+    let loading = if loaded.elapsed >= SHOW_LOAD_TIME {
+        format!(", loaded in {:.2} s", loaded.elapsed.as_secs_f64())
+    } else {
+        String::new()
+    };
     format!(
-        "{}: {size}, {} triangles, {cores}, {cost}{artifacts}",
+        "{}: {size}{samples}, {} triangles{loading}, {cores}, {cost}{artifacts}",
         output.display(),
         loaded.scene.triangles.len(),
     )

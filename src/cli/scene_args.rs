@@ -1,17 +1,25 @@
 //! Scene selection shared by the commands that run the machine (`render`, `trace`):
 //! which scene, how to frame it, which ROM, which shader.
 
+use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
+
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 use anyhow::bail;
 use clap::Args;
 
 use super::shader::Shader;
 use theia::core::RomVariant;
+use theia::machine::ssaa::{sample_partitions, sample_scene, validate_factor};
 use theia::machine::{AccelMode, RenderOptions};
 use theia::scene::mem::load_scene_dir;
-use theia::scene::obj::{default_scene, load_obj, ObjOptions};
-use theia::scene::Scene;
+use theia::scene::obj::{
+    default_scene, load_obj_with_progress, LoadProgress, ObjOptions, ViewPreset, INSIDE_FOV_DEGREES,
+};
+use theia::scene::{Partition, Scene};
 
 /// Row bands an OBJ scene is split into when `--cores` is not given: the hardware's four
 /// cores, so the image does not depend on the host's thread count.
@@ -38,11 +46,21 @@ pub struct SceneArgs {
     /// Point the camera looks at [default: the centre of the model]
     #[arg(long, value_name = "X,Y,Z", value_parser = parse_point)]
     pub look_at: Option<[f32; 3]>,
-    /// Vertical field of view in degrees (OBJ scenes) [default: 40]
+    /// Where the fitted camera looks from: front (+z), back, left (-x), right, top (+y),
+    /// bottom or iso (front-right-above at equal angles), for a model with +y up facing +z
+    /// [default: front-right-above]
+    #[arg(long, value_name = "VIEW", conflicts_with = "camera")]
+    pub view: Option<ViewPreset>,
+    /// Put the camera inside the model's bounds, just inside the face --view looks
+    /// through, looking at the centre (rooms, closed boxes); triangles wholly behind it are
+    /// left out
+    #[arg(long, conflicts_with = "camera")]
+    pub inside: bool,
+    /// Vertical field of view in degrees (OBJ scenes) [default: 40, 60 with --inside]
     #[arg(long, value_name = "DEG")]
     pub fov: Option<f32>,
-    /// Untextured OBJ scenes: show the material colours unlit, as the ROM's own pixel
-    /// shader does, instead of lighting them with shaders/headlight.shdr
+    /// OBJ scenes: show the texture and material colours unlit, as the ROM's own pixel
+    /// shader does, instead of lighting them with shaders/key_fill.shdr
     #[arg(long)]
     pub flat: bool,
     /// Microcode ROM: `faithful` (the hardware's, defects included) or `fixed` (correct
@@ -86,6 +104,18 @@ pub struct LoadedScene {
     pub scene: Scene,
     /// Loader notes (resampled textures, fallbacks), for stderr.
     pub notes: Vec<String>,
+    /// Supersampling: `scene` is the sample image of `factor` times the output's
+    /// resolution, with partitions already scaled from `output_partitions` (so the render
+    /// must not split it into bands again).
+    pub ssaa: Option<Ssaa>,
+    /// How long loading took.
+    pub elapsed: Duration,
+}
+
+/// What turns a supersampled render back into the output image.
+pub struct Ssaa {
+    pub factor: u32,
+    pub output_partitions: Vec<Partition>,
 }
 
 fn parse_point(text: &str) -> Result<[f32; 3], String> {
@@ -104,29 +134,83 @@ fn parse_point(text: &str) -> Result<[f32; 3], String> {
 impl SceneArgs {
     /// Loads the scene the arguments name.
     pub fn load(&self) -> anyhow::Result<LoadedScene> {
-        self.load_turned(None)
+        self.load_frame(None, 1, false)
     }
 
-    /// Loads the scene with the camera turned `orbit_degrees` about the vertical axis
-    /// (`--orbit`; OBJ scenes only).
-    pub fn load_turned(&self, orbit_degrees: Option<f64>) -> anyhow::Result<LoadedScene> {
-        let options = ObjOptions {
+    /// Loads the scene the arguments name, as the sample image of `--ssaa factor` when the
+    /// factor is over 1 ([`theia::machine::ssaa`]): an OBJ scene is fitted at `factor`
+    /// times the resolution (so CPPU's division stays exact), an original scene keeps its
+    /// window at `factor` times the resolution; either way the bands are the output's
+    /// (`--cores N`, or the scene's own) scaled to the samples.
+    /// `orbit_degrees`: the camera turned about the vertical axis (`--orbit`; OBJ scenes
+    /// only). `progress`: draw a progress bar on stderr while an OBJ file loads (only on a
+    /// terminal, only when loading takes over [`LOAD_PROGRESS_DELAY`]).
+    pub fn load_frame(
+        &self,
+        orbit_degrees: Option<f64>,
+        factor: u32,
+        progress: bool,
+    ) -> anyhow::Result<LoadedScene> {
+        validate_factor(factor).map_err(anyhow::Error::msg)?;
+        let start = Instant::now();
+        let (scene, notes) = self.load_scene(orbit_degrees, factor, progress)?;
+        if factor == 1 {
+            return Ok(LoadedScene {
+                scene,
+                notes,
+                ssaa: None,
+                elapsed: start.elapsed(),
+            });
+        }
+        let (width, height) = (scene.width() / factor, scene.height() / factor);
+        let is_obj = self.scene.as_ref().is_none_or(|path| !path.is_dir());
+        let output_partitions = match self.cores {
+            Some(0) => bail!("--cores must be at least 1"),
+            Some(cores) => Partition::bands(width, height, cores),
+            None if is_obj => Partition::bands(width, height, DEFAULT_OBJ_CORES),
+            None => scene.partitions.clone(),
+        };
+        let scene = if is_obj {
+            Scene {
+                partitions: sample_partitions(&output_partitions, factor)
+                    .map_err(anyhow::Error::msg)?,
+                ..scene
+            }
+        } else {
+            sample_scene(&scene, factor, &output_partitions).map_err(anyhow::Error::msg)?
+        };
+        Ok(LoadedScene {
+            scene,
+            notes,
+            ssaa: Some(Ssaa {
+                factor,
+                output_partitions,
+            }),
+            elapsed: start.elapsed(),
+        })
+    }
+
+    /// The scene and the loader's notes; OBJ scenes at `factor` times the resolution, the
+    /// camera turned `orbit_degrees`.
+    fn load_scene(
+        &self,
+        orbit_degrees: Option<f64>,
+        factor: u32,
+        progress: bool,
+    ) -> anyhow::Result<(Scene, Vec<String>)> {
+        let mut options = ObjOptions {
             orbit_degrees: orbit_degrees.unwrap_or(0.0),
             ..self.obj_options()
         };
+        options.width *= factor;
+        options.height *= factor;
         let Some(path) = &self.scene else {
             let loaded = default_scene::load(&options)?;
-            return Ok(LoadedScene {
-                scene: loaded.scene,
-                notes: loaded.notes,
-            });
+            return Ok((loaded.scene, loaded.notes));
         };
         if path.is_dir() {
             self.reject_obj_only_flags(path, orbit_degrees.is_some())?;
-            return Ok(LoadedScene {
-                scene: load_scene_dir(path)?,
-                notes: Vec::new(),
-            });
+            return Ok((load_scene_dir(path)?, Vec::new()));
         }
         let is_obj = path
             .extension()
@@ -140,11 +224,17 @@ impl SceneArgs {
                 path.display()
             );
         }
-        let loaded = load_obj(path, &options)?;
-        Ok(LoadedScene {
-            scene: loaded.scene,
-            notes: loaded.notes,
-        })
+        let counter = LoadProgress::default();
+        let loaded = std::thread::scope(|scope| {
+            let worker = scope.spawn(|| load_obj_with_progress(path, &options, &counter));
+            if progress && std::io::stderr().is_terminal() {
+                draw_load_progress(&worker, &counter);
+            }
+            worker
+                .join()
+                .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+        })?;
+        Ok((loaded.scene, loaded.notes))
     }
 
     /// Whether a change to `file` can change the scene: for an original scene a `.mem`
@@ -194,7 +284,13 @@ impl SceneArgs {
             height: self.height.unwrap_or(defaults.height),
             camera: self.camera,
             look_at: self.look_at,
-            fov_degrees: self.fov.unwrap_or(defaults.fov_degrees),
+            view: self.view.unwrap_or_default(),
+            inside: self.inside,
+            fov_degrees: self.fov.unwrap_or(if self.inside {
+                INSIDE_FOV_DEGREES
+            } else {
+                defaults.fov_degrees
+            }),
             cores: self.cores.unwrap_or(DEFAULT_OBJ_CORES),
             flat: self.flat,
             ..defaults
@@ -208,6 +304,8 @@ impl SceneArgs {
             ("--height", self.height.is_some()),
             ("--camera", self.camera.is_some()),
             ("--look-at", self.look_at.is_some()),
+            ("--view", self.view.is_some()),
+            ("--inside", self.inside),
             ("--fov", self.fov.is_some()),
             ("--flat", self.flat),
         ]
@@ -239,6 +337,38 @@ impl SceneArgs {
             max_steps: self.max_steps,
             ..self.accel_mode().apply(RenderOptions::default())
         })
+    }
+}
+
+/// Loads shorter than this never show a progress bar.
+pub const LOAD_PROGRESS_DELAY: Duration = Duration::from_millis(500);
+
+/// Draws a bar of `counter` on stderr until `worker` ends, from [`LOAD_PROGRESS_DELAY`] on.
+fn draw_load_progress<T>(worker: &std::thread::ScopedJoinHandle<'_, T>, counter: &LoadProgress) {
+    let start = Instant::now();
+    let mut bar: Option<ProgressBar> = None;
+    while !worker.is_finished() {
+        std::thread::sleep(Duration::from_millis(50));
+        if bar.is_none() && start.elapsed() >= LOAD_PROGRESS_DELAY {
+            let new = ProgressBar::with_draw_target(
+                Some(counter.total.load(Ordering::Relaxed)),
+                ProgressDrawTarget::stderr(),
+            );
+            new.set_style(
+                ProgressStyle::with_template(
+                    "{spinner} loading [{elapsed_precise}] {wide_bar} {percent}%",
+                )
+                .expect("the template is valid"),
+            );
+            bar = Some(new);
+        }
+        if let Some(bar) = &bar {
+            bar.set_length(counter.total.load(Ordering::Relaxed));
+            bar.set_position(counter.done.load(Ordering::Relaxed));
+        }
+    }
+    if let Some(bar) = bar {
+        bar.finish_and_clear();
     }
 }
 

@@ -299,7 +299,7 @@ pub fn rescale(a: u32) -> u32 {
     a << 17
 }
 
-/// SWIZZLE3D: result.c = b[lanes(code)[c]] for the 22 named codes; other codes give (0,0,0).
+/// SWIZZLE3D: result.c = b\[lanes(code)\[c\]\] for the 22 named codes; other codes give (0,0,0).
 #[inline(always)]
 pub fn swizzle(b: Vec3, code: u32) -> Vec3 {
     match crate::isa::registers::SWIZZLE_LANES.get(code as usize) {

@@ -1,7 +1,7 @@
 //! One core's execution unit: the register banks with the hardware's address decoding, the
 //! swap-memory copies, operand forwarding and the ALU dispatch. What the control unit does
 //! (routine start, CALL/RET, RETURN, OMWRITE, the watchdog budget) is
-//! [`control`](super::control)'s, shared with lock-step groups.
+//! `control`'s, shared with lock-step groups.
 
 use super::alu::Vec3;
 use super::control::{self, Routine};

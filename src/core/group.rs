@@ -9,7 +9,7 @@
 //! forward branch meet again at the join (the usual "minimum PC" rule of SIMT machines).
 //! A lane not in the running group keeps its registers: results are blended in by mask.
 //! What each instruction does to a lane's control state (routine start, CALL/RET, RETURN,
-//! OMWRITE, the watchdog budget) is [`control`](super::control)'s, as for a lone core; only
+//! OMWRITE, the watchdog budget) is `control`'s, as for a lone core; only
 //! the scheduling of lanes is the group's own.
 //!
 //! The hot opcodes of the ROM (SUB, ADD, DIV, DOT, CROSS, SET, ZERO, COPY, branches) run

@@ -7,7 +7,7 @@
 //! interpreter's program counter is a slot index and its working set is a few kilobytes
 //! instead of a 64K-entry table.
 //!
-//! Each slot is decoded twice into an [`Op`], once per swap-memory parity: the register
+//! Each slot is decoded twice into an `Op`, once per swap-memory parity: the register
 //! rows an instruction reads and writes are then fixed numbers (bank-1 addresses already
 //! pointing at the copy the execution unit sees), and results the hardware writes nowhere
 //! (bank 0, or opcodes that never write) go to a latch row only forwarding reads.

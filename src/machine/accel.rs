@@ -65,7 +65,7 @@ pub const TILE: u32 = 4;
 /// (a premise of culling) and run each ROM word at most twice.
 pub const MAX_MAIN_INSTRUCTIONS: u64 = 1024;
 
-/// A tile: its candidates (a range of [`Accel::candidates`], ascending) and the triangles
+/// A tile: its candidates (a range of `Accel::candidates`, ascending) and the triangles
 /// it skips without testing: those whose exit is known, with their instructions, and
 /// those rejected at an exit that depends on the pixel.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]

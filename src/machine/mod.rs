@@ -9,6 +9,7 @@ pub mod band;
 pub mod cull;
 pub mod fingerprint;
 pub mod hits;
+pub mod ssaa;
 
 use std::ops::Range;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};

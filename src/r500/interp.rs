@@ -156,7 +156,7 @@ pub struct Pixel {
     pub temps: [[f32; 4]; TEMPS],
     pub outs: [[f32; 4]; TARGETS],
     pub depth: f32,
-    /// Bit k: out[k] was written; bit 4: depth was written.
+    /// Bit k: out\[k\] was written; bit 4: depth was written.
     pub written: u8,
     /// Predicate bits r, g, b, a.
     pub predicate: [bool; 4],
@@ -693,7 +693,7 @@ impl PixelStage for Program {
         "R500"
     }
 
-    /// temp[0..3] = the four standard inputs, tex[0] = the texture memory; out[0].rgb is
+    /// temp\[0..3\] = the four standard inputs, tex\[0\] = the texture memory; out\[0\].rgb is
     /// the colour (clamped, as an OMWRITE). A killed pixel writes nothing.
     fn shade(&self, core: &mut dyn ShadingCore) -> Result<(), Fault> {
         let mut pixel = Pixel::default();

@@ -1,5 +1,5 @@
 //! ATI R500 (Radeon X1000) fragment programs, "US" microcode (spec foreign_isas Part A):
-//! the field table ([`fields`]) drives the decoder ([`decode`]), the disassembler
+//! the field table ([`fields`]) drives the decoder ([`decode`](mod@decode)), the disassembler
 //! ([`disasm`]) and the assembler ([`asm`]); [`interp`] runs a program one pixel at a time
 //! in IEEE f32 and is the machine's pixel stage when `--shader` names an R500 program.
 //!

@@ -385,9 +385,49 @@ fn instructions_text(imem: &[Instruction]) -> String {
     out
 }
 
+/// Writes a scene as the test bench's files (Params.mem, Vertex.mem, Textures.mem, Creg.mem
+/// and, when the scene has a program, Instructions.mem) into `dir`, which must exist, so
+/// that [`load_scene_dir`] reads back the same scene (its name aside).
+pub fn write_scene_dir(scene: &Scene, dir: &Path) -> Result<(), SceneError> {
+    let imem = scene.program.clone().unwrap_or_default();
+    let files = MemFiles::new(scene, &scene.partitions, &imem);
+    for (name, text) in files.files() {
+        if name == "Instructions.mem" && scene.program.is_none() {
+            continue;
+        }
+        let path = dir.join(name);
+        std::fs::write(&path, text).map_err(|source| SceneError::Io { path, source })?;
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_written_scene_reads_back_the_same() {
+        use crate::scene::obj::{load_obj_text, MemoryAssets, ObjOptions};
+        let obj = crate::scene::generate::uv_sphere_obj(8, 5);
+        let options = ObjOptions {
+            width: 24,
+            height: 16,
+            cores: 3,
+            ..ObjOptions::default()
+        };
+        let scene = load_obj_text(&obj, Path::new("s.obj"), &MemoryAssets(&[]), &options)
+            .unwrap()
+            .scene;
+        let dir = tempfile::tempdir().unwrap();
+        write_scene_dir(&scene, dir.path()).unwrap();
+        let back = load_scene_dir(dir.path()).unwrap();
+        assert_eq!(back.config, scene.config);
+        assert_eq!(back.partitions, scene.partitions);
+        assert_eq!(back.triangles, scene.triangles);
+        assert_eq!(back.texture, scene.texture);
+        assert_eq!(back.program, scene.program);
+        assert!(scene.program.is_some());
+    }
 
     #[test]
     fn tokenizer_skips_comments_and_reads_hex() {

@@ -23,11 +23,79 @@ pub const MIN_FIT_RADIUS: f64 = 1.0;
 pub const Q_LIMIT: f64 = 16384.0;
 /// Where the automatic camera looks from, relative to the target: front, right, above.
 const AUTO_DIRECTION: DVec3 = DVec3::new(0.55, 0.45, 1.0);
+/// How far inside the model's bounds an `inside` camera sits, as a share of the distance
+/// from the centre to the face it looks through.
+const INSIDE_MARGIN: f64 = 0.02;
+
+/// Where the fitted camera looks from, for models whose +y is up and whose front faces +z
+/// (the OBJ convention most models follow).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum ViewPreset {
+    /// Front, right and above (the direction (0.55, 0.45, 1)).
+    #[default]
+    Auto,
+    /// From +z, looking at the model's front.
+    Front,
+    /// From -z.
+    Back,
+    /// From -x: the model's left side (its own right, as it faces +z).
+    Left,
+    /// From +x.
+    Right,
+    /// From +y, the model's front (+z) at the bottom of the image.
+    Top,
+    /// From -y, the model's front (+z) at the top of the image.
+    Bottom,
+    /// From (1, 1, 1): front, right and above at equal angles.
+    Iso,
+}
+
+impl ViewPreset {
+    pub const NAMES: [&'static str; 7] = ["front", "back", "left", "right", "top", "bottom", "iso"];
+
+    /// The direction from the target towards the camera.
+    pub fn direction(self) -> DVec3 {
+        match self {
+            ViewPreset::Auto => AUTO_DIRECTION,
+            ViewPreset::Front => DVec3::Z,
+            ViewPreset::Back => DVec3::NEG_Z,
+            ViewPreset::Left => DVec3::NEG_X,
+            ViewPreset::Right => DVec3::X,
+            ViewPreset::Top => DVec3::Y,
+            ViewPreset::Bottom => DVec3::NEG_Y,
+            ViewPreset::Iso => DVec3::ONE,
+        }
+        .normalize()
+    }
+}
+
+impl std::str::FromStr for ViewPreset {
+    type Err = String;
+    fn from_str(text: &str) -> Result<ViewPreset, String> {
+        use ViewPreset::*;
+        [Front, Back, Left, Right, Top, Bottom, Iso]
+            .into_iter()
+            .zip(ViewPreset::NAMES)
+            .find(|(_, name)| text.eq_ignore_ascii_case(name))
+            .map(|(preset, _)| preset)
+            .ok_or_else(|| {
+                format!(
+                    "unknown view `{text}`: expected one of {}",
+                    ViewPreset::NAMES.join(", ")
+                )
+            })
+    }
+}
 
 /// How to look at the model (OBJ coordinates).
 pub struct Framing {
     pub camera: Option<DVec3>,
     pub look_at: Option<DVec3>,
+    /// Where the camera looks from when `camera` is not given.
+    pub view: ViewPreset,
+    /// Put the camera inside the model's bounds, just inside the face the view looks
+    /// through, instead of outside them (for rooms).
+    pub inside: bool,
     pub fov_degrees: f64,
     pub width: u32,
     pub height: u32,
@@ -53,6 +121,11 @@ pub struct View {
     pub half_pitch_raw: i64,
     /// Vertices at or behind the camera plane.
     pub behind_camera: usize,
+    /// For an inside camera: the axis of each face it looks through, and the side of the
+    /// camera (-1 or 1) on which that face lies ([`View::beyond_camera`]).
+    inside_faces: Vec<(usize, f64)>,
+    /// The camera in OBJ coordinates.
+    obj_camera: DVec3,
 }
 
 /// Why no fit exists.
@@ -101,12 +174,28 @@ impl View {
         let half_v = framing.fov_degrees.to_radians() / 2.0;
         let aspect = framing.width as f64 / framing.height as f64;
         let half_h = (half_v.tan() * aspect).atan();
+        let direction = framing.view.direction();
+        // The faces of the bounds an inside camera looks through: those a ray from the
+        // target along `direction` meets first (several at an edge or corner), as (axis,
+        // side), and the distance along the ray to them.
+        let faces: Vec<(usize, f64, f64)> = (0..3)
+            .filter(|&axis| direction[axis] != 0.0)
+            .map(|axis| {
+                let face = if direction[axis] > 0.0 { max } else { min };
+                let distance = ((face[axis] - target[axis]) / direction[axis]).max(0.0);
+                (axis, direction[axis].signum(), distance)
+            })
+            .collect();
+        let exit = faces.iter().map(|f| f.2).fold(f64::MAX, f64::min);
         let camera = framing.camera.unwrap_or_else(|| {
+            if framing.inside {
+                return target + direction * exit * (1.0 - INSIDE_MARGIN);
+            }
             let reach = positions
                 .iter()
                 .map(|p| (*p - target).length())
                 .fold(0.0, f64::max);
-            target + AUTO_DIRECTION.normalize() * (reach / half_v.min(half_h).sin() * 1.05)
+            target + direction * (reach / half_v.min(half_h).sin() * 1.05)
         });
         let offset = orbit(camera - target, framing.orbit_degrees);
         let distance = offset.length();
@@ -130,6 +219,12 @@ impl View {
             camera: DVec3::new(0.0, 0.0, distance),
             half_pitch_raw: 0,
             behind_camera: 0,
+            inside_faces: faces
+                .iter()
+                .filter(|face| framing.inside && face.2 <= exit * (1.0 + 1e-9))
+                .map(|&(axis, side, _)| (axis, side))
+                .collect(),
+            obj_camera: camera,
         };
 
         // Measure at scale 1, then pick the scale.
@@ -177,6 +272,17 @@ impl View {
         DVec3::new(d.dot(self.right), d.dot(self.up), d.dot(self.back))
     }
 
+    /// Whether a triangle (OBJ coordinates) lies between an inside camera and a face of
+    /// the bounds it looks through (at or beyond the plane through the camera parallel to
+    /// that face). A triangle there can only be seen at the edges of a wide view, and with
+    /// the faithful ROM, which has no t > 0 test, the wall behind the camera would cover
+    /// the view.
+    pub fn beyond_camera(&self, corners: [DVec3; 3]) -> bool {
+        self.inside_faces.iter().any(|&(axis, side)| {
+            (corners.iter()).all(|p| (p[axis] - self.obj_camera[axis]) * side >= 0.0)
+        })
+    }
+
     /// OBJ coordinates to hardware coordinates.
     pub fn to_hardware(&self, p: DVec3) -> DVec3 {
         self.transform(p) * self.scale
@@ -191,6 +297,8 @@ mod tests {
         Framing {
             camera,
             look_at: Some(DVec3::ZERO),
+            view: ViewPreset::Auto,
+            inside: false,
             fov_degrees: 40.0,
             width: 64,
             height: 64,

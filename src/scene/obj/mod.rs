@@ -12,7 +12,8 @@
 //! holds it (spec isa_and_formats §5.3): V0, UV0, V1, UV1, V2, UV2, diffuse, in Q15.17
 //! (rounded to nearest). UV.z (alpha) is 1.0 as in every example; diffuse is the material's
 //! `Kd` clamped to [0, 1]. The default ROM shows only the texture: `Kd` reaches the screen
-//! through a flat texture tile when a material has no texture.
+//! through a flat texture tile when a material has no texture. The scene's pixel shader
+//! ([`LIGHTING_SHADER`]) lights that colour, textured or not, unless [`ObjOptions::flat`].
 //!
 //! # Camera and fit
 //! The hardware's camera is fixed: CREG_CAMERA_POSITION looks through a window on the plane
@@ -85,12 +86,13 @@ mod parse;
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::OnceLock;
 
 use glam::DVec3;
 
 pub use atlas::{MEMORY_SIDE, MEMORY_WORDS, RESAMPLE_FILTER};
-pub use fit::{FIT_DISTANCE, HORIZON, MAX_FIT_RADIUS, MIN_FIT_RADIUS};
+pub use fit::{ViewPreset, FIT_DISTANCE, HORIZON, MAX_FIT_RADIUS, MIN_FIT_RADIUS};
 
 use super::generate::Mesh;
 use super::{Partition, Scene, SceneError, Triangle};
@@ -102,6 +104,9 @@ use load::{Material, ObjModel};
 
 /// Vertical field of view when none is given, in degrees.
 pub const DEFAULT_FOV_DEGREES: f32 = 40.0;
+/// The same for a camera inside the model ([`ObjOptions::inside`]): wide enough that the
+/// side walls of a room show beside the far one.
+pub const INSIDE_FOV_DEGREES: f32 = 60.0;
 
 /// How to frame and sample an OBJ scene.
 #[derive(Clone, Debug)]
@@ -113,6 +118,14 @@ pub struct ObjOptions {
     pub camera: Option<[f32; 3]>,
     /// The point the camera looks at (default: the centre of the model's bounds).
     pub look_at: Option<[f32; 3]>,
+    /// Where the fitted camera looks from (when `camera` is not given), for models with +y
+    /// up and their front towards +z.
+    pub view: ViewPreset,
+    /// The fitted camera sits inside the model's bounds, just inside the face `view` looks
+    /// through (several at an edge or corner), looking at the centre: the walls of a room
+    /// are seen from within. Triangles between the camera and those faces are left out (BIU has no t > 0 test, so with the
+    /// faithful ROM the wall behind the camera would cover the view).
+    pub inside: bool,
     /// Vertical field of view in degrees.
     pub fov_degrees: f32,
     /// Turns the camera about the vertical axis through the look-at point by this many
@@ -126,22 +139,26 @@ pub struct ObjOptions {
     pub resample_textures: bool,
     /// Row bands (emulated cores) written into the scene's partitions.
     pub cores: u32,
-    /// Leave untextured scenes unlit (the ROM's own pixel shader: flat material colours)
-    /// instead of giving them [`HEADLIGHT_SHADER`].
+    /// Leave the scene unlit (the ROM's own pixel shader: the texture or material colour
+    /// as it is) instead of giving it [`LIGHTING_SHADER`].
     pub flat: bool,
 }
 
-/// The pixel shader of OBJ scenes none of whose materials has a texture:
-/// `shaders/headlight.shdr`, the material colour lit by a light at the camera.
-pub const HEADLIGHT_SHADER: &str = include_str!("../../../shaders/headlight.shdr");
+/// Where [`LIGHTING_SHADER`] lives in the repository (for messages and the viewer).
+pub const LIGHTING_SHADER_PATH: &str = "shaders/key_fill.shdr";
 
-/// [`HEADLIGHT_SHADER`]'s instruction memory image, assembled once.
-pub fn headlight_program() -> &'static [Instruction] {
+/// The pixel shader of OBJ scenes (unless [`ObjOptions::flat`]): `shaders/key_fill.shdr`,
+/// the ROM's filtered texture colour (a flat tile's colour for untextured materials) lit by
+/// a key light above and left of the camera and a weaker fill from the right.
+pub const LIGHTING_SHADER: &str = include_str!("../../../shaders/key_fill.shdr");
+
+/// [`LIGHTING_SHADER`]'s instruction memory image, assembled once.
+pub fn lighting_program() -> &'static [Instruction] {
     static PROGRAM: OnceLock<Vec<Instruction>> = OnceLock::new();
     PROGRAM.get_or_init(|| {
-        assemble(HEADLIGHT_SHADER, Path::new("shaders/headlight.shdr"))
+        assemble(LIGHTING_SHADER, Path::new(LIGHTING_SHADER_PATH))
             .unwrap_or_else(|errors| {
-                panic!("the built-in headlight shader does not assemble:\n{errors}")
+                panic!("the built-in lighting shader does not assemble:\n{errors}")
             })
             .imem
     })
@@ -154,6 +171,8 @@ impl Default for ObjOptions {
             height: 256,
             camera: None,
             look_at: None,
+            view: ViewPreset::Auto,
+            inside: false,
             fov_degrees: DEFAULT_FOV_DEGREES,
             orbit_degrees: 0.0,
             texture_size: MEMORY_SIDE,
@@ -208,18 +227,31 @@ impl Assets for MemoryAssets {
     }
 }
 
+/// How far loading an OBJ has got, for a progress bar: `done` of `total` units, where
+/// checking the text, tobj's parse and converting the triangles take a third each.
+#[derive(Debug, Default)]
+pub struct LoadProgress {
+    pub done: AtomicU64,
+    pub total: AtomicU64,
+}
+
 /// Loads an OBJ file from disk, its MTL libraries and textures relative to it.
 pub fn load_obj(path: &Path, options: &ObjOptions) -> Result<ObjScene, SceneError> {
+    load_obj_with_progress(path, options, &LoadProgress::default())
+}
+
+/// [`load_obj`], reporting its progress in `progress` (another thread draws it).
+pub fn load_obj_with_progress(
+    path: &Path,
+    options: &ObjOptions,
+    progress: &LoadProgress,
+) -> Result<ObjScene, SceneError> {
     let text = std::fs::read_to_string(path).map_err(|source| SceneError::Io {
         path: path.to_path_buf(),
         source,
     })?;
-    load_obj_text(
-        &text,
-        path,
-        &DirAssets(path.parent().map(Path::to_path_buf).unwrap_or_default()),
-        options,
-    )
+    let assets = DirAssets(path.parent().map(Path::to_path_buf).unwrap_or_default());
+    load_text(&text, path, &assets, options, progress)
 }
 
 /// Loads OBJ text (`path` names it in messages) whose MTL and textures come from `assets`.
@@ -229,12 +261,25 @@ pub fn load_obj_text(
     assets: &dyn Assets,
     options: &ObjOptions,
 ) -> Result<ObjScene, SceneError> {
+    load_text(text, path, assets, options, &LoadProgress::default())
+}
+
+fn load_text(
+    text: &str,
+    path: &Path,
+    assets: &dyn Assets,
+    options: &ObjOptions,
+    progress: &LoadProgress,
+) -> Result<ObjScene, SceneError> {
+    let third = text.len() as u64 + 1;
+    progress.total.store(3 * third, Ordering::Relaxed);
     let unsupported = |message: String| SceneError::Unsupported {
         file: path.to_path_buf(),
         message,
     };
     validate_options(options).map_err(unsupported)?;
-    let valid = parse::validate_obj(text, path)?;
+    let valid = parse::validate_obj_counting(text, path, &progress.done)?;
+    progress.done.store(third, Ordering::Relaxed);
     if valid.has_texcoord.is_empty() {
         return Err(unsupported(NO_TRIANGLES.into()));
     }
@@ -253,7 +298,14 @@ pub fn load_obj_text(
         });
     }
     let load::Loaded { model, materials } = load::load(&valid, path, assets, &mut notes)?;
-    build_scene(&model, &materials, path, assets, options, notes)
+    progress.done.store(2 * third, Ordering::Relaxed);
+    let step = |done: usize, of: usize| {
+        let converted = (third as u128 * done as u128 / of.max(1) as u128) as u64;
+        progress
+            .done
+            .store(2 * third + converted, Ordering::Relaxed);
+    };
+    build_scene(&model, &materials, path, assets, options, notes, &step)
 }
 
 /// A generated mesh as a scene, framed and converted exactly as an OBJ file of it
@@ -268,7 +320,15 @@ pub fn load_mesh(mesh: &Mesh, path: &Path, options: &ObjOptions) -> Result<ObjSc
         return Err(unsupported(NO_TRIANGLES.into()));
     }
     let model = ObjModel::from_mesh(mesh);
-    build_scene(&model, &[], path, &MemoryAssets(&[]), options, Vec::new())
+    build_scene(
+        &model,
+        &[],
+        path,
+        &MemoryAssets(&[]),
+        options,
+        Vec::new(),
+        &|_, _| {},
+    )
 }
 
 /// What [`load_obj_text`] and [`load_mesh`] share once the model is loaded: the atlas,
@@ -280,6 +340,7 @@ fn build_scene(
     assets: &dyn Assets,
     options: &ObjOptions,
     mut notes: Vec<String>,
+    step: &dyn Fn(usize, usize),
 ) -> Result<ObjScene, SceneError> {
     let unsupported = |message: String| SceneError::Unsupported {
         file: path.to_path_buf(),
@@ -295,7 +356,16 @@ fn build_scene(
     .map_err(|e| unsupported(atlas_message(e, options.texture_size)))?;
 
     let view = fit_view(model, options).map_err(|e| unsupported(fit_message(e)))?;
-    if view.behind_camera > 0 {
+    let behind = |triangle: &load::ObjTriangle| {
+        view.beyond_camera((triangle.corners).map(|c| DVec3::from(model.positions[c.position])))
+    };
+    let left_out = model.triangles.iter().filter(|t| behind(t)).count();
+    if left_out > 0 {
+        notes.push(format!(
+            "note: {left_out} triangles between the camera and the face of the bounds it looks through are left out (--inside)"
+        ));
+    }
+    if view.behind_camera > 0 && !options.inside {
         notes.push(format!(
             "warning: {} vertices are at or behind the camera; BIU has no t > 0 test, so faces behind the camera can cover the view",
             view.behind_camera
@@ -312,7 +382,13 @@ fn build_scene(
     let mut triangles = Vec::with_capacity(model.triangles.len());
     let mut textured_without_uv = 0usize;
     let mut clamped = 0usize;
-    for triangle in &model.triangles {
+    for (n, triangle) in model.triangles.iter().enumerate() {
+        if n % 4096 == 0 {
+            step(n, model.triangles.len());
+        }
+        if behind(triangle) {
+            continue;
+        }
         let tile = tile_of_material[&triangle.material];
         let material = triangle.material.and_then(|m| materials[m].as_ref());
         let uvs = triangle
@@ -375,8 +451,7 @@ fn build_scene(
             "the projection window is outside the Q15.17 range after fitting".into(),
         ));
     }
-    let untextured = atlas.tiles.iter().all(|tile| tile.flat);
-    let program = (untextured && !options.flat).then(|| headlight_program().to_vec());
+    let program = (!options.flat).then(|| lighting_program().to_vec());
     let side = atlas.side << 17;
     let config = [
         [0, ONE, 0],
@@ -535,6 +610,8 @@ fn fit_view(model: &ObjModel, options: &ObjOptions) -> Result<View, FitError> {
         &Framing {
             camera: point(options.camera),
             look_at: point(options.look_at),
+            view: options.view,
+            inside: options.inside,
             fov_degrees: options.fov_degrees as f64,
             width: options.width,
             height: options.height,
@@ -626,11 +703,16 @@ pub mod default_scene {
     ]);
 
     /// Loads the default scene; the camera and look-at point the options leave out are the
-    /// scene's own. It is framed for the default field of view, 40 degrees.
+    /// scene's own. It is framed for the default field of view, 40 degrees. It is always
+    /// flat: its textures carry their own light (lit and shaded crate sides, shadows on the
+    /// floor), and [`LIGHTING_SHADER`] on top of that only darkens it.
     pub fn load(options: &ObjOptions) -> Result<ObjScene, SceneError> {
         let mut options = options.clone();
-        options.camera = options.camera.or(Some(CAMERA));
-        options.look_at = options.look_at.or(Some(LOOK_AT));
+        options.flat = true;
+        if options.view == ViewPreset::Auto && !options.inside {
+            options.camera = options.camera.or(Some(CAMERA));
+            options.look_at = options.look_at.or(Some(LOOK_AT));
+        }
         load_obj_text(OBJ, Path::new(NAME), &ASSETS, &options)
     }
 }

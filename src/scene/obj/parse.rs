@@ -72,6 +72,8 @@ impl Line<'_> {
 }
 
 /// The statements of a line: comment removed, split on whitespace.
+use std::sync::atomic::{AtomicU64, Ordering};
+
 fn tokens(text: &str) -> impl Iterator<Item = &str> {
     text.split('#').next().unwrap_or("").split_whitespace()
 }
@@ -83,12 +85,27 @@ fn rest_after<'a>(text: &'a str, keyword: &str) -> &'a str {
 }
 
 /// Checks OBJ text; `file` names it in errors.
+#[cfg(test)]
 pub fn validate_obj(text: &str, file: &Path) -> Result<ValidObj, SceneError> {
+    validate_obj_counting(text, file, &AtomicU64::new(0))
+}
+
+/// [`validate_obj`], adding the bytes of the lines checked to `checked` as it goes.
+pub fn validate_obj_counting(
+    text: &str,
+    file: &Path,
+    checked: &AtomicU64,
+) -> Result<ValidObj, SceneError> {
     let mut valid = ValidObj::default();
     let mut statements = String::new();
     let (mut positions, mut texcoords, mut normals) = (0usize, 0usize, 0usize);
     let text = text.strip_prefix('\u{feff}').unwrap_or(text);
+    let mut uncounted = 0;
     for (index, text) in text.lines().enumerate() {
+        uncounted += text.len() as u64 + 1;
+        if uncounted >= 1 << 16 {
+            checked.fetch_add(std::mem::take(&mut uncounted), Ordering::Relaxed);
+        }
         let line = Line {
             file,
             number: index + 1,
