@@ -155,21 +155,20 @@ fn resolve_forwarding(ops: &mut [Op], slots: &[Slot], entries: &[u32], return_po
         let a = reads_a.then(|| source(op.a_addr, op.a_home));
         let b = reads_b.then(|| source(op.b_addr, op.b_home));
         let op = &mut ops[j];
-        match a {
-            Some(Some(row)) => op.a_row = row,
-            Some(None) => {
-                op.a_row = FORWARD_A_ROW;
-                op.flags |= DYNAMIC_FORWARDING;
+        // An operand read (`Some`) from one row whatever the path, or from a row copied in
+        // at run time (`Some(None)`).
+        for (source, row, forward_row) in [
+            (a, &mut op.a_row, FORWARD_A_ROW),
+            (b, &mut op.b_row, FORWARD_B_ROW),
+        ] {
+            match source {
+                Some(Some(fixed)) => *row = fixed,
+                Some(None) => {
+                    *row = forward_row;
+                    op.flags |= DYNAMIC_FORWARDING;
+                }
+                None => {}
             }
-            None => {}
-        }
-        match b {
-            Some(Some(row)) => op.b_row = row,
-            Some(None) => {
-                op.b_row = FORWARD_B_ROW;
-                op.flags |= DYNAMIC_FORWARDING;
-            }
-            None => {}
         }
     }
     for (op, saves) in ops.iter_mut().zip(saves_old) {

@@ -763,7 +763,6 @@ fn call_constructs(gen: &mut Gen<'_>, subroutine: Label, trampoline: Label) -> b
             }
             2 => {
                 // A taken (or not) branch straight onto the CALL.
-                let call = gen.code.label();
                 let op = gen.rng.pick(&gen.jumps.clone());
                 let (a, _, _) = gen.source();
                 let b = if gen.rng.chance(50) {
@@ -771,26 +770,9 @@ fn call_constructs(gen: &mut Gen<'_>, subroutine: Label, trampoline: Label) -> b
                 } else {
                     gen.source().0
                 };
-                gen.code.jump(op, a, b, call);
-                gen.written.push(None);
-                for _ in 0..gen.rng.range(0, 3) {
-                    gen.alu();
-                }
-                gen.code.place(call);
-                gen.code.jump(Opcode::Call, 0, 0, subroutine);
-                gen.written.push(None);
+                jump_onto_call(gen, op, a, b, subroutine);
             }
-            3 => {
-                let call = gen.code.label();
-                gen.code.jump(Opcode::Jmp, 0, 0, call);
-                gen.written.push(None);
-                for _ in 0..gen.rng.range(0, 2) {
-                    gen.alu();
-                }
-                gen.code.place(call);
-                gen.code.jump(Opcode::Call, 0, 0, subroutine);
-                gen.written.push(None);
-            }
+            3 => jump_onto_call(gen, Opcode::Jmp, 0, 0, subroutine),
             4 => {
                 gen.code.jump(Opcode::Call, 0, 0, subroutine);
                 gen.code.jump(Opcode::Call, 0, 0, subroutine);
@@ -809,6 +791,19 @@ fn call_constructs(gen: &mut Gen<'_>, subroutine: Label, trampoline: Label) -> b
         }
     }
     any
+}
+
+/// `op` (a conditional jump or JMP) over 0-2 instructions onto a CALL of `subroutine`.
+fn jump_onto_call(gen: &mut Gen<'_>, op: Opcode, a: u16, b: u16, subroutine: Label) {
+    let call = gen.code.label();
+    gen.code.jump(op, a, b, call);
+    gen.written.push(None);
+    for _ in 0..gen.rng.range(0, 2) {
+        gen.alu();
+    }
+    gen.code.place(call);
+    gen.code.jump(Opcode::Call, 0, 0, subroutine);
+    gen.written.push(None);
 }
 
 /// A user MAIN that calls the ROM's BIU and, on a hit, TCC (so the scene still renders),
