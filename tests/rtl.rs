@@ -76,7 +76,9 @@ fn check(case: &Case, dir: &Path) -> Verdict {
         return Verdict::Recorded(format!("{} {code}: {what}", opcode.mnemonic()));
     }
     let RtlOutcome::Words(rtl) = run.outcome else {
-        if run.hazard {
+        // A MAIN that short can also end before the host-fixed STDONE rises: that core
+        // then waits for a triangle that never comes (docs/rtl-differences.md).
+        if run.hazard || gen::has_zero_delta(&scene) {
             return Verdict::Hazard;
         }
         let ours = emulate(&scene, 0);
