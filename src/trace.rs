@@ -530,6 +530,39 @@ pub fn format_step(step: &Step) -> String {
     )
 }
 
+/// What the hardware did here that a reader of the spec would not expect: TMREAD words kept
+/// from the texture interface's previous read, and where a CALL will return when it is not
+/// the next address (docs/rtl-differences.md).
+pub fn hardware_note(step: &Step) -> Option<String> {
+    match step.instruction.opcode()? {
+        Opcode::Tmread => {
+            let kept = crate::core::tmem::kept(step.a);
+            let names: Vec<&str> = ["x", "y", "z"]
+                .iter()
+                .zip(kept)
+                .filter(|(_, kept)| *kept)
+                .map(|(name, _)| *name)
+                .collect();
+            (!names.is_empty()).then(|| {
+                format!(
+                    "TMREAD: {} kept from the core's previous texture read (its bank is the component before's, and the next address's is not)",
+                    names.join(" and ")
+                )
+            })
+        }
+        Opcode::Call => {
+            let to = step.returns_to?;
+            (to != step.address.wrapping_add(1)).then(|| {
+                format!(
+                    "CALL: returns to {to:04X}, not {:04X} (how the CALL was reached)",
+                    step.address.wrapping_add(1)
+                )
+            })
+        }
+        _ => None,
+    }
+}
+
 /// The line that starts a routine; MAIN names its triangle (1-based).
 pub fn format_routine_start(
     entry: EntryPoint,
@@ -720,6 +753,9 @@ impl Observer for Tracer<'_> {
                 text.push_str(&place);
             }
             self.line(&text);
+            if let Some(note) = hardware_note(step) {
+                self.comment(&note);
+            }
         }
     }
 
@@ -753,8 +789,39 @@ mod tests {
             result,
             written: true,
             taken: None,
+            returns_to: None,
             next: 0x0030,
         }
+    }
+
+    #[test]
+    fn hardware_notes_name_kept_tmread_words_and_unusual_call_returns() {
+        use crate::isa::Opcode;
+        let tmread = Instruction::type1(Opcode::Tmread, 0x42, 0x43, 0).0;
+        // (0x40, 0x44, 0x45): banks 0, 0, 1: y kept. (1, 5, 9): banks 1, 1, 1: z kept.
+        assert_eq!(
+            hardware_note(&step(tmread, [0x40, 0x44, 0x45], [0; 3], [0; 3])).as_deref(),
+            Some("TMREAD: y kept from the core's previous texture read (its bank is the component before's, and the next address's is not)")
+        );
+        assert!(hardware_note(&step(tmread, [1, 5, 9], [0; 3], [0; 3]))
+            .is_some_and(|note| note.starts_with("TMREAD: z kept")));
+        assert_eq!(
+            hardware_note(&step(tmread, [0, 1, 2], [0; 3], [0; 3])),
+            None
+        );
+        let call = Instruction::type2(Opcode::Call, 0x9D, 0).0;
+        let mut reached = step(call, [0; 3], [0; 3], [0; 3]);
+        reached.returns_to = Some(0x0030);
+        assert_eq!(
+            hardware_note(&reached),
+            None,
+            "CALL + 1 is not worth a note"
+        );
+        reached.returns_to = Some(0x0031);
+        assert_eq!(
+            hardware_note(&reached).as_deref(),
+            Some("CALL: returns to 0031, not 0030 (how the CALL was reached)")
+        );
     }
 
     #[test]

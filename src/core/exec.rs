@@ -70,6 +70,9 @@ pub struct Step {
     /// For conditional jumps: whether the jump was taken.
     pub taken: Option<bool>,
     pub next: u16,
+    /// For CALL: the address its RET will return to ([`control::Arrival`] says why it is
+    /// not always the CALL's address + 1).
+    pub returns_to: Option<u16>,
 }
 
 /// Sees every instruction when tracing; the default observer compiles away.
@@ -281,7 +284,15 @@ impl<'a> Core<'a> {
                             let result: Vec3 = $result;
                             regs[op.d_row as usize] = result;
                             if O::ENABLED {
-                                self.observe(observer, this, op, seen, (result, $taken), pc);
+                                self.observe(
+                                    observer,
+                                    this,
+                                    op,
+                                    seen,
+                                    (result, $taken),
+                                    pc,
+                                    routine.ret,
+                                );
                             }
                             let state = Registers {
                                 pc,
@@ -343,7 +354,7 @@ impl<'a> Core<'a> {
                 Kind::BranchZ => branch!(a!()[2], b!()[2]),
                 Kind::Return => {
                     if O::ENABLED {
-                        self.observe(observer, this, op, seen, ([op.imm; 3], None), pc);
+                        self.observe(observer, this, op, seen, ([op.imm; 3], None), pc, routine.ret);
                     }
                     return Ok(control::finish(self, op, routine, budget_left));
                 }
@@ -368,7 +379,7 @@ impl<'a> Core<'a> {
                 arrival = control::Arrival::jump(program, pc);
             }
             if O::ENABLED {
-                self.observe(observer, this, op, seen, (result, taken), pc);
+                self.observe(observer, this, op, seen, (result, taken), pc, routine.ret);
             } else {
                 let _ = (taken, seen);
             }
@@ -376,7 +387,9 @@ impl<'a> Core<'a> {
     }
 
     /// Reports one executed instruction to an enabled observer, with the operands as the
-    /// ALU saw them (`a`, `b`: the rows read; type II A is the immediate).
+    /// ALU saw them (`a`, `b`: the rows read; type II A is the immediate) and, for a CALL,
+    /// the return register `ret` (a slot) it left.
+    #[allow(clippy::too_many_arguments)]
     fn observe<O: Observer>(
         &self,
         observer: &mut O,
@@ -385,6 +398,7 @@ impl<'a> Core<'a> {
         (a, b): (Vec3, Vec3),
         (result, taken): (Vec3, Option<bool>),
         next: u16,
+        ret: u16,
     ) {
         let program = self.program;
         let slot = program.slot_info(this as u32);
@@ -408,6 +422,8 @@ impl<'a> Core<'a> {
             written: op.d_row != LATCH_ROW,
             taken,
             next: program.slot_info(next as u32).address,
+            returns_to: (op.kind == super::program::Kind::Call)
+                .then(|| program.slot_info(ret as u32).address),
         });
     }
 }

@@ -13,16 +13,25 @@ use super::alu::Vec3;
 /// when b(z) == b(y) and b(z) != 0. Words past the texture read 0.
 #[inline(always)]
 pub fn read(texture: &[u32], latch: &mut Vec3, addresses: Vec3) -> Vec3 {
-    let word = |address: u32| texture.get(address as usize).copied().unwrap_or(0);
-    let bank = addresses.map(|a| a & 3);
-    latch[0] = word(addresses[0]);
-    if !(bank[1] == bank[0] && bank[2] != bank[1]) {
-        latch[1] = word(addresses[1]);
-    }
-    if !(bank[2] == bank[1] && bank[2] != 0) {
-        latch[2] = word(addresses[2]);
+    let kept = kept(addresses);
+    for component in 0..3 {
+        if !kept[component] {
+            let address = addresses[component] as usize;
+            latch[component] = texture.get(address).copied().unwrap_or(0);
+        }
     }
     *latch
+}
+
+/// Which components of a TMREAD at `addresses` keep the interface's latch ([`read`]'s rule).
+#[inline(always)]
+pub fn kept(addresses: Vec3) -> [bool; 3] {
+    let bank = addresses.map(|a| a & 3);
+    [
+        false,
+        bank[1] == bank[0] && bank[2] != bank[1],
+        bank[2] == bank[1] && bank[2] != 0,
+    ]
 }
 
 #[cfg(test)]
