@@ -107,6 +107,14 @@ impl View {
         self.request("PUT", path, &host, body.as_bytes())
     }
 
+    /// `/shader` without `--shader`, once the scene has loaded (503 until then).
+    fn starter(&self) -> String {
+        self.wait_for("the starter", |s| s.contains("\"starter\":\""));
+        let reply = self.get("/shader");
+        assert_eq!(reply.status, 200, "{}", reply.text());
+        reply.text()
+    }
+
     /// The directory the viewer runs in.
     fn dir(&self) -> &std::path::Path {
         self._dir.path()
@@ -527,7 +535,7 @@ fn without_shader_the_starter_is_the_scenes_own_shader_and_looks_the_same() {
 fn a_scene_directory_starts_with_its_own_program_disassembled_or_the_pass_through() {
     let scene = common::conformance("scenes_example3");
     let view = View::launch(None, &[scene.to_str().unwrap()]);
-    let source = view.get("/shader").text();
+    let source = view.starter();
     assert!(source.starts_with("// The program of"), "{source}");
     let words = theia::scene::mem::read_instructions(&scene.join("Instructions.mem")).unwrap();
     let assembled = theia::isa::asm::assemble(&source, std::path::Path::new("starter"))
@@ -542,7 +550,7 @@ fn a_scene_directory_starts_with_its_own_program_disassembled_or_the_pass_throug
         std::fs::copy(scene.join(name), copy.path().join(name)).unwrap();
     }
     let view = View::launch(None, &[copy.path().to_str().unwrap()]);
-    let source = view.get("/shader").text();
+    let source = view.starter();
     assert!(
         source.contains("has no pixel shader of its own"),
         "{source}"
@@ -638,4 +646,16 @@ fn the_first_save_overwrites_only_when_confirmed_and_stays_inside_the_directory(
         .get("/state")
         .text()
         .contains("\"shader\":\"taken.shdr\""));
+}
+
+#[test]
+fn a_scene_that_does_not_load_starts_with_the_pass_through_and_the_reason() {
+    let view = View::launch(None, &["missing.obj"]);
+    view.wait_for("the error", |s| s.contains("\"error\":{"));
+    let source = view.get("/shader").text();
+    assert!(
+        source.starts_with("// the scene did not load: missing.obj"),
+        "{source}"
+    );
+    assert!(source.ends_with(&repository_file("shaders/passthrough.shdr")));
 }

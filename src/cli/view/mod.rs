@@ -255,7 +255,7 @@ fn read_shader(viewer: &Viewer) -> Reply {
     let Some(path) = viewer.shader_file() else {
         return match viewer.starter() {
             Some(starter) => text(200, &starter.source),
-            None => text(404, "no shader"),
+            None => text(503, "the starter is made once the scene has loaded"),
         };
     };
     match std::fs::read(&path) {

@@ -125,9 +125,10 @@ impl Viewer {
         lock(&self.shader).shader.clone()
     }
 
-    /// The starter, while there is no shader file; made from the scene if no render has
-    /// loaded it yet. A scene that does not load gives the pass-through program, not kept
-    /// (the render shows the error).
+    /// The starter, while there is no shader file: `None` until the render loop has loaded
+    /// the scene (it is made from the scene's program, and a second load here would double
+    /// the work for a large model). A scene that does not load gives the pass-through
+    /// program, not kept, with the reason at the top.
     pub fn starter(&self) -> Option<Starter> {
         if self.shader_file().is_some() {
             return None;
@@ -135,13 +136,11 @@ impl Viewer {
         if let Some(starter) = lock(&self.starter).clone() {
             return Some(starter);
         }
-        Some(match self.scene.load() {
-            Ok(loaded) => self.starter_for(&loaded.scene),
-            Err(error) => Starter::passthrough(&format!(
-                "the scene did not load: {}",
-                error_message(&error)
-            )),
-        })
+        let failure = lock(&self.progress).failure.clone()?;
+        Some(Starter::passthrough(&format!(
+            "the scene did not load: {}",
+            failure.message
+        )))
     }
 
     /// The starter kept for the viewer's life, made from `scene` if there is none yet.
