@@ -345,17 +345,11 @@ fn new_shader_file(save_as: &SaveAs) -> Result<PathBuf, Reply> {
         .map_err(failed)?;
     let inside = |dir: &Path| dir.canonicalize().is_ok_and(|dir| dir.starts_with(&here));
     let parent = parent_dir(&save_as.path);
-    // The deepest directory on the way that exists decides where new ones would be made.
+    // The deepest directory on the way that exists decides where new ones would be made
+    // (the relative path's last ancestor, "", does not exist: that is the current one).
     let existing = parent
         .ancestors()
-        .find(|dir| dir.as_os_str().is_empty() || dir.exists())
-        .map(|dir| {
-            if dir.as_os_str().is_empty() {
-                Path::new(".")
-            } else {
-                dir
-            }
-        })
+        .find(|dir| dir.exists())
         .unwrap_or(Path::new("."));
     if !inside(existing) {
         return Err(outside());
