@@ -2,7 +2,15 @@
 //! closed set of routes, so anything else (other paths, other methods, malformed queries)
 //! is refused before it reaches a file or the machine.
 
+use std::path::{Component, Path, PathBuf};
+
 use crate::core::RomVariant;
+
+/// Where the page saves a shader the viewer holds only in memory (`theia view` without
+/// `--shader`), unless the person picks another path.
+pub const DEFAULT_SAVE_PATH: &str = "shaders/my_shader.shdr";
+/// Longest save path accepted, in bytes.
+const MAX_SAVE_PATH: usize = 1024;
 
 /// Which side of a comparison, or the marked difference of both.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -20,7 +28,7 @@ pub struct Setting {
 }
 
 /// What a request asks for.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Route {
     Page,
     Events,
@@ -35,13 +43,23 @@ pub enum Route {
         y: u32,
     },
     ReadShader,
-    SaveShader,
+    /// `PUT /shader`; `Some` with `?path=P` (`&overwrite=1`): the first save of an
+    /// in-memory shader.
+    SaveShader(Option<SaveAs>),
     /// `a` defaults to 1 core, `b` to the viewer's core count; both to the faithful ROM.
     Compare {
         a: Setting,
         b: Setting,
     },
     Compared(CompareImage),
+}
+
+/// A new file for an in-memory shader: a relative `.shdr` path without `..`
+/// ([`save_path`]); `overwrite` once the person agreed to replace an existing file.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SaveAs {
+    pub path: PathBuf,
+    pub overwrite: bool,
 }
 
 /// Why a request is refused: the status code and a message for the body.
@@ -76,7 +94,7 @@ impl Route {
                 Route::Trace { x, y }
             }
             ("GET", "/shader") => Route::ReadShader,
-            ("PUT", "/shader") => Route::SaveShader,
+            ("PUT", "/shader") => Route::SaveShader(save_as(query)?),
             ("GET", "/compare") => Route::Compare {
                 a: setting(query, "a", Some(1))?,
                 b: setting(query, "b", None)?,
@@ -103,6 +121,85 @@ pub fn query_value<'q>(query: &'q str, name: &str) -> Option<&'q str> {
         .filter_map(|pair| pair.split_once('='))
         .find(|(key, _)| *key == name)
         .map(|(_, value)| value)
+}
+
+fn save_as(query: &str) -> Result<Option<SaveAs>, Refusal> {
+    let Some(path) = query_value(query, "path") else {
+        return Ok(None);
+    };
+    let path = percent_decode(path)
+        .ok_or_else(|| bad_request("the save path is not a valid percent-encoded UTF-8 string"))?;
+    let overwrite = match query_value(query, "overwrite") {
+        None | Some("0") => false,
+        Some("1") => true,
+        Some(_) => return Err(bad_request("overwrite is 0 or 1")),
+    };
+    Ok(Some(SaveAs {
+        path: save_path(&path)?,
+        overwrite,
+    }))
+}
+
+/// A URL query value with `%XX` escapes undone (as `encodeURIComponent` writes them);
+/// `None` for a broken escape or bytes that are not UTF-8.
+pub fn percent_decode(text: &str) -> Option<String> {
+    let mut bytes = Vec::with_capacity(text.len());
+    let mut rest = text.as_bytes();
+    while let Some((&byte, tail)) = rest.split_first() {
+        if byte == b'%' {
+            let hex = std::str::from_utf8(tail.get(..2)?).ok()?;
+            if !hex.bytes().all(|b| b.is_ascii_hexdigit()) {
+                return None;
+            }
+            bytes.push(u8::from_str_radix(hex, 16).ok()?);
+            rest = &tail[2..];
+        } else {
+            bytes.push(byte);
+            rest = tail;
+        }
+    }
+    String::from_utf8(bytes).ok()
+}
+
+/// The path a page may save a new shader to: relative, below the directory the viewer
+/// runs in (no `..`, no root, no drive), naming a `.shdr` file. Whether a directory on the
+/// way is a link leading elsewhere is for the saver to check on disk.
+pub fn save_path(text: &str) -> Result<PathBuf, Refusal> {
+    let refuse = |why: &str| {
+        Err(bad_request(&format!(
+            "cannot save to `{}`: {why}; expected a relative path to a .shdr file inside the \
+             directory theia view runs in, such as {DEFAULT_SAVE_PATH}",
+            text.escape_debug()
+        )))
+    };
+    if text.len() > MAX_SAVE_PATH {
+        return refuse("the path is too long");
+    }
+    if text
+        .chars()
+        .any(|c| c.is_control() || c == '\\' || c == ':')
+    {
+        return refuse("control characters, `\\` and `:` are not allowed");
+    }
+    let path = Path::new(text);
+    if path.has_root() {
+        return refuse("the path is absolute");
+    }
+    if path
+        .components()
+        .any(|c| !matches!(c, Component::Normal(_) | Component::CurDir))
+    {
+        return refuse("`..` leaves the directory");
+    }
+    let is_shdr = path
+        .file_name()
+        .and_then(|name| name.to_str())
+        .and_then(|name| name.strip_suffix(".shdr"))
+        .is_some_and(|stem| !stem.is_empty());
+    if !is_shdr || text.ends_with('/') {
+        return refuse("the file name does not end in .shdr");
+    }
+    Ok(path.to_path_buf())
 }
 
 fn pixel(query: &str) -> Result<(u32, u32), Refusal> {
@@ -152,7 +249,14 @@ mod tests {
             Route::parse("GET", "/trace?x=0&y=0&x=9"),
             Ok(Route::Trace { x: 0, y: 0 })
         );
-        assert_eq!(Route::parse("PUT", "/shader"), Ok(Route::SaveShader));
+        assert_eq!(Route::parse("PUT", "/shader"), Ok(Route::SaveShader(None)));
+        assert_eq!(
+            Route::parse("PUT", "/shader?path=shaders%2Fmy%20shader.shdr&overwrite=1"),
+            Ok(Route::SaveShader(Some(SaveAs {
+                path: PathBuf::from("shaders/my shader.shdr"),
+                overwrite: true
+            })))
+        );
         assert_eq!(
             Route::parse("GET", "/compare?b_cores=16&b_rom=fixed"),
             Ok(Route::Compare {
@@ -198,6 +302,25 @@ mod tests {
         ] {
             assert_eq!(status("GET", url), 400, "{url}");
         }
+        for query in [
+            "path=/tmp/a.shdr",
+            "path=%2Ftmp%2Fa.shdr",
+            "path=../a.shdr",
+            "path=shaders/../../a.shdr",
+            "path=a.txt",
+            "path=.shdr",
+            "path=a.shdr/",
+            "path=",
+            "path=C:a.shdr",
+            "path=a%5C..%5Cb.shdr",
+            "path=a%0A.shdr",
+            "path=%zz.shdr",
+            "path=%ff.shdr",
+            "path=a.shdr&overwrite=yes",
+        ] {
+            assert_eq!(status("PUT", &format!("/shader?{query}")), 400, "{query}");
+        }
+        assert_eq!(status("PUT", "/shader?path=./a/b.shdr"), 200);
         // The largest coordinate parses; the frame decides whether it exists.
         assert_eq!(status("GET", "/pixel?x=4294967295&y=0"), 200);
     }

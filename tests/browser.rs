@@ -6,7 +6,9 @@
 //!
 //! Without Chromium the test says so and passes; in CI (`THEIA_REQUIRE_CONFORMANCE=1`) it
 //! fails. `THEIA_VIEWER_SCREENSHOT=path.png` also saves a screenshot of the page showing
-//! `shaders/uv.shdr` (the README's `assets/viewer.png`).
+//! `shaders/uv.shdr` (the README's `assets/viewer.png`). A second page starts without
+//! `--shader`: it shows the starter, saves it through the page's dialog (confirming the
+//! overwrite of an existing file) and re-renders after an edit.
 
 use std::fs::File;
 use std::io::{BufRead, BufReader, Write};
@@ -244,10 +246,15 @@ struct View {
 }
 
 impl View {
-    fn start(shader: &Path) -> View {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_theia"))
-            .args(["view", "--port", "0", "--cores", "4", "--shader"])
-            .arg(shader)
+    /// With `--shader` when given, else with the starter; run in `dir`.
+    fn start(shader: Option<&Path>, dir: &Path) -> View {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_theia"));
+        command.args(["view", "--port", "0", "--cores", "4"]);
+        if let Some(shader) = shader {
+            command.arg("--shader").arg(shader);
+        }
+        let mut child = command
+            .current_dir(dir)
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
             .spawn()
@@ -279,8 +286,12 @@ fn page_state(value: &Value) -> Value {
     serde_json::from_str(value.as_str().unwrap_or("{}")).unwrap_or(Value::Null)
 }
 
-#[test]
-fn the_page_follows_edits_on_disk_in_headless_chromium() {
+/// One browser at a time: two would share the 2 cores with the renders they wait for.
+static ONE_BROWSER: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+/// Headless Chromium showing `url`; `None` (the test passes, saying why) when it is not
+/// installed or does not start, unless CI requires it (`THEIA_REQUIRE_CONFORMANCE=1`).
+fn open_page(url: &str, profile: &Path) -> Option<Browser> {
     let required = std::env::var("THEIA_REQUIRE_CONFORMANCE").as_deref() == Ok("1");
     let Some(binary) = chromium() else {
         assert!(
@@ -288,25 +299,34 @@ fn the_page_follows_edits_on_disk_in_headless_chromium() {
             "chromium is not installed (CI must install it: see .ci/run)"
         );
         println!("skipped: chromium not found (apt-get install chromium)");
-        return;
+        return None;
     };
-    let dir = tempfile::tempdir().unwrap();
-    let shader = dir.path().join("paint.shdr");
-    std::fs::write(&shader, solid("0.0", "1.0", "0.0")).unwrap();
-    let view = View::start(&shader);
-    let mut browser = match Browser::start(&binary, &dir.path().join("profile")) {
+    let mut browser = match Browser::start(&binary, profile) {
         Ok(browser) => browser,
         Err(error) if !required => {
             println!("skipped: chromium does not start: {error}");
-            return;
+            return None;
         }
         Err(error) => panic!("chromium does not start: {error}"),
     };
-    if let Err(error) = browser.open(&view.url) {
+    if let Err(error) = browser.open(url) {
         assert!(!required, "chromium does not answer: {error}");
         println!("skipped: chromium does not answer: {error}");
-        return;
+        return None;
     }
+    Some(browser)
+}
+
+#[test]
+fn the_page_follows_edits_on_disk_in_headless_chromium() {
+    let _alone = ONE_BROWSER.lock().unwrap_or_else(|p| p.into_inner());
+    let dir = tempfile::tempdir().unwrap();
+    let shader = dir.path().join("paint.shdr");
+    std::fs::write(&shader, solid("0.0", "1.0", "0.0")).unwrap();
+    let view = View::start(Some(&shader), dir.path());
+    let Some(mut browser) = open_page(&view.url, &dir.path().join("profile")) else {
+        return;
+    };
     let state = |b: &mut Browser, what: &str, done: &dyn Fn(&Value) -> bool| {
         b.wait_for(what, PAGE_STATE, |v| done(&page_state(v)))
             .map(|v| page_state(&v))
@@ -425,4 +445,111 @@ fn the_page_follows_edits_on_disk_in_headless_chromium() {
         std::fs::write(&path, base64(shot["data"].as_str().unwrap())).unwrap();
         println!("wrote {path}");
     }
+}
+
+#[test]
+fn without_shader_the_page_edits_the_starter_and_saves_it_through_the_dialog() {
+    let _alone = ONE_BROWSER.lock().unwrap_or_else(|p| p.into_inner());
+    let dir = tempfile::tempdir().unwrap();
+    let taken = dir.path().join("taken.shdr");
+    std::fs::write(&taken, "// someone's shader\n").unwrap();
+    let view = View::start(None, dir.path());
+    let Some(mut browser) = open_page(&view.url, &dir.path().join("profile")) else {
+        return;
+    };
+    let text = |b: &mut Browser, what: &str, expression: &str, done: &dyn Fn(&str) -> bool| {
+        b.wait_for(what, expression, |v| v.as_str().is_some_and(done))
+            .unwrap()
+            .as_str()
+            .unwrap()
+            .to_string()
+    };
+    let frame = "String(document.body.dataset.frame || 0)";
+
+    // The built-in scene runs the ROM's pixel shader: the starter is the pass-through
+    // program, shown for editing, and the frame is the scene's usual one.
+    let passthrough = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("shaders/passthrough.shdr"),
+    )
+    .unwrap();
+    let first = text(&mut browser, "the first frame", frame, &|f| f != "0");
+    let source = text(
+        &mut browser,
+        "the starter's source",
+        "document.getElementById('source').value",
+        &|s| !s.is_empty(),
+    );
+    assert!(source.ends_with(&passthrough), "{source}");
+    let heading = text(
+        &mut browser,
+        "the shader heading",
+        "document.getElementById('shader-path').textContent",
+        &|_| true,
+    );
+    assert!(heading.contains("not saved yet"), "{heading}");
+
+    // Save: the dialog asks where, with the default filled in; an existing file is
+    // replaced only after a second press on "Overwrite".
+    let dialog = "JSON.stringify([document.getElementById('save-dialog').open, \
+         document.getElementById('save-path').value, \
+         document.getElementById('save-as').textContent, \
+         document.getElementById('save-message').textContent])";
+    browser
+        .evaluate("document.getElementById('save').click(); 1")
+        .unwrap();
+    let asked = text(&mut browser, "the save dialog", dialog, &|d| {
+        d.starts_with("[true")
+    });
+    assert!(asked.contains("\"shaders/my_shader.shdr\""), "{asked}");
+    browser
+        .evaluate(
+            "const p = document.getElementById('save-path'); p.value = 'taken.shdr'; \
+             p.dispatchEvent(new Event('input')); document.getElementById('save-as').click(); 1",
+        )
+        .unwrap();
+    let warned = text(&mut browser, "the overwrite question", dialog, &|d| {
+        d.contains("Overwrite")
+    });
+    assert!(warned.contains("taken.shdr exists"), "{warned}");
+    assert_eq!(
+        std::fs::read_to_string(&taken).unwrap(),
+        "// someone's shader\n"
+    );
+    browser
+        .evaluate("document.getElementById('save-as').click(); 1")
+        .unwrap();
+    text(&mut browser, "the dialog to close", dialog, &|d| {
+        d.starts_with("[false")
+    });
+    assert_eq!(std::fs::read_to_string(&taken).unwrap(), source);
+    let heading = text(
+        &mut browser,
+        "the file's name",
+        "document.getElementById('shader-path').textContent",
+        &|h| h == "taken.shdr",
+    );
+    assert_eq!(heading, "taken.shdr");
+
+    // An edit in the page, saved with the ordinary Save: the file and the frame follow.
+    let saved_frame = text(&mut browser, "the saved file's frame", frame, &|f| {
+        f != first
+    });
+    let blue = solid("0.0", "0.0", "1.0");
+    browser
+        .evaluate(&format!(
+            "const s = document.getElementById('source'); s.value = {}; \
+             s.dispatchEvent(new Event('input')); document.getElementById('save').click(); 1",
+            json!(blue)
+        ))
+        .unwrap();
+    let saved: u64 = saved_frame.parse().unwrap();
+    text(&mut browser, "the blue frame", frame, &|f| {
+        f.parse::<u64>().is_ok_and(|f| f > saved)
+    });
+    assert_eq!(std::fs::read_to_string(&taken).unwrap(), blue);
+    let shot = browser.screenshot().unwrap();
+    assert!(
+        count_near(&shot, [0, 0, 255]) >= 512 * 512,
+        "no blue frame on screen"
+    );
 }

@@ -43,14 +43,21 @@ impl View {
 
     /// [`View::start`] with other scene options.
     fn start_with(shader_source: &str, options: &[&str]) -> View {
+        View::launch(Some(shader_source), options)
+    }
+
+    /// `theia view` in a fresh directory, with `paint.shdr` as `--shader` when a source is
+    /// given, else with the starter in memory.
+    fn launch(shader_source: Option<&str>, options: &[&str]) -> View {
         let dir = tempfile::tempdir().unwrap();
         let shader = dir.path().join("paint.shdr");
-        std::fs::write(&shader, shader_source).unwrap();
-        let mut child = Command::new(env!("CARGO_BIN_EXE_theia"))
-            .args(["view", "--port", "0"])
-            .args(options)
-            .arg("--shader")
-            .arg(&shader)
+        let mut command = Command::new(env!("CARGO_BIN_EXE_theia"));
+        command.args(["view", "--port", "0"]).args(options);
+        if let Some(source) = shader_source {
+            std::fs::write(&shader, source).unwrap();
+            command.arg("--shader").arg(&shader);
+        }
+        let mut child = command
             .current_dir(dir.path())
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
@@ -93,6 +100,24 @@ impl View {
 
     fn get(&self, path: &str) -> Reply {
         self.request("GET", path, &format!("127.0.0.1:{}", self.port), b"")
+    }
+
+    fn put(&self, path: &str, body: &str) -> Reply {
+        let host = format!("127.0.0.1:{}", self.port);
+        self.request("PUT", path, &host, body.as_bytes())
+    }
+
+    /// `/shader` without `--shader`, once the scene has loaded (503 until then).
+    fn starter(&self) -> String {
+        self.wait_for("the starter", |s| s.contains("\"starter\":\""));
+        let reply = self.get("/shader");
+        assert_eq!(reply.status, 200, "{}", reply.text());
+        reply.text()
+    }
+
+    /// The directory the viewer runs in.
+    fn dir(&self) -> &std::path::Path {
+        self._dir.path()
     }
 
     /// `/state` once `done` holds for it (renders take well under a second here).
@@ -457,4 +482,180 @@ fn ctrl_c_stops_the_server_cleanly() {
     let mut rest = String::new();
     let _ = events.read_to_string(&mut rest);
     assert!(TcpStream::connect(("127.0.0.1", view.port)).is_err());
+}
+
+fn repository_file(path: &str) -> String {
+    std::fs::read_to_string(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(path)).unwrap()
+}
+
+/// The frame `theia render` makes of the same scene, in `dir`.
+fn rendered_by_cli(dir: &std::path::Path, options: &[&str]) -> theia::image::Rgb8 {
+    let mut args = vec!["render", "--output", "cli.png"];
+    args.extend_from_slice(options);
+    common::theia_ok(dir, &args);
+    theia::image::decode_image(&std::fs::read(dir.join("cli.png")).unwrap()).unwrap()
+}
+
+#[test]
+fn without_shader_the_starter_is_the_scenes_own_shader_and_looks_the_same() {
+    let obj = concat!(env!("CARGO_MANIFEST_DIR"), "/scenes/default.obj");
+    for (options, starter) in [
+        // The built-in scene is always flat: its textures carry their own light.
+        (SMALL.to_vec(), "shaders/passthrough.shdr"),
+        ([&[obj], SMALL].concat(), "shaders/key_fill.shdr"),
+        (
+            [&[obj, "--flat"], SMALL].concat(),
+            "shaders/passthrough.shdr",
+        ),
+    ] {
+        let view = View::launch(None, &options);
+        let state = view.wait_for("the first frame", |s| frame_generation(s).is_some());
+        assert!(state.contains("\"shader\":null"), "{state}");
+        assert!(
+            state.contains(&format!("\"starter\":\"{starter} (the scene's own")),
+            "{state}"
+        );
+        assert!(state.contains("\"error\":null"), "{state}");
+        let source = view.get("/shader");
+        assert_eq!(source.status, 200);
+        assert!(
+            source.text().ends_with(&repository_file(starter)),
+            "{options:?}: {}",
+            source.text()
+        );
+        let frame = png_pixels(&view.get("/frame.png"));
+        assert_eq!(frame, rendered_by_cli(view.dir(), &options), "{options:?}");
+        // Traces name the starter.
+        assert!(view.get("/trace?x=32&y=24").text().contains(starter));
+    }
+}
+
+#[test]
+#[cfg_attr(not(conformance_data), ignore = "needs ../shared")]
+fn a_scene_directory_starts_with_its_own_program_disassembled_or_the_pass_through() {
+    let scene = common::conformance("scenes_example3");
+    let view = View::launch(None, &[scene.to_str().unwrap()]);
+    let source = view.starter();
+    assert!(source.starts_with("// The program of"), "{source}");
+    let words = theia::scene::mem::read_instructions(&scene.join("Instructions.mem")).unwrap();
+    let assembled = theia::isa::asm::assemble(&source, std::path::Path::new("starter"))
+        .unwrap_or_else(|e| panic!("{e}\n{source}"))
+        .imem;
+    assert_eq!(assembled, words);
+    drop(view);
+
+    // Without Instructions.mem: the pass-through program.
+    let copy = tempfile::tempdir().unwrap();
+    for name in ["Params.mem", "Vertex.mem", "Textures.mem", "Creg.mem"] {
+        std::fs::copy(scene.join(name), copy.path().join(name)).unwrap();
+    }
+    let view = View::launch(None, &[copy.path().to_str().unwrap()]);
+    let source = view.starter();
+    assert!(
+        source.contains("has no pixel shader of its own"),
+        "{source}"
+    );
+    assert!(source.ends_with(&repository_file("shaders/passthrough.shdr")));
+}
+
+#[test]
+fn the_first_save_names_a_new_file_which_is_then_watched() {
+    let view = View::launch(None, SMALL);
+    let first =
+        frame_generation(&view.wait_for("the first frame", |s| frame_generation(s).is_some()))
+            .unwrap();
+    let blue = solid("0.0", "0.0", "1.0");
+    // No path: the server does not guess one.
+    assert_eq!(view.put("/shader", &blue).status, 409);
+    let saved = view.put("/shader?path=shaders%2Fmy_shader.shdr", &blue);
+    assert_eq!(saved.status, 200, "{}", saved.text());
+    let file = view.dir().join("shaders/my_shader.shdr");
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), blue);
+    let state = view.wait_for("the blue frame", |s| {
+        frame_generation(s).is_some_and(|g| g > first) && s.contains("\"rendering\":null")
+    });
+    assert!(
+        state.contains("\"shader\":\"shaders/my_shader.shdr\""),
+        "{state}"
+    );
+    assert!(state.contains("\"starter\":null"), "{state}");
+    assert!(png_pixels(&view.get("/frame.png"))
+        .data
+        .chunks(3)
+        .all(|p| p == [0, 0, 255]));
+    assert_eq!(view.get("/shader").text(), blue);
+
+    // From now on it is the shader file: edits on disk re-render, saves go to it, and
+    // another path is refused.
+    let blue_frame = frame_generation(&state).unwrap();
+    std::fs::write(&file, solid("1.0", "0.0", "0.0")).unwrap();
+    view.wait_for("the red frame", |s| {
+        frame_generation(s).is_some_and(|g| g > blue_frame) && s.contains("\"rendering\":null")
+    });
+    assert!(png_pixels(&view.get("/frame.png"))
+        .data
+        .chunks(3)
+        .all(|p| p == [255, 0, 0]));
+    assert_eq!(view.put("/shader?path=other.shdr", &blue).status, 409);
+    assert!(!view.dir().join("other.shdr").exists());
+    assert_eq!(view.put("/shader", &blue).status, 200);
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), blue);
+}
+
+#[test]
+fn the_first_save_overwrites_only_when_confirmed_and_stays_inside_the_directory() {
+    let view = View::launch(None, SMALL);
+    let green = solid("0.0", "1.0", "0.0");
+    let outside = tempfile::tempdir().unwrap();
+    std::os::unix::fs::symlink(outside.path(), view.dir().join("elsewhere")).unwrap();
+    for (query, status) in [
+        (
+            format!("path={}", outside.path().join("a.shdr").display()),
+            400,
+        ),
+        ("path=..%2Fa.shdr".to_string(), 400),
+        ("path=shaders/../../a.shdr".to_string(), 400),
+        ("path=notes.txt".to_string(), 400),
+        ("path=a.shdr.txt".to_string(), 400),
+        ("path=a.shdr&overwrite=maybe".to_string(), 400),
+        // A link on the way that leads out of the directory.
+        ("path=elsewhere%2Fa.shdr".to_string(), 403),
+        ("path=elsewhere%2Fnew%2Fa.shdr".to_string(), 403),
+    ] {
+        let reply = view.put(&format!("/shader?{query}"), &green);
+        assert_eq!(reply.status, status, "{query}: {}", reply.text());
+    }
+    assert_eq!(std::fs::read_dir(outside.path()).unwrap().count(), 0);
+
+    let taken = view.dir().join("taken.shdr");
+    std::fs::write(&taken, "// mine\n").unwrap();
+    let refused = view.put("/shader?path=taken.shdr", &green);
+    assert_eq!(refused.status, 409);
+    assert!(
+        refused.text().contains("taken.shdr exists"),
+        "{}",
+        refused.text()
+    );
+    assert_eq!(std::fs::read_to_string(&taken).unwrap(), "// mine\n");
+    assert!(view.get("/state").text().contains("\"shader\":null"));
+
+    let confirmed = view.put("/shader?path=taken.shdr&overwrite=1", &green);
+    assert_eq!(confirmed.status, 200, "{}", confirmed.text());
+    assert_eq!(std::fs::read_to_string(&taken).unwrap(), green);
+    assert!(view
+        .get("/state")
+        .text()
+        .contains("\"shader\":\"taken.shdr\""));
+}
+
+#[test]
+fn a_scene_that_does_not_load_starts_with_the_pass_through_and_the_reason() {
+    let view = View::launch(None, &["missing.obj"]);
+    view.wait_for("the error", |s| s.contains("\"error\":{"));
+    let source = view.get("/shader").text();
+    assert!(
+        source.starts_with("// the scene did not load: missing.obj"),
+        "{source}"
+    );
+    assert!(source.ends_with(&repository_file("shaders/passthrough.shdr")));
 }

@@ -58,7 +58,8 @@ enum Command {
     /// the original RTL
     Export(export::ExportArgs),
     /// Serve a page on 127.0.0.1 that shows the frame, re-renders on every change of the
-    /// scene or shader, traces a clicked pixel and compares two core counts or ROMs
+    /// scene or shader, traces a clicked pixel and compares two core counts or ROMs; without
+    /// --shader the page edits a starter that reproduces the scene's look, saved on first Save
     View(view::ViewArgs),
 }
 

@@ -3,16 +3,19 @@
 //! events), tells what a pixel is made of, traces it, and compares two settings.
 //!
 //! The server answers a fixed set of routes and reads no file but the scene and the
-//! shader named on the command line; everything else is a 404.
+//! shader named on the command line; everything else is a 404. Without `--shader` the page
+//! edits a starter held in memory ([`starter`]) until its first save names a new `.shdr`
+//! file inside the current directory, which then counts as the shader given.
 
 mod json;
+mod starter;
 mod state;
 
 use std::io::{Read, Write};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc::RecvTimeoutError;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use anyhow::{anyhow, Context};
@@ -27,7 +30,7 @@ use super::Outcome;
 use state::Viewer;
 use theia::image::write_atomically;
 use theia::inspect::pixel_info;
-use theia::viewer::{CompareImage, Route};
+use theia::viewer::{CompareImage, Route, SaveAs};
 
 /// The page: HTML, CSS and script in one file, built into the binary.
 const PAGE: &str = include_str!("page.html");
@@ -60,7 +63,7 @@ pub fn run(args: ViewArgs) -> anyhow::Result<Outcome> {
     let viewer = Arc::new(Viewer::new(args.scene, args.shader));
 
     // Watch before the first render, so an edit made during it is not missed.
-    let _watcher = watch(&viewer)?;
+    *viewer.watcher.lock().unwrap_or_else(|p| p.into_inner()) = Some(watch(&viewer)?);
     {
         let viewer = viewer.clone();
         std::thread::spawn(move || viewer.render_loop());
@@ -96,14 +99,11 @@ pub fn run(args: ViewArgs) -> anyhow::Result<Outcome> {
 }
 
 /// Starts watching the scene's and shader's directories; each relevant change asks for a
-/// render. `None` when there is nothing to watch (the built-in scene, no shader).
-fn watch(viewer: &Arc<Viewer>) -> anyhow::Result<Option<notify::RecommendedWatcher>> {
+/// render. The shader file may come later (the starter's first save adds its directory).
+fn watch(viewer: &Arc<Viewer>) -> anyhow::Result<notify::RecommendedWatcher> {
     let mut dirs = viewer.scene.watch_dirs();
-    if let Some(shader) = &viewer.shader.shader {
-        dirs.push(parent_dir(shader));
-    }
-    if dirs.is_empty() {
-        return Ok(None);
+    if let Some(shader) = viewer.shader_file() {
+        dirs.push(parent_dir(&shader));
     }
     dirs.sort();
     dirs.dedup();
@@ -119,16 +119,14 @@ fn watch(viewer: &Arc<Viewer>) -> anyhow::Result<Option<notify::RecommendedWatch
         let relevant = |path: &Path| {
             viewer.scene.is_source(path)
                 || viewer
-                    .shader
-                    .shader
-                    .as_deref()
-                    .is_some_and(|s| same_path(path, s))
+                    .shader_file()
+                    .is_some_and(|shader| same_path(path, &shader))
         };
         while wait_for_change(&changes, &relevant).is_ok() {
             viewer.request_render();
         }
     });
-    Ok(Some(watcher))
+    Ok(watcher)
 }
 
 type Reply = Response<std::io::Cursor<Vec<u8>>>;
@@ -206,7 +204,7 @@ fn handle(viewer: &Viewer, mut request: Request, port: u16) {
             Err(error) => text(404, &super::error_message(&error)),
         },
         Route::ReadShader => read_shader(viewer),
-        Route::SaveShader => save_shader(viewer, &mut request),
+        Route::SaveShader(save_as) => save_shader(viewer, &mut request, save_as),
         Route::Compare { a, mut b } => {
             b.cores = b.cores.or(viewer.scene.cores);
             match viewer.compare(a, b) {
@@ -254,10 +252,13 @@ fn pixel(viewer: &Viewer, x: u32, y: u32) -> Reply {
 }
 
 fn read_shader(viewer: &Viewer) -> Reply {
-    let Some(path) = &viewer.shader.shader else {
-        return text(404, "no --shader given");
+    let Some(path) = viewer.shader_file() else {
+        return match viewer.starter() {
+            Some(starter) => text(200, &starter.source),
+            None => text(503, "the starter is made once the scene has loaded"),
+        };
     };
-    match std::fs::read(path) {
+    match std::fs::read(&path) {
         Ok(source) => match String::from_utf8(source) {
             Ok(source) => text(200, &source),
             Err(_) => text(415, "the shader is a binary file"),
@@ -266,10 +267,10 @@ fn read_shader(viewer: &Viewer) -> Reply {
     }
 }
 
-fn save_shader(viewer: &Viewer, request: &mut Request) -> Reply {
-    let Some(path) = viewer.shader.shader.clone() else {
-        return text(404, "no --shader given");
-    };
+/// One save at a time, so two first saves cannot both pick the file.
+static SAVING: Mutex<()> = Mutex::new(());
+
+fn save_shader(viewer: &Viewer, request: &mut Request, save_as: Option<SaveAs>) -> Reply {
     let mut body = Vec::new();
     let read = request
         .as_reader()
@@ -284,13 +285,89 @@ fn save_shader(viewer: &Viewer, request: &mut Request) -> Reply {
     if std::str::from_utf8(&body).is_err() {
         return text(400, "a shader is UTF-8 text");
     }
-    match write_atomically(&path, &body) {
-        Ok(()) => {
-            viewer.request_render();
-            text(200, "saved")
+    let _one_at_a_time = SAVING.lock().unwrap_or_else(|p| p.into_inner());
+    let path = match (viewer.shader_file(), save_as) {
+        (Some(path), None) => path,
+        (Some(path), Some(_)) => {
+            return text(
+                409,
+                &format!("the shader is already saved as {}", path.display()),
+            )
         }
-        Err(error) => text(500, &error.to_string()),
+        (None, None) => {
+            return text(
+                409,
+                "the shader has no file yet: give ?path=FILE.shdr for the first save",
+            )
+        }
+        (None, Some(save_as)) => match new_shader_file(&save_as) {
+            Ok(path) => path,
+            Err(refusal) => return refusal,
+        },
+    };
+    if let Err(error) = write_atomically(&path, &body) {
+        return text(500, &error.to_string());
     }
+    if viewer.shader_file().is_none() {
+        if let Some(watcher) = viewer
+            .watcher
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .as_mut()
+        {
+            if let Err(error) = watcher.watch(&parent_dir(&path), RecursiveMode::NonRecursive) {
+                eprintln!("{}: cannot watch: {error}", path.display());
+            }
+        }
+        viewer.adopt_shader_file(&path);
+    } else {
+        viewer.request_render();
+    }
+    text(200, "saved")
+}
+
+/// Checks a first save's path on disk: it stays inside the current directory even through
+/// links (missing directories are made), and an existing file is replaced only with
+/// `overwrite`.
+fn new_shader_file(save_as: &SaveAs) -> Result<PathBuf, Reply> {
+    let failed = |error: std::io::Error| text(500, &format!("{}: {error}", save_as.path.display()));
+    let outside = || {
+        text(
+            403,
+            &format!(
+                "{}: outside the directory theia view runs in",
+                save_as.path.display()
+            ),
+        )
+    };
+    let here = std::env::current_dir()
+        .and_then(|dir| dir.canonicalize())
+        .map_err(failed)?;
+    let inside = |dir: &Path| dir.canonicalize().is_ok_and(|dir| dir.starts_with(&here));
+    let parent = parent_dir(&save_as.path);
+    // The deepest directory on the way that exists decides where new ones would be made
+    // (the relative path's last ancestor, "", does not exist: that is the current one).
+    let existing = parent
+        .ancestors()
+        .find(|dir| dir.exists())
+        .unwrap_or(Path::new("."));
+    if !inside(existing) {
+        return Err(outside());
+    }
+    std::fs::create_dir_all(&parent).map_err(failed)?;
+    if !inside(&parent) {
+        return Err(outside());
+    }
+    if save_as.path.symlink_metadata().is_ok() && !save_as.overwrite {
+        return Err(text(
+            409,
+            &format!(
+                "{} exists: confirm to overwrite it (overwrite=1)",
+                save_as.path.display()
+            ),
+        ));
+    }
+    Ok(save_as.path.clone())
 }
 
 fn compared(viewer: &Viewer, image: CompareImage) -> Reply {

@@ -2,6 +2,7 @@
 //! traces), the last failed attempt, the pages listening for pushes, and the thread that
 //! renders again on every change.
 
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc::{Receiver, SyncSender, TrySendError};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
@@ -10,12 +11,13 @@ use std::time::Duration;
 use anyhow::anyhow;
 
 use super::json;
+use super::starter::Starter;
 use crate::cli::error_message;
 use crate::cli::scene_args::SceneArgs;
 use crate::cli::shader::{Shader, ShaderArgs};
 use theia::image::{compare, marked_difference_image, png_bytes, Rgb8};
 use theia::inspect::{differences, Difference};
-use theia::isa::asm::AsmErrors;
+use theia::isa::asm::{assemble, AsmErrors};
 use theia::machine::{Machine, Render, RenderError, RenderOptions};
 use theia::scene::Scene;
 use theia::trace::{trace_pixel, SourceMap, TraceOptions};
@@ -73,7 +75,14 @@ struct Progress {
 
 pub struct Viewer {
     pub scene: SceneArgs,
-    pub shader: ShaderArgs,
+    /// `--shader`, or the file the starter was first saved to; no file while the starter
+    /// runs from memory.
+    shader: Mutex<ShaderArgs>,
+    /// The shader in memory while there is no file (`theia view` without `--shader`), made
+    /// from the first scene that loads.
+    starter: Mutex<Option<Starter>>,
+    /// The file watcher, to which a first save adds the new file's directory.
+    pub watcher: Mutex<Option<notify::RecommendedWatcher>>,
     progress: Mutex<Progress>,
     wake: Condvar,
     subscribers: Mutex<Vec<SyncSender<String>>>,
@@ -94,7 +103,9 @@ impl Viewer {
     pub fn new(scene: SceneArgs, shader: ShaderArgs) -> Viewer {
         Viewer {
             scene,
-            shader,
+            shader: Mutex::new(shader),
+            starter: Mutex::new(None),
+            watcher: Mutex::new(None),
             progress: Mutex::new(Progress {
                 requested: 1,
                 rendering: None,
@@ -107,6 +118,50 @@ impl Viewer {
             comparison: Mutex::new(None),
             comparing: Mutex::new(()),
         }
+    }
+
+    /// The shader file, if there is one yet.
+    pub fn shader_file(&self) -> Option<PathBuf> {
+        lock(&self.shader).shader.clone()
+    }
+
+    /// The starter, while there is no shader file: `None` until the render loop has loaded
+    /// the scene (it is made from the scene's program, and a second load here would double
+    /// the work for a large model). A scene that does not load gives the pass-through
+    /// program, not kept, with the reason at the top.
+    pub fn starter(&self) -> Option<Starter> {
+        if self.shader_file().is_some() {
+            return None;
+        }
+        if let Some(starter) = lock(&self.starter).clone() {
+            return Some(starter);
+        }
+        let failure = lock(&self.progress).failure.clone()?;
+        Some(Starter::passthrough(&format!(
+            "the scene did not load: {}",
+            failure.message
+        )))
+    }
+
+    /// The starter kept for the viewer's life, made from `scene` if there is none yet.
+    fn starter_for(&self, scene: &Scene) -> Starter {
+        lock(&self.starter)
+            .get_or_insert_with(|| Starter::for_program(scene.program.as_deref(), &scene.name))
+            .clone()
+    }
+
+    /// Where the starter came from, for the page (without making it).
+    fn starter_origin(&self) -> Option<String> {
+        if self.shader_file().is_some() {
+            return None;
+        }
+        lock(&self.starter).as_ref().map(|s| s.origin.clone())
+    }
+
+    /// Makes `path` the shader file (the starter's first save) and renders it.
+    pub fn adopt_shader_file(&self, path: &Path) {
+        lock(&self.shader).shader = Some(path.to_path_buf());
+        self.request_render();
     }
 
     /// Asks for a new render; a render in flight is superseded (its frame is dropped).
@@ -250,7 +305,21 @@ impl Viewer {
 
     fn load(&self) -> anyhow::Result<Inputs> {
         let loaded = self.scene.load()?;
-        let shader = self.shader.load(true)?;
+        let args = lock(&self.shader).clone();
+        let shader = match &args.shader {
+            None => {
+                let starter = self.starter_for(&loaded.scene);
+                let assembly = assemble(&starter.source, Path::new(&starter.origin))?;
+                Some(Shader::Theia {
+                    imem: assembly.imem,
+                    source: SourceMap {
+                        file: starter.origin.clone(),
+                        lines: assembly.lines,
+                    },
+                })
+            }
+            _ => args.load(true)?,
+        };
         let options = self.scene.render_options(shader.as_ref())?;
         let source = match shader {
             Some(Shader::Theia { source, .. }) => Some(source),
@@ -286,11 +355,13 @@ impl Viewer {
             (
                 "shader",
                 json::or_null(
-                    self.shader
-                        .shader
-                        .as_ref()
+                    self.shader_file()
                         .map(|p| json::string(&p.display().to_string())),
                 ),
+            ),
+            (
+                "starter",
+                json::or_null(self.starter_origin().map(|s| json::string(&s))),
             ),
             ("frame", json::or_null(good.map(|g| g.json()))),
             ("error", json::or_null(failure.map(|f| f.json()))),
