@@ -70,8 +70,8 @@ pub struct Step {
     /// For conditional jumps: whether the jump was taken.
     pub taken: Option<bool>,
     pub next: u16,
-    /// For CALL: the address its RET will return to ([`control::Arrival`] says why it is
-    /// not always the CALL's address + 1).
+    /// For CALL: the address its RET will return to (not always the CALL's address + 1:
+    /// it depends on how the CALL was reached, docs/rtl-differences.md).
     pub returns_to: Option<u16>,
 }
 
