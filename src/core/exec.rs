@@ -368,16 +368,19 @@ impl<'a> Core<'a> {
                     });
                 }
             }};
-            if op.flags & SAVES_OLD != 0 {
-                regs[STALE_ROW as usize] = regs[op.d_row as usize];
+            // One test for the two rare effects (most ops have neither flag).
+            if op.flags & (SAVES_OLD | SLOW_BEFORE_CALL) != 0 {
+                if op.flags & SAVES_OLD != 0 {
+                    regs[STALE_ROW as usize] = regs[op.d_row as usize];
+                }
+                if op.flags & SLOW_BEFORE_CALL != 0 {
+                    // The CALL at `pc` saves its own address + 2.
+                    arrival = control::Arrival::jump(program, pc);
+                }
             }
             regs[op.d_row as usize] = result;
             ld = op.dst;
             last_row = op.d_row;
-            if op.flags & SLOW_BEFORE_CALL != 0 {
-                // The CALL at `pc` saves its own address + 2.
-                arrival = control::Arrival::jump(program, pc);
-            }
             if O::ENABLED {
                 self.observe(observer, this, op, seen, (result, taken), pc, routine.ret);
             } else {
