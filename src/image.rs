@@ -125,6 +125,13 @@ pub fn test_bench_ppm_of(image: &Rgb8, written: &[bool], partitions: &[Partition
     out
 }
 
+/// The first line of [`words_text`] for a `width` x `height` frame (newline included).
+pub fn words_header(width: u32, height: u32) -> String {
+    format!(
+        "# theia output words {width}x{height}: x y R G B (raw Q15.17, hex; xxxxxxxx = never written)\n"
+    )
+}
+
 /// Every pixel's raw output words, the Q15.17 R, G, B an OMWRITE left in the output memory,
 /// before the image's 8-bit conversion hides most of each word: a header line, then
 /// `x y RRRRRRRR GGGGGGGG BBBBBBBB` (hex) per pixel, row by row; a word no OMWRITE wrote
@@ -132,10 +139,7 @@ pub fn test_bench_ppm_of(image: &Rgb8, written: &[bool], partitions: &[Partition
 pub fn words_text(frame: &Frame) -> String {
     let (width, height) = (frame.width as usize, frame.height as usize);
     let mut out = String::with_capacity(64 + width * height * 36);
-    let _ = writeln!(
-        out,
-        "# theia output words {width}x{height}: x y R G B (raw Q15.17, hex; xxxxxxxx = never written)"
-    );
+    out.push_str(&words_header(frame.width, frame.height));
     for y in 0..height {
         for x in 0..width {
             let _ = write!(out, "{x} {y}");

@@ -15,6 +15,7 @@ use theia::core::RomVariant;
 use theia::image::write_atomically;
 use theia::machine::Machine;
 use theia::scene::mem::MemFiles;
+use theia::scene::TRIANGLE_VECTORS;
 
 /// The published RTL's core count (aDefinitions.v `MAX_CORES`).
 const RTL_CORES: usize = 4;
@@ -88,12 +89,14 @@ fn rtl_warnings(
             scene.texture.len()
         ));
     }
-    let vertex_words = 10 + scene.triangles.len() * 21;
+    // Vertex.mem: a 10-word header, then 3 words per vector of each triangle record.
+    let triangle_words = TRIANGLE_VECTORS * 3;
+    let vertex_words = 10 + scene.triangles.len() * triangle_words;
     if vertex_words > RTL_VERTEX_WORDS {
         warnings.push(format!(
             "{} triangles: the published test bench's vertex buffer holds {}",
             scene.triangles.len(),
-            (RTL_VERTEX_WORDS - 10) / 21
+            (RTL_VERTEX_WORDS - 10) / triangle_words
         ));
     }
     warnings

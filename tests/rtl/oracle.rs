@@ -245,11 +245,7 @@ pub fn run_rtl(host: Host, dir: &Path, timeout: u64) -> RtlRun {
         })
         .collect();
     pixels.sort_by_key(|&(x, y, _)| (y, x));
-    let mut text = format!(
-        "# theia output words {}x{}: x y R G B (raw Q15.17, hex; xxxxxxxx = never written)\n",
-        scene.width(),
-        scene.height()
-    );
+    let mut text = theia::image::words_header(scene.width(), scene.height());
     for (x, y, words) in pixels {
         text.push_str(&format!("{x} {y} {words}\n"));
     }
