@@ -12,8 +12,9 @@
 // the bench counts cycles, holds reset for cycles 1-10, then enables the host.
 // Output (stdout), one line per pixel in each core's NPG order, cores in turn:
 //   `WORDS x y RRRRRRRR GGGGGGGG BBBBBBBB`, then `DONE cycles=N`.
-// `+trace` prints every core's control-unit states and every instruction it is handed
-// (`TRACE cycle core ip word`), to line up with `theia trace` when a case differs.
+// `+trace` prints every core's control-unit states, every instruction it is handed
+// (`TRACE cycle core ip word`) and every register write (`WRITE cycle core row data`),
+// to line up with `theia trace` when a case differs.
 // A core that starts MAIN twice on one triangle (the lock-step hazard of the published
 // control unit) prints `HAZARD ...` (and ends the run with `+stop-at-hazard`).
 // `+timeout=CYCLES` stops a run that never finishes with `TIMEOUT`: the published host's
@@ -97,7 +98,10 @@ module theia_bench(input wire Clock);
 	`define TRACE_CORE(C) \
 		if (trace && GPU.CORE[C].CTHEIA.EXE.wInstructionAvailable) \
 			$display("TRACE %0d core=%0d ip=%h %h", cycles, C, \
-				GPU.CORE[C].CTHEIA.EXE.oInstructionPointer1, GPU.CORE[C].CTHEIA.EXE.CurrentInstruction);
+				GPU.CORE[C].CTHEIA.EXE.oInstructionPointer1, GPU.CORE[C].CTHEIA.EXE.CurrentInstruction); \
+		if (trace && GPU.CORE[C].CTHEIA.MEM.iDataWriteEnable_EXE) \
+			$display("WRITE %0d core=%0d row=%h %h", cycles, C, \
+				GPU.CORE[C].CTHEIA.MEM.iDataWriteAddress_EXE, GPU.CORE[C].CTHEIA.MEM.iData_EXE);
 	always @(posedge Clock) begin
 		`TRACE_CORE(0)
 		`TRACE_CORE(1)
@@ -157,6 +161,13 @@ module theia_bench(input wire Clock);
 	always @(posedge Clock) if (cycles > 20 && (wDone == 1'b1 || cycles >= timeout)) begin
 		$display("");
 		if (wDone != 1'b1) begin
+			// A core that left MAIN on the last triangle while STDONE was still low waits
+			// for a triangle that never comes: the race Unit_Control.v's own comment names
+			// at CU_ACK_MAIN ("What if iSceneTraverseComplete will become 1 a cycle after
+			// this??"), reached when it ends MAIN before the slowest core latched the triangle.
+			for (c = 0; c < 4; c = c + 1)
+				if (cu_states[c] == 51 && STDONE_O)
+					$display("HAZARD cycles=%0d core=%0d: waits for a triangle after the last one (STDONE rose after it left MAIN)", cycles, c);
 			$display("TIMEOUT cycles=%0d", cycles);
 		end else begin
 			`DUMP_CORE(0)

@@ -334,6 +334,7 @@ impl Gen<'_> {
             },
             _ => self.any_register(),
         };
+        let register = steady(register);
         (register, class, self.distance(register))
     }
 
@@ -563,6 +564,18 @@ impl Gen<'_> {
 
     fn room(&self) -> usize {
         (IMEM_WORDS - 12).saturating_sub(self.code.words.len())
+    }
+}
+
+/// Bank 0's rows 12..18 mirror the triangle the host streams, and the host streams the
+/// next one (or the dummy) while the cores still run: what a read there sees depends on the
+/// cycle (docs/rtl-differences.md). Such a read becomes one of rows 0..6, the stable
+/// configuration, without drawing from the generator (so every other case stays the same).
+fn steady(register: u16) -> u16 {
+    if (12..=18).contains(&(register & 0x7F)) {
+        register - 12
+    } else {
+        register
     }
 }
 
