@@ -158,7 +158,13 @@ module theia_bench(input wire Clock);
 	end
 
 	always @(posedge Clock) if (hazard && $test$plusargs("stop-at-hazard")) $finish;
-	always @(posedge Clock) if (cycles > 20 && (wDone == 1'b1 || cycles >= timeout)) begin
+	// Cycles some core has waited for host data while STDONE is high (see below): no
+	// pixel takes a tenth of this, so past it the frame never ends and the run stops early.
+	integer stranded = 0;
+	always @(posedge Clock)
+		stranded <= (STDONE_O && (cu_states[0] == 51 || cu_states[1] == 51 ||
+			cu_states[2] == 51 || cu_states[3] == 51)) ? stranded + 1 : 0;
+	always @(posedge Clock) if (cycles > 20 && (wDone == 1'b1 || cycles >= timeout || stranded >= 200000)) begin
 		$display("");
 		if (wDone != 1'b1) begin
 			// A core that left MAIN on the last triangle while STDONE was still low waits
