@@ -5,6 +5,8 @@
 //! summary instead of passing without checking anything. The cfgs `slurm_cluster` and
 //! `gnu_parallel` do the same for the tests that need those tools installed.
 //!
+//! The cfg `chromium` does the same for the viewer's browser test. The cfg `avx2_host` marks a machine with AVX2, for the tests of the vector paths.
+//!
 //! Likewise the cfg `rtl_oracle` (tests/rtl.rs: differential tests against the original
 //! Verilog) needs `../shared/rtl` and Verilator on the PATH, or the same variable.
 
@@ -50,6 +52,35 @@ fn main() {
         running_as_root(),
     );
     tools_cfg("gnu_parallel", &["/usr/bin/parallel"], required, true);
+    // The viewer's browser test (tests/browser.rs): Debian's chromium, or Ubuntu's name.
+    println!("cargo::rustc-check-cfg=cfg(chromium)");
+    let browsers = ["/usr/bin/chromium", "/usr/bin/chromium-browser"];
+    println!("cargo::rerun-if-changed=/usr/bin");
+    if required || browsers.iter().any(|file| Path::new(file).exists()) {
+        println!("cargo::rustc-cfg=chromium");
+    }
+    // The AVX2 paths' own tests (src/machine/accel) need the instructions: on a machine
+    // without them they show as ignored, not passed; CI requires them.
+    println!("cargo::rustc-check-cfg=cfg(avx2_host)");
+    if required || (target_is_x86_64() && host_has_avx2()) {
+        println!("cargo::rustc-cfg=avx2_host");
+    }
+}
+
+fn target_is_x86_64() -> bool {
+    std::env::var("CARGO_CFG_TARGET_ARCH").as_deref() == Ok("x86_64")
+}
+
+/// Whether this machine, where the tests will run, has AVX2.
+fn host_has_avx2() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        std::arch::is_x86_feature_detected!("avx2")
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        false
+    }
 }
 
 /// Sets `cfg` when every one of `files` exists (and `condition`), or when required.

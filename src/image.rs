@@ -158,14 +158,64 @@ pub fn words_text(frame: &Frame) -> String {
 }
 
 /// Writes `bytes` to `path` through a temporary file in the same directory and a rename,
-/// so a reader never sees a partial file and a failed render leaves no file behind. The
-/// file gets the mode any new file gets (0666 less the umask), not the temporary file's
-/// private 0600: an image is for other users and web servers to read too.
+/// so a reader never sees a partial file and a failed write (a full disk, say) leaves the
+/// file that was there as it was, and no temporary file. The file gets the mode any new
+/// file gets (0666 less the umask), not the temporary file's private 0600: an image is for
+/// other users and web servers to read too. A process killed outright (SIGKILL) during the
+/// write leaves its `.tmp*` file behind; [`remove_unfinished_writes`] is for the gentler
+/// signals.
 pub fn write_atomically(path: &Path, bytes: &[u8]) -> Result<(), ImageError> {
+    write_atomically_with(path, bytes, |file, bytes| file.write_all(bytes))
+}
+
+/// Temporary files of writes in progress, for [`remove_unfinished_writes`].
+static UNFINISHED: std::sync::Mutex<Vec<PathBuf>> = std::sync::Mutex::new(Vec::new());
+
+/// Called with the temporary file once its bytes are written, before the rename.
+static BEFORE_RENAME: std::sync::OnceLock<fn(&Path)> = std::sync::OnceLock::new();
+
+fn unfinished() -> std::sync::MutexGuard<'static, Vec<PathBuf>> {
+    // Every update is one push or retain: a poisoned list is still consistent.
+    UNFINISHED.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// Removes the temporary files of the writes in progress, and keeps any further write from
+/// finishing (the caller is about to exit): for a handler of SIGINT or SIGTERM, which
+/// would otherwise leave them behind.
+pub fn remove_unfinished_writes() {
+    let list = unfinished();
+    for temporary in list.iter() {
+        let _ = std::fs::remove_file(temporary);
+    }
+    // The guard is never released: a writer between its write and its rename waits here
+    // until the process exits instead of renaming a file just removed.
+    std::mem::forget(list);
+}
+
+/// A test hook: `hook` runs inside every [`write_atomically`] with the temporary file's
+/// path, after its bytes are written and before the rename. The `theia` binary sets it
+/// only for its own tests (to stop a write at that point and signal the process).
+#[doc(hidden)]
+pub fn set_before_rename_hook(hook: fn(&Path)) {
+    let _ = BEFORE_RENAME.set(hook);
+}
+
+/// [`write_atomically`] with the writing itself given, so tests can make it fail.
+fn write_atomically_with(
+    path: &Path,
+    bytes: &[u8],
+    write: impl FnOnce(&mut std::fs::File, &[u8]) -> std::io::Result<()>,
+) -> Result<(), ImageError> {
     let io = |source| ImageError::Io {
         path: path.to_path_buf(),
         source,
     };
+    if path.is_dir() {
+        return Err(io(std::io::Error::new(
+            std::io::ErrorKind::IsADirectory,
+            "is a directory, not a file name",
+        )));
+    }
     let dir = match path.parent() {
         Some(parent) if !parent.as_os_str().is_empty() => parent,
         _ => Path::new("."),
@@ -177,10 +227,36 @@ pub fn write_atomically(path: &Path, bytes: &[u8]) -> Result<(), ImageError> {
         // Passed to open(2) as the creation mode, so the umask applies as for any new file.
         builder.permissions(std::fs::Permissions::from_mode(0o666));
     }
-    let mut file = builder.tempfile_in(dir).map_err(io)?;
-    file.write_all(bytes).map_err(io)?;
-    file.persist(path).map_err(|e| io(e.error))?;
-    Ok(())
+    let mut file = {
+        let mut list = unfinished();
+        let file = builder.tempfile_in(dir).map_err(|source| {
+            // tempfile's message names its random file name; the OS error says enough.
+            let cause = std::io::Error::from(source.kind());
+            io(std::io::Error::new(
+                source.kind(),
+                format!("cannot create a file in {}: {cause}", dir.display()),
+            ))
+        })?;
+        list.push(file.path().to_path_buf());
+        file
+    };
+    let temporary = file.path().to_path_buf();
+    let written = write(file.as_file_mut(), bytes);
+    if let (Ok(()), Some(hook)) = (&written, BEFORE_RENAME.get()) {
+        hook(&temporary);
+    }
+    // Held across the rename, so a signal handler never removes a file being renamed.
+    let mut list = unfinished();
+    let result = match written {
+        // A failed rename drops the temporary file with the error, which removes it.
+        Ok(()) => file.persist(path).map(drop).map_err(|e| io(e.error)),
+        Err(error) => {
+            drop(file);
+            Err(io(error))
+        }
+    };
+    list.retain(|p| p != &temporary);
+    result
 }
 
 /// PNG bytes of an RGB image.
@@ -444,6 +520,38 @@ mod tests {
         let mode = |path: &Path| std::fs::metadata(path).unwrap().permissions().mode() & 0o777;
         assert_eq!(mode(&image), mode(&plain));
         assert_eq!(std::fs::read(&image).unwrap(), b"png");
+    }
+
+    /// Everything in `dir`, by name.
+    fn names_in(dir: &Path) -> Vec<String> {
+        let mut names: Vec<String> = std::fs::read_dir(dir)
+            .unwrap()
+            .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        names.sort();
+        names
+    }
+
+    #[test]
+    fn a_write_that_fails_midway_leaves_the_old_file_and_no_temporary() {
+        let dir = tempfile::tempdir().unwrap();
+        let image = dir.path().join("image.png");
+        std::fs::write(&image, b"the old image").unwrap();
+        // As /dev/full would: the first half is written, then the disk is full.
+        let full_disk = |file: &mut std::fs::File, bytes: &[u8]| {
+            file.write_all(&bytes[..bytes.len() / 2])?;
+            Err(std::io::Error::from(std::io::ErrorKind::StorageFull))
+        };
+        let error = write_atomically_with(&image, &[7; 4096], full_disk).unwrap_err();
+        assert!(error.to_string().starts_with(&image.display().to_string()));
+        assert_eq!(std::fs::read(&image).unwrap(), b"the old image");
+        assert_eq!(names_in(dir.path()), ["image.png"]);
+        assert!(!unfinished().iter().any(|p| p.starts_with(dir.path())));
+
+        // A directory of that name is refused, naming it.
+        let error = write_atomically(dir.path(), b"png").unwrap_err();
+        assert!(error.to_string().contains("is a directory"), "{error}");
+        assert_eq!(names_in(dir.path()), ["image.png"]);
     }
 
     fn frame_2x2() -> Frame {

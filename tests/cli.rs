@@ -403,3 +403,72 @@ fn ssaa_averages_the_samples_of_a_render_at_k_times_the_resolution() {
         text(&output.stderr)
     );
 }
+
+/// `theia render` with `options` in `dir`, writing `out.png`; its bytes and stdout.
+fn rendered(dir: &Path, scene: &[&str], options: &[&str]) -> (Vec<u8>, String) {
+    let mut args = vec!["render", "-o", "out.png"];
+    args.extend_from_slice(scene);
+    args.extend_from_slice(options);
+    let stdout = common::theia_ok(dir, &args);
+    (std::fs::read(dir.join("out.png")).unwrap(), stdout)
+}
+
+/// The repository's OBJ scene, small.
+const SMALL_OBJ: &[&str] = &[
+    concat!(env!("CARGO_MANIFEST_DIR"), "/scenes/default.obj"),
+    "--width",
+    "48",
+    "--height",
+    "36",
+];
+
+#[test]
+fn the_fixed_rom_is_the_same_image_on_any_number_of_cores_for_an_obj() {
+    let dir = tempfile::tempdir().unwrap();
+    let one = rendered(dir.path(), SMALL_OBJ, &["--rom", "fixed", "--cores", "1"]);
+    for cores in ["3", "16"] {
+        let (image, summary) =
+            rendered(dir.path(), SMALL_OBJ, &["--rom", "fixed", "--cores", cores]);
+        assert_eq!(image, one.0, "{cores} cores");
+        assert!(summary.contains(&format!("{cores} cores")), "{summary}");
+    }
+}
+
+#[test]
+#[cfg_attr(not(conformance_data), ignore = "needs ../shared")]
+fn the_fixed_rom_is_the_same_image_on_any_number_of_cores_for_a_mem_scene() {
+    let dir = tempfile::tempdir().unwrap();
+    let scene = common::conformance("scenes_example3");
+    let scene = [scene.to_str().unwrap()];
+    let one = rendered(dir.path(), &scene, &["--rom", "fixed", "--cores", "1"]);
+    for cores in ["3", "16"] {
+        let (image, _) = rendered(dir.path(), &scene, &["--rom", "fixed", "--cores", cores]);
+        assert_eq!(image, one.0, "{cores} cores");
+    }
+    // The faithful ROM differs exactly there: each core's first pixel (the known artifact).
+    let faithful = rendered(dir.path(), &scene, &["--cores", "3"]);
+    assert_ne!(faithful.0, one.0);
+}
+
+#[test]
+fn accel_modes_and_no_cull_give_the_same_image() {
+    let dir = tempfile::tempdir().unwrap();
+    // Enough triangles (AccelUse::AUTO_TRIANGLES) for auto to build the structure.
+    let sphere = theia::scene::generate::uv_sphere_obj(32, 16);
+    std::fs::write(dir.path().join("sphere.obj"), sphere).unwrap();
+    let scene = ["sphere.obj", "--width", "48", "--height", "36"];
+    let (auto, summary) = rendered(dir.path(), &scene, &["--accel", "auto"]);
+    assert!(summary.contains("acceleration structure"), "{summary}");
+    for options in [
+        &["--accel", "cull"][..],
+        &["--accel", "off"],
+        &["--no-cull"],
+    ] {
+        let (image, summary) = rendered(dir.path(), &scene, options);
+        assert_eq!(image, auto, "{options:?}");
+        assert!(
+            !summary.contains("acceleration structure"),
+            "{options:?}: {summary}"
+        );
+    }
+}

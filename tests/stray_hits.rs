@@ -157,3 +157,92 @@ fn assert_classes_follow_the_model(
     }
     artifacts
 }
+
+/// Runs the `theia` binary in `dir`, expecting success; its stdout.
+fn theia_ok(dir: &Path, args: &[&str]) -> String {
+    let output = std::process::Command::new(env!("CARGO_BIN_EXE_theia"))
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .expect("theia runs");
+    let text = |bytes: &[u8]| String::from_utf8_lossy(bytes).into_owned();
+    assert!(
+        output.status.success(),
+        "theia {}: {}",
+        args.join(" "),
+        text(&output.stderr)
+    );
+    text(&output.stdout)
+}
+
+/// A fine mesh provokes hits only wrap-around makes (tests/stray_hits.rs): the faithful
+/// render's summary counts them as the library does, `--rom fixed` has none, and `theia
+/// trace` marks one such pixel's hit `ARTIFACT:`.
+#[test]
+fn the_summary_counts_artifacts_and_trace_marks_one() {
+    use theia::machine::hits::PixelHit;
+    use theia::scene::obj::{load_obj_text, MemoryAssets, ObjOptions};
+    let dir = tempfile::tempdir().unwrap();
+    let obj = theia::scene::generate::displaced_icosphere_obj(6, 0.08);
+    std::fs::write(dir.path().join("mesh.obj"), &obj).unwrap();
+    let options = ObjOptions {
+        width: 64,
+        height: 64,
+        ..Default::default()
+    };
+    let scene = load_obj_text(&obj, Path::new("mesh.obj"), &MemoryAssets(&[]), &options)
+        .unwrap()
+        .scene;
+    let frame = theia::machine::render(&scene, &Default::default())
+        .unwrap()
+        .frame;
+    let artifacts = frame.artifact_pixels();
+    assert!(artifacts > 1, "the mesh provokes no artifacts");
+    let size = ["--width", "64", "--height", "64"];
+    let summary = theia_ok(
+        dir.path(),
+        &[&["render", "mesh.obj", "-o", "f.png"][..], &size].concat(),
+    );
+    assert!(
+        summary.contains(&format!(
+            "; {artifacts} pixels show hits that only wrap-around"
+        )),
+        "{summary}"
+    );
+    let fixed = theia_ok(
+        dir.path(),
+        &[
+            &["render", "mesh.obj", "-o", "f.png", "--rom", "fixed"][..],
+            &size,
+        ]
+        .concat(),
+    );
+    assert!(!fixed.contains("wrap-around"), "{fixed}");
+
+    let at = frame
+        .hits
+        .iter()
+        .position(|hit| matches!(hit, PixelHit::Artifact(_)))
+        .unwrap();
+    let pixel = format!("{},{}", at % 64, at / 64);
+    let trace = theia_ok(
+        dir.path(),
+        &[&["trace", "mesh.obj", "--pixel", &pixel][..], &size].concat(),
+    );
+    assert!(
+        trace.contains("ARTIFACT: this hit exists only because"),
+        "{pixel}"
+    );
+    let plain = frame
+        .hits
+        .iter()
+        .position(|hit| hit.is_hit() && !matches!(hit, PixelHit::Artifact(_)));
+    if let Some(plain) = plain {
+        let pixel = format!("{},{}", plain % 64, plain / 64);
+        let trace = theia_ok(
+            dir.path(),
+            &[&["trace", "mesh.obj", "--pixel", &pixel][..], &size].concat(),
+        );
+        assert!(!trace.contains("ARTIFACT:"), "{pixel}");
+    }
+}

@@ -5,7 +5,7 @@ mod common;
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -49,10 +49,18 @@ impl View {
     /// `theia view` in a fresh directory, with `paint.shdr` as `--shader` when a source is
     /// given, else with the starter in memory.
     fn launch(shader_source: Option<&str>, options: &[&str]) -> View {
+        View::launch_held(shader_source, options, None)
+    }
+
+    /// [`View::launch`] with the binary's test hook holding renders (`THEIA_TEST_HOLD`).
+    fn launch_held(shader_source: Option<&str>, options: &[&str], hold: Option<&Path>) -> View {
         let dir = tempfile::tempdir().unwrap();
         let shader = dir.path().join("paint.shdr");
         let mut command = Command::new(env!("CARGO_BIN_EXE_theia"));
         command.args(["view", "--port", "0"]).args(options);
+        if let Some(hold) = hold {
+            command.env("THEIA_TEST_HOLD", hold);
+        }
         if let Some(source) = shader_source {
             std::fs::write(&shader, source).unwrap();
             command.arg("--shader").arg(&shader);
@@ -82,19 +90,24 @@ impl View {
     }
 
     fn request(&self, method: &str, path: &str, host: &str, body: &[u8]) -> Reply {
+        let head = format!(
+            "{method} {path} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\nContent-Length: {}\r\n\r\n",
+            body.len()
+        );
+        self.raw(&head, body)
+    }
+
+    /// Sends `head` (request line and headers, blank line included) and `body` as they are.
+    fn raw(&self, head: &str, body: &[u8]) -> Reply {
         let mut stream = TcpStream::connect(("127.0.0.1", self.port)).unwrap();
         stream
             .set_read_timeout(Some(Duration::from_secs(30)))
             .unwrap();
-        write!(
-            stream,
-            "{method} {path} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\nContent-Length: {}\r\n\r\n",
-            body.len()
-        )
-        .unwrap();
-        stream.write_all(body).unwrap();
+        stream.write_all(head.as_bytes()).unwrap();
+        // A body the server refuses unread may be cut off: the answer is what counts.
+        let _ = stream.write_all(body);
         let mut raw = Vec::new();
-        stream.read_to_end(&mut raw).unwrap();
+        let _ = stream.read_to_end(&mut raw);
         Reply::parse(&raw)
     }
 
@@ -358,10 +371,14 @@ fn an_edit_re_renders_and_a_broken_one_keeps_the_last_good_frame() {
     let saved = view.request("PUT", "/shader", &host, blue.as_bytes());
     assert_eq!(saved.status, 200, "{}", saved.text());
     assert_eq!(std::fs::read_to_string(&view.shader).unwrap(), blue);
-    let state = view.wait_for("the blue frame", |s| {
+    view.wait_for("the blue frame", |s| {
         s.contains("\"error\":null") && frame_generation(s).is_some_and(|g| g > first)
     });
-    assert!(state.contains("\"rendering\":null") || state.contains("\"rendering\":"));
+    // The save and the watcher may each ask for a render: once every request is rendered,
+    // none is in flight.
+    view.wait_for("no render in flight", |s| {
+        s.contains("\"rendering\":null") && frame_generation(s) == number(s, "requested")
+    });
     assert!(png_pixels(&view.get("/frame.png"))
         .data
         .chunks(3)
@@ -433,21 +450,33 @@ fn listen(view: &View) -> BufReader<TcpStream> {
 
 #[test]
 fn a_newer_edit_cancels_the_render_in_flight_which_reports_progress() {
-    // Large enough that the first render is still running when the edit lands.
-    let view = View::start_with(
-        &solid("0.0", "1.0", "0.0"),
-        &["--width", "1024", "--height", "768"],
-    );
+    // The test hook holds the first render until the edit has been seen, however fast the
+    // machine renders.
+    let hold = tempfile::tempdir().unwrap();
+    let view = View::launch_held(Some(&solid("0.0", "1.0", "0.0")), SMALL, Some(hold.path()));
+    let start = Instant::now();
+    while !hold.path().join("render.reached").exists() {
+        assert!(start.elapsed() < Duration::from_secs(30), "no render began");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let state = view.get("/state").text();
+    assert!(state.contains("\"rendering\":1,"), "{state}");
+    assert!(state.contains("\"frame\":null"), "{state}");
     let mut events = listen(&view);
     std::fs::write(&view.shader, solid("1.0", "0.0", "0.0")).unwrap();
+    view.wait_for("the edit to be seen", |s| number(s, "requested") >= Some(2));
+    // Two progress ticks after that: the render loop has checked for a newer request since.
     let mut progress = 0;
     let mut line = String::new();
+    while progress < 2 {
+        line.clear();
+        assert!(events.read_line(&mut line).unwrap() > 0, "the stream ended");
+        progress += usize::from(line.starts_with("event: progress"));
+    }
+    std::fs::write(hold.path().join("render.release"), "").unwrap();
     let shown = loop {
         line.clear();
         assert!(events.read_line(&mut line).unwrap() > 0, "the stream ended");
-        if line.starts_with("event: progress") {
-            progress += 1;
-        }
         if let Some(state) = line.strip_prefix("data: ") {
             if let Some(generation) = frame_generation(state) {
                 break generation;
@@ -455,7 +484,6 @@ fn a_newer_edit_cancels_the_render_in_flight_which_reports_progress() {
         }
     };
     assert!(shown >= 2, "the first, superseded render was shown");
-    assert!(progress > 0, "no progress was pushed");
     let frame = png_pixels(&view.get("/frame.png"));
     assert!(frame.data.chunks(3).all(|p| p == [255, 0, 0]));
 }
@@ -658,4 +686,249 @@ fn a_scene_that_does_not_load_starts_with_the_pass_through_and_the_reason() {
         "{source}"
     );
     assert!(source.ends_with(&repository_file("shaders/passthrough.shdr")));
+}
+
+#[test]
+fn only_the_loopback_names_with_this_port_are_served() {
+    let view = View::start(&solid("0.0", "1.0", "0.0"));
+    let port = view.port;
+    let state = |host: &str| view.request("GET", "/state", host, b"").status;
+    for host in [
+        format!("127.0.0.1:{port}"),
+        format!("localhost:{port}"),
+        format!("LocalHost:{port}"),
+        format!("[::1]:{port}"),
+    ] {
+        assert_eq!(state(&host), 200, "{host}");
+    }
+    for host in [
+        format!("127.0.0.1:{}", port.wrapping_add(1)),
+        format!("127.0.0.1:{port}.evil.example"),
+        format!("evil.example:{port}"),
+        format!("localhost.evil.example:{port}"),
+        format!("x127.0.0.1:{port}"),
+        "evil.example".to_string(),
+        "127.0.0.1".to_string(),
+        String::new(),
+    ] {
+        assert_eq!(state(&host), 403, "{host:?}");
+    }
+    // No Host header at all.
+    let missing = view.raw("GET /state HTTP/1.1\r\nConnection: close\r\n\r\n", b"");
+    assert_eq!(missing.status, 403);
+    // Nor may a refused Host save.
+    let saved = view.request(
+        "PUT",
+        "/shader",
+        &format!("127.0.0.1:{port}.evil.example"),
+        solid("1.0", "0.0", "0.0").as_bytes(),
+    );
+    assert_eq!(saved.status, 403);
+    assert_eq!(
+        std::fs::read_to_string(&view.shader).unwrap(),
+        solid("0.0", "1.0", "0.0")
+    );
+}
+
+#[test]
+fn another_sites_page_cannot_save() {
+    let view = View::start(&solid("0.0", "1.0", "0.0"));
+    let port = view.port;
+    // The browser's preflight for a cross-origin PUT is refused: no CORS grant.
+    let preflight = view.raw(
+        &format!(
+            "OPTIONS /shader HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nOrigin: http://evil.example\r\n\
+             Access-Control-Request-Method: PUT\r\nConnection: close\r\n\r\n"
+        ),
+        b"",
+    );
+    assert!(preflight.status >= 400, "{}", preflight.status);
+    assert!(!preflight
+        .head
+        .to_ascii_lowercase()
+        .contains("access-control-allow"));
+    // A PUT carrying another site's Origin (a browser that skipped the preflight) is
+    // refused too, and the file stays.
+    let red = solid("1.0", "0.0", "0.0");
+    for origin in [
+        "http://evil.example".to_string(),
+        format!("http://127.0.0.1:{port}.evil.example"),
+        format!("http://127.0.0.1:{}", port.wrapping_add(1)),
+        "null".to_string(),
+    ] {
+        let put = view.raw(
+            &format!(
+                "PUT /shader HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nOrigin: {origin}\r\n\
+                 Content-Length: {}\r\nConnection: close\r\n\r\n",
+                red.len()
+            ),
+            red.as_bytes(),
+        );
+        assert_eq!(put.status, 403, "{origin}");
+        assert_eq!(
+            std::fs::read_to_string(&view.shader).unwrap(),
+            solid("0.0", "1.0", "0.0")
+        );
+    }
+    // The page's own origin may.
+    let blue = solid("0.0", "0.0", "1.0");
+    let put = view.raw(
+        &format!(
+            "PUT /shader HTTP/1.1\r\nHost: localhost:{port}\r\nOrigin: http://localhost:{port}\r\n\
+             Content-Length: {}\r\nConnection: close\r\n\r\n",
+            blue.len()
+        ),
+        blue.as_bytes(),
+    );
+    assert_eq!(put.status, 200, "{}", put.text());
+    assert_eq!(std::fs::read_to_string(&view.shader).unwrap(), blue);
+}
+
+#[test]
+fn traversal_plain_or_encoded_reaches_no_file() {
+    let view = View::start(&solid("0.0", "1.0", "0.0"));
+    let secret = view.dir().join("secret.txt");
+    std::fs::write(&secret, "secret").unwrap();
+    for path in [
+        "/../secret.txt",
+        "/%2e%2e/secret.txt",
+        "/%2E%2E%2Fsecret.txt",
+        "/./secret.txt",
+        "/shader/../secret.txt",
+        "/shader%2f..%2fsecret.txt",
+        "/frame.png/%2e%2e/%2e%2e/etc/passwd",
+        "//etc/passwd",
+        "/secret.txt",
+    ] {
+        let reply = view.get(path);
+        assert_eq!(reply.status, 404, "{path}");
+        assert!(!reply.text().contains("secret"), "{path}");
+    }
+    // Saving through a path that climbs out, plain or encoded, is refused.
+    let parent = view.dir().parent().unwrap().to_path_buf();
+    for query in [
+        "path=..%2Fescaped.shdr",
+        "path=%2e%2e%2Fescaped.shdr",
+        "path=%2E%2E/escaped.shdr",
+        "path=shaders%2F..%2F..%2Fescaped.shdr",
+    ] {
+        let reply = view.put(&format!("/shader?{query}"), "// x\n");
+        assert!(
+            [400, 403, 409].contains(&reply.status),
+            "{query}: {}",
+            reply.status
+        );
+        assert!(!parent.join("escaped.shdr").exists(), "{query}");
+    }
+}
+
+/// A 100 MB body is refused from its declared length, without the server reading it: the
+/// connection is cut long before the client has sent it all, and the server goes on.
+#[test]
+fn an_oversized_body_is_refused_without_reading_it() {
+    const DECLARED: usize = 100_000_000;
+    let view = View::start(&solid("0.0", "1.0", "0.0"));
+    let mut stream = TcpStream::connect(("127.0.0.1", view.port)).unwrap();
+    stream
+        .set_read_timeout(Some(Duration::from_secs(30)))
+        .unwrap();
+    stream
+        .set_write_timeout(Some(Duration::from_secs(30)))
+        .unwrap();
+    write!(
+        stream,
+        "PUT /shader HTTP/1.1\r\nHost: 127.0.0.1:{}\r\nContent-Length: {DECLARED}\r\n\r\n",
+        view.port
+    )
+    .unwrap();
+    let mut reader = stream.try_clone().unwrap();
+    let answer = std::thread::spawn(move || {
+        let mut raw = Vec::new();
+        let _ = reader.read_to_end(&mut raw);
+        raw
+    });
+    let chunk = vec![b'a'; 1 << 20];
+    let mut sent = 0;
+    while sent < DECLARED {
+        match stream.write(&chunk[..chunk.len().min(DECLARED - sent)]) {
+            Ok(n) => sent += n,
+            Err(_) => break,
+        }
+    }
+    let raw = answer.join().unwrap();
+    // Socket buffers hold a few MB at most; a server reading it all takes the whole 100.
+    assert!(
+        sent < DECLARED / 4,
+        "the client sent {sent} bytes of {DECLARED}"
+    );
+    if !raw.is_empty() {
+        assert_eq!(Reply::parse(&raw).status, 413);
+    }
+    // A declared length no machine could hold is refused the same way.
+    let huge = view.raw(
+        &format!(
+            "PUT /shader HTTP/1.1\r\nHost: 127.0.0.1:{}\r\nContent-Length: {}\r\n\r\n",
+            view.port,
+            u64::MAX / 2
+        ),
+        b"abc",
+    );
+    assert_eq!(huge.status, 413);
+    assert_eq!(view.get("/state").status, 200, "the server goes on");
+    assert_eq!(
+        std::fs::read_to_string(&view.shader).unwrap(),
+        solid("0.0", "1.0", "0.0")
+    );
+}
+
+/// Fifty pages listen while the shader is edited again and again: the server stays up and
+/// every page hears of the last frame.
+#[test]
+fn fifty_pages_listening_through_edits_all_get_the_final_frame() {
+    const PAGES: usize = 50;
+    let view = View::start(&solid("0.0", "1.0", "0.0"));
+    view.wait_for("the first frame", |s| frame_generation(s).is_some());
+    let pages: Vec<_> = (0..PAGES).map(|_| listen(&view)).collect();
+    let colours = [
+        ("1.0", "0.0", "0.0"),
+        ("0.0", "0.0", "1.0"),
+        ("1.0", "1.0", "0.0"),
+    ];
+    for (r, g, b) in colours.iter().cycle().take(7) {
+        let saved = view.put("/shader", &solid(r, g, b));
+        assert_eq!(saved.status, 200, "{}", saved.text());
+        std::thread::sleep(Duration::from_millis(30));
+    }
+    let last = view.wait_for("the last frame", |s| {
+        s.contains("\"rendering\":null") && frame_generation(s) == number(s, "requested")
+    });
+    let last = frame_generation(&last).unwrap();
+    // Red, blue, yellow, red, blue, yellow, red: the last edit is red.
+    assert!(png_pixels(&view.get("/frame.png"))
+        .data
+        .chunks(3)
+        .all(|p| p == [255, 0, 0]));
+    let heard: Vec<_> = pages
+        .into_iter()
+        .map(|mut page| {
+            std::thread::spawn(move || {
+                let mut line = String::new();
+                loop {
+                    line.clear();
+                    if page.read_line(&mut line).unwrap_or(0) == 0 {
+                        return None;
+                    }
+                    if let Some(state) = line.strip_prefix("data: ") {
+                        if frame_generation(state) == Some(last) {
+                            return Some(last);
+                        }
+                    }
+                }
+            })
+        })
+        .collect();
+    for (page, thread) in heard.into_iter().enumerate() {
+        assert_eq!(thread.join().unwrap(), Some(last), "page {page}");
+    }
+    assert_eq!(view.get("/state").status, 200);
 }

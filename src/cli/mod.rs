@@ -11,17 +11,21 @@ mod render;
 mod run_shader;
 mod scene_args;
 mod shader;
+mod test_hooks;
 mod trace;
 mod view;
 mod watch;
 
 use std::process::ExitCode;
+use std::sync::Mutex;
 
 use clap::{Parser, Subcommand};
 use theia::isa::asm::AsmErrors;
 
 /// Exit status of a command that failed (bad input, I/O, a core fault).
 const EXIT_ERROR: u8 = 2;
+/// Exit status after SIGINT, SIGTERM or SIGHUP (128 + SIGINT, as shells report Ctrl-C).
+const EXIT_INTERRUPTED: i32 = 130;
 
 #[derive(Parser)]
 #[command(
@@ -72,6 +76,10 @@ pub enum Outcome {
 
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
+    test_hooks::install();
+    if let Err(error) = ctrlc::set_handler(interrupted) {
+        eprintln!("warning: cannot handle Ctrl-C: {error}");
+    }
     let result = match cli.command {
         Command::Render(args) => render::run(args),
         Command::Compare(args) => compare::run(args),
@@ -92,6 +100,33 @@ pub fn main() -> ExitCode {
             ExitCode::from(EXIT_ERROR)
         }
     }
+}
+
+/// What a command does on SIGINT, SIGTERM or SIGHUP instead of exiting (`theia view` stops
+/// its server and ends normally).
+type InterruptAction = Box<dyn Fn() + Send>;
+static ON_INTERRUPT: Mutex<Option<InterruptAction>> = Mutex::new(None);
+
+/// Makes `action` what SIGINT, SIGTERM and SIGHUP do from now on.
+pub fn on_interrupt(action: impl Fn() + Send + 'static) {
+    *ON_INTERRUPT.lock().unwrap_or_else(|p| p.into_inner()) = Some(Box::new(action));
+}
+
+/// The signal handler (on its own thread): a command's own action, or else the temporary
+/// files of writes in progress are removed (the output stays as it was) and the process
+/// exits.
+fn interrupted() {
+    if let Some(action) = ON_INTERRUPT
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .as_ref()
+    {
+        action();
+        return;
+    }
+    theia::image::remove_unfinished_writes();
+    eprintln!("interrupted");
+    std::process::exit(EXIT_INTERRUPTED);
 }
 
 /// Prints an error on stderr. Assembler diagnostics already read

@@ -186,6 +186,7 @@ fn render_frame(
         }
         None => None,
     };
+    super::test_hooks::hold("render");
     let mut render = render_with_progress(&machine, !args.quiet)?;
     if let Some(ssaa) = &loaded.ssaa {
         render.frame = box_filter(&render.frame, ssaa.factor, ssaa.output_partitions.clone());

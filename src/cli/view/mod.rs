@@ -12,6 +12,7 @@ mod starter;
 mod state;
 
 use std::io::{Read, Write};
+use std::net::{Shutdown, SocketAddr};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc::RecvTimeoutError;
@@ -36,8 +37,9 @@ use theia::viewer::{CompareImage, Route, SaveAs};
 const PAGE: &str = include_str!("page.html");
 /// Largest shader the page may save.
 const MAX_SHADER_BYTES: usize = 256 * 1024;
-/// Requests served at once (event streams included); more get a 503.
-const MAX_REQUESTS: usize = 32;
+/// Requests served at once (event streams included, up to [`state::MAX_SUBSCRIBERS`] of
+/// them); more get a 503.
+const MAX_REQUESTS: usize = 2 * state::MAX_SUBSCRIBERS;
 /// An idle event stream sends a comment this often, so a closed page is noticed.
 const KEEPALIVE: Duration = Duration::from_secs(10);
 
@@ -70,11 +72,10 @@ pub fn run(args: ViewArgs) -> anyhow::Result<Outcome> {
     }
     {
         let (viewer, server) = (viewer.clone(), server.clone());
-        ctrlc::set_handler(move || {
+        super::on_interrupt(move || {
             viewer.stop();
             server.unblock();
-        })
-        .context("installing the Ctrl-C handler")?;
+        });
     }
 
     println!("http://{address}/");
@@ -178,9 +179,36 @@ fn loopback_host(request: &Request, port: u16) -> bool {
     }
 }
 
+/// A request from another site's page (which a browser marks with its `Origin`) is refused:
+/// only the page this server serves may change anything. Requests without one (command-line
+/// tools, and a browser's own same-origin GETs) pass.
+fn same_origin(request: &Request, port: u16) -> bool {
+    let origin = request.headers().iter().find(|h| h.field.equiv("Origin"));
+    origin.is_none_or(|origin| {
+        [
+            format!("http://127.0.0.1:{port}"),
+            format!("http://localhost:{port}"),
+            format!("http://[::1]:{port}"),
+        ]
+        .contains(&origin.value.as_str().to_ascii_lowercase())
+    })
+}
+
 fn handle(viewer: &Viewer, mut request: Request, port: u16) {
+    // Before anything else: whatever the answer, a body left unread would be read whole.
+    if request
+        .body_length()
+        .is_some_and(|length| length > MAX_SHADER_BYTES)
+    {
+        refuse_body(request, port);
+        return;
+    }
     if !loopback_host(&request, port) {
         let _ = request.respond(text(403, "only 127.0.0.1 is served"));
+        return;
+    }
+    if !same_origin(&request, port) {
+        let _ = request.respond(text(403, "requests from other sites are refused"));
         return;
     }
     let route = match Route::parse(request.method().as_str(), request.url()) {
@@ -266,6 +294,68 @@ fn read_shader(viewer: &Viewer) -> Reply {
         Err(error) => text(404, &format!("{}: {error}", path.display())),
     }
 }
+
+/// Refuses a request whose declared body is larger than any the server takes, without
+/// reading it: tiny_http 0.12 reads a body left unread to its declared end when the request
+/// is dropped (allocating that much at once, tiny-http#290), so the connection's reading
+/// side is shut first. The answer still goes out; then the connection ends.
+fn refuse_body(request: Request, port: u16) {
+    let peer = request.remote_addr().copied();
+    if let Some(peer) = peer {
+        shut(peer, port, Shutdown::Read);
+    }
+    let reply = text(413, "a shader is at most 256 KiB").with_header(header("Connection", "close"));
+    if request.body_length() > Some(MAX_DRAIN_ALLOCATION) {
+        // Dropped, this request would allocate its declared length at once, and a failed
+        // allocation aborts the process: it is never dropped. That keeps one of tiny_http's
+        // threads waiting for good, for a request no browser sends.
+        std::mem::forget(request.upgrade("close", reply));
+        // The answer is out: the client sees the connection end.
+        if let Some(peer) = peer {
+            shut(peer, port, Shutdown::Write);
+        }
+    } else {
+        let _ = request.respond(reply);
+    }
+}
+
+/// The largest declared body whose unread rest tiny_http may allocate when a refused
+/// request is dropped (the allocation is zeroed lazily: only its size can hurt).
+const MAX_DRAIN_ALLOCATION: usize = 1 << 30;
+
+/// Shuts one side of this process's connection from `peer` to `port`, found among the open
+/// descriptors (tiny_http does not hand out its sockets).
+#[cfg(target_os = "linux")]
+fn shut(peer: SocketAddr, port: u16, how: Shutdown) {
+    use std::mem::ManuallyDrop;
+    use std::net::TcpStream;
+    use std::os::fd::FromRawFd;
+    let Ok(descriptors) = std::fs::read_dir("/proc/self/fd") else {
+        return;
+    };
+    for entry in descriptors.flatten() {
+        let Some(fd) = entry.file_name().to_str().and_then(|n| n.parse().ok()) else {
+            continue;
+        };
+        let is_socket = std::fs::read_link(entry.path())
+            .is_ok_and(|target| target.to_string_lossy().starts_with("socket:"));
+        if !is_socket {
+            continue;
+        }
+        // SAFETY: the descriptor is open (just listed; if it closed since, the calls below
+        // fail) and is never closed here: ManuallyDrop keeps it the server's. Only
+        // getpeername, getsockname and shutdown touch it.
+        let socket = ManuallyDrop::new(unsafe { TcpStream::from_raw_fd(fd) });
+        if socket.peer_addr().ok() == Some(peer)
+            && socket.local_addr().is_ok_and(|local| local.port() == port)
+        {
+            let _ = socket.shutdown(how);
+        }
+    }
+}
+
+#[cfg(not(target_os = "linux"))]
+fn shut(_peer: SocketAddr, _port: u16, _how: Shutdown) {}
 
 /// One save at a time, so two first saves cannot both pick the file.
 static SAVING: Mutex<()> = Mutex::new(());

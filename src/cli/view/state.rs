@@ -26,8 +26,9 @@ use theia::viewer::Setting;
 /// Events a page's queue holds before newer ones are dropped (a page that stops reading
 /// must not make the server hoard memory); a page catches up from `/state` anyway.
 pub const EVENT_QUEUE: usize = 64;
-/// Pages listening at once.
-pub const MAX_SUBSCRIBERS: usize = 16;
+/// Pages listening at once: tabs, and tools following the frame; the limit only keeps a
+/// runaway client from taking every thread.
+pub const MAX_SUBSCRIBERS: usize = 64;
 /// How often a render in flight reports its progress.
 const PROGRESS_EVERY: Duration = Duration::from_millis(100);
 
@@ -265,7 +266,10 @@ impl Viewer {
             .sum();
         let done = AtomicU64::new(0);
         let result = std::thread::scope(|scope| {
-            let worker = scope.spawn(|| machine.render(Some(&done)));
+            let worker = scope.spawn(|| {
+                crate::cli::test_hooks::hold("render");
+                machine.render(Some(&done))
+            });
             while !worker.is_finished() {
                 std::thread::sleep(PROGRESS_EVERY);
                 if self.superseded(generation) {

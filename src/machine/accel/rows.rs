@@ -358,6 +358,7 @@ mod avx2 {
 
     #[cfg(test)]
     mod tests {
+        use super::super::tests as rows_tests;
         use super::*;
         use crate::machine::cull::{exact_verdict, Exit, TriangleConstants};
 
@@ -393,10 +394,9 @@ mod avx2 {
         /// The vector verdict is cull::exact_verdict's on every combination of edge words,
         /// and on numerators at the wrap of a nonzero Δ's quotients.
         #[test]
+        #[cfg_attr(not(avx2_host), ignore = "needs AVX2")]
         fn vector_verdicts_are_the_exact_ones_at_the_edges() {
-            if !std::arch::is_x86_feature_detected!("avx2") {
-                return;
-            }
+            assert!(std::arch::is_x86_feature_detected!("avx2"), "no AVX2");
             let mut cases = Vec::new();
             for &delta in &EDGES {
                 for &h2 in &EDGES {
@@ -440,10 +440,9 @@ mod avx2 {
         /// Δ, H2 and H3 are the ALU's, and the lanes beyond the exact range are the ones
         /// marked, for edge rays and constants.
         #[test]
+        #[cfg_attr(not(avx2_host), ignore = "needs AVX2")]
         fn vector_products_are_the_alus_at_the_edges() {
-            if !std::arch::is_x86_feature_detected!("avx2") {
-                return;
-            }
+            assert!(std::arch::is_x86_feature_detected!("avx2"), "no AVX2");
             let exact: Vec<u32> = EDGES
                 .into_iter()
                 .filter(|&w| alu::exact_multiplicand(w))
@@ -484,6 +483,24 @@ mod avx2 {
                             assert_eq!(values[1][lane], u64::from(alu::dot(p, k.t)), "{what}");
                         }
                     }
+                    // The whole row test, vector and lane by lane, gives BIU's verdicts.
+                    let culler = Culler::from_constants(vec![k; 3]);
+                    let candidates = [0, 2];
+                    let (mut vector, mut portable) =
+                        (RowVerdicts::default(), RowVerdicts::default());
+                    // SAFETY: the CPU has AVX2, checked above.
+                    unsafe { compute(&mut vector, &culler, &candidates, &rays) };
+                    portable.compute_portable(&culler, &candidates, &rays);
+                    for (lane, &ray) in rays.iter().enumerate() {
+                        let want = rows_tests::expected(&culler, &candidates, ray);
+                        for (path, rows) in [("vector", &vector), ("portable", &portable)] {
+                            assert_eq!(
+                                rows_tests::resolved(rows, &culler, &candidates, ray, lane),
+                                want,
+                                "{path}: {a:#x} {b:#x} lane {lane}"
+                            );
+                        }
+                    }
                 }
             }
         }
@@ -499,7 +516,7 @@ mod tests {
     /// A lane's verdicts as the per-pixel loop reads them, with untested candidates
     /// resolved by BIU's scalar verdict: the open positions, what the rejected candidates
     /// before each cost, and what those after the last cost.
-    fn resolved(
+    pub(super) fn resolved(
         rows: &RowVerdicts,
         culler: &Culler,
         candidates: &[u32],
@@ -523,7 +540,11 @@ mod tests {
     }
 
     /// The same from BIU's scalar verdict on every candidate.
-    fn expected(culler: &Culler, candidates: &[u32], ray: Vec3) -> (Vec<u32>, Vec<u64>, u64) {
+    pub(super) fn expected(
+        culler: &Culler,
+        candidates: &[u32],
+        ray: Vec3,
+    ) -> (Vec<u32>, Vec<u64>, u64) {
         let (mut open, mut costs, mut pending) = (Vec::new(), Vec::new(), 0);
         for (position, &index) in candidates.iter().enumerate() {
             match culler.rejects(index as usize, ray) {
