@@ -21,7 +21,7 @@ use super::decode::{self, AlphaOp, Alu, Fc, Instruction, RgbOp, Source, Tex};
 use super::fields::Words;
 use crate::core::exec::Fault;
 use crate::stage::{
-    write_colour, ForeignProgram, NamedVec4, PixelInputs, PixelStage, RunError, ShadingCore,
+    ForeignProgram, NamedVec4, PixelInputs, PixelRun, PixelStage, RunError, ShadingCore,
     TextureSampler,
 };
 
@@ -693,28 +693,8 @@ impl PixelStage for Program {
         "R500"
     }
 
-    /// temp\[0..3\] = the four standard inputs, tex\[0\] = the texture memory; out\[0\].rgb is
-    /// the colour (clamped, as an OMWRITE). A killed pixel writes nothing.
     fn shade(&self, core: &mut dyn ShadingCore) -> Result<(), Fault> {
-        let mut pixel = Pixel::default();
-        pixel.temps[..4].copy_from_slice(&PixelInputs::read(core).registers());
-        let budget = core.budget_left();
-        let result = {
-            let sampler = TextureSampler::of(core);
-            self.run(&mut pixel, &sampler, budget)
-        };
-        match result {
-            Ok(run) => core.charge(run.steps),
-            Err(error) => {
-                core.charge(budget);
-                return Err(error);
-            }
-        }
-        if !pixel.killed {
-            let [r, g, b, _] = pixel.outs[0];
-            write_colour(core, [r, g, b]);
-        }
-        Ok(())
+        self.shade_pixel(core)
     }
 }
 
@@ -741,5 +721,23 @@ impl ForeignProgram for Program {
             outputs.push(("depth".to_string(), [pixel.depth, 0.0, 0.0, 0.0]));
         }
         Ok(outputs)
+    }
+
+    /// temp\[0..3\] = the four standard inputs, tex\[0\] = the texture memory; out\[0\].rgb is
+    /// the colour (clamped, as an OMWRITE). A killed pixel writes nothing.
+    fn run_pixel(
+        &self,
+        inputs: &PixelInputs,
+        texture: &TextureSampler,
+        budget: u64,
+    ) -> Result<PixelRun, Fault> {
+        let mut pixel = Pixel::default();
+        pixel.temps[..4].copy_from_slice(&inputs.registers());
+        let run = self.run(&mut pixel, texture, budget)?;
+        let [r, g, b, _] = pixel.outs[0];
+        Ok(PixelRun {
+            executed: run.steps,
+            colour: (!pixel.killed).then_some([r, g, b]),
+        })
     }
 }
