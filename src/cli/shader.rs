@@ -210,7 +210,7 @@ pub fn load_pica200(
     }
     let source = String::from_utf8(bytes)
         .map_err(|_| anyhow::anyhow!("{}: not UTF-8 text (nor a SHBIN)", path.display()))?;
-    let assembly = theia::pica200::asm::assemble(&source, path, options)?;
+    let assembly = theia::pica200::asm::assemble_with(&source, path, options)?;
     for warning in &assembly.warnings {
         eprintln!("{warning}");
     }

@@ -1,14 +1,15 @@
-//! Instruction words and operand descriptors, both ways (spec foreign_isas §B.2, §B.4).
-//! [`Instruction::decode`] and [`Instruction::encode`] are exact inverses on every field a
+//! Instruction words in fields, and operand descriptors, both ways (spec foreign_isas §B.2, §B.4).
+//! [`Word::decode`] and [`Word::encode`] are exact inverses on every field a
 //! format defines; bits a format leaves unused decode to nothing and encode as zero.
 
 use super::opcodes::{by_opcode, info, Format, Op};
 
-/// One decoded instruction word. Register fields hold the hardware's numbering: sources
+/// One instruction word in the fields of its format (the raw encoding: `interp` resolves it
+/// with its operand descriptor once, before running). Register fields hold the hardware's numbering: sources
 /// 0x00-0x0F inputs, 0x10-0x1F temporaries, 0x20-0x7F float uniforms; destinations
 /// 0x00-0x0F outputs, 0x10-0x1F temporaries.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Instruction {
+pub enum Word {
     /// NOP, END, BREAK, EMIT.
     Zero { op: Op },
     /// Formats 1, 1i, 1u and MOVA. `src1`/`src2` are in operand order; `idx` (0 none,
@@ -72,16 +73,16 @@ fn field(word: u32, low: u32, width: u32) -> u32 {
     (word >> low) & ((1 << width) - 1)
 }
 
-impl Instruction {
+impl Word {
     /// Decodes one word.
-    pub fn decode(word: u32) -> Result<Instruction, UnknownOpcode> {
+    pub fn decode(word: u32) -> Result<Word, UnknownOpcode> {
         let opcode = (word >> 26) as u8;
         let row = by_opcode(opcode).ok_or(UnknownOpcode { word, opcode })?;
         let op = row.op;
         let desc7 = field(word, 0, 7) as u8;
         Ok(match row.format {
-            Format::Zero => Instruction::Zero { op },
-            Format::One | Format::OneU | Format::Mova => Instruction::Arith {
+            Format::Zero => Word::Zero { op },
+            Format::One | Format::OneU | Format::Mova => Word::Arith {
                 op,
                 dst: if row.format == Format::Mova {
                     0
@@ -97,7 +98,7 @@ impl Instruction {
                 idx: field(word, 19, 2) as u8,
                 desc: desc7,
             },
-            Format::OneI => Instruction::Arith {
+            Format::OneI => Word::Arith {
                 op,
                 dst: field(word, 21, 5) as u8,
                 src1: field(word, 14, 5) as u8,
@@ -105,7 +106,7 @@ impl Instruction {
                 idx: field(word, 19, 2) as u8,
                 desc: desc7,
             },
-            Format::OneC => Instruction::Cmp {
+            Format::OneC => Word::Cmp {
                 src1: field(word, 12, 7) as u8,
                 src2: field(word, 7, 5) as u8,
                 idx: field(word, 19, 2) as u8,
@@ -113,7 +114,7 @@ impl Instruction {
                 cmpx: field(word, 24, 3) as u8,
                 cmpy: field(word, 21, 3) as u8,
             },
-            Format::Five => Instruction::Mad {
+            Format::Five => Word::Mad {
                 op,
                 dst: field(word, 24, 5) as u8,
                 src1: field(word, 17, 5) as u8,
@@ -122,7 +123,7 @@ impl Instruction {
                 idx: field(word, 22, 2) as u8,
                 desc: field(word, 0, 5) as u8,
             },
-            Format::FiveI => Instruction::Mad {
+            Format::FiveI => Word::Mad {
                 op,
                 dst: field(word, 24, 5) as u8,
                 src1: field(word, 17, 5) as u8,
@@ -131,7 +132,7 @@ impl Instruction {
                 idx: field(word, 22, 2) as u8,
                 desc: field(word, 0, 5) as u8,
             },
-            Format::Two => Instruction::Flow {
+            Format::Two => Word::Flow {
                 op,
                 refx: field(word, 25, 1) == 1,
                 refy: field(word, 24, 1) == 1,
@@ -139,7 +140,7 @@ impl Instruction {
                 dst: field(word, 10, 12) as u16,
                 num: field(word, 0, 8) as u8,
             },
-            Format::Three => Instruction::Uniform {
+            Format::Three => Word::Uniform {
                 op,
                 id: if op == Op::Loop {
                     field(word, 22, 2)
@@ -149,7 +150,7 @@ impl Instruction {
                 dst: field(word, 10, 12) as u16,
                 num: field(word, 0, 8) as u8,
             },
-            Format::Four => Instruction::SetEmit {
+            Format::Four => Word::SetEmit {
                 vertex: field(word, 24, 2) as u8,
                 primitive: field(word, 23, 1) == 1,
                 winding: field(word, 22, 1) == 1,
@@ -157,12 +158,12 @@ impl Instruction {
         })
     }
 
-    /// The word: the inverse of [`Instruction::decode`].
+    /// The word: the inverse of [`Word::decode`].
     pub fn encode(&self) -> u32 {
         let opcode = |op: Op| (info(op).opcode as u32) << 26;
         match *self {
-            Instruction::Zero { op } => opcode(op),
-            Instruction::Arith {
+            Word::Zero { op } => opcode(op),
+            Word::Arith {
                 op,
                 dst,
                 src1,
@@ -188,7 +189,7 @@ impl Instruction {
                     }
                 }
             }
-            Instruction::Cmp {
+            Word::Cmp {
                 src1,
                 src2,
                 idx,
@@ -204,7 +205,7 @@ impl Instruction {
                     | (src2 as u32 & 0x1F) << 7
                     | (desc as u32 & 0x7F)
             }
-            Instruction::Mad {
+            Word::Mad {
                 op,
                 dst,
                 src1,
@@ -218,13 +219,13 @@ impl Instruction {
                     | (idx as u32 & 3) << 22
                     | (src1 as u32 & 0x1F) << 17
                     | (desc as u32 & 0x1F);
-                if op == Op::Madi {
+                if info(op).format.is_inverted() {
                     common | (src2 as u32 & 0x1F) << 12 | (src3 as u32 & 0x7F) << 5
                 } else {
                     common | (src2 as u32 & 0x7F) << 10 | (src3 as u32 & 0x1F) << 5
                 }
             }
-            Instruction::Flow {
+            Word::Flow {
                 op,
                 refx,
                 refy,
@@ -239,11 +240,11 @@ impl Instruction {
                     | (dst as u32 & 0xFFF) << 10
                     | num as u32
             }
-            Instruction::Uniform { op, id, dst, num } => {
+            Word::Uniform { op, id, dst, num } => {
                 let width = if op == Op::Loop { 3 } else { 0xF };
                 opcode(op) | (id as u32 & width) << 22 | (dst as u32 & 0xFFF) << 10 | num as u32
             }
-            Instruction::SetEmit {
+            Word::SetEmit {
                 vertex,
                 primitive,
                 winding,
@@ -256,16 +257,29 @@ impl Instruction {
         }
     }
 
+    /// Each source's index register in operand order (0 none, 1 a0.x, 2 a0.y, 3 aL): `idx`
+    /// belongs to the wide source, the one the format names.
+    pub fn source_indices(&self) -> [u8; 3] {
+        let (idx, format) = match *self {
+            Word::Arith { op, idx, .. } | Word::Mad { op, idx, .. } => (idx, info(op).format),
+            Word::Cmp { idx, .. } => (idx, Format::OneC),
+            _ => return [0; 3],
+        };
+        let mut indices = [0; 3];
+        indices[format.indexed_source()] = idx;
+        indices
+    }
+
     /// The operation.
     pub fn op(&self) -> Op {
         match *self {
-            Instruction::Zero { op }
-            | Instruction::Arith { op, .. }
-            | Instruction::Mad { op, .. }
-            | Instruction::Flow { op, .. }
-            | Instruction::Uniform { op, .. } => op,
-            Instruction::Cmp { .. } => Op::Cmp,
-            Instruction::SetEmit { .. } => Op::Setemit,
+            Word::Zero { op }
+            | Word::Arith { op, .. }
+            | Word::Mad { op, .. }
+            | Word::Flow { op, .. }
+            | Word::Uniform { op, .. } => op,
+            Word::Cmp { .. } => Op::Cmp,
+            Word::SetEmit { .. } => Op::Setemit,
         }
     }
 }
@@ -332,7 +346,7 @@ mod tests {
     #[test]
     fn unknown_opcodes_are_errors() {
         assert_eq!(
-            Instruction::decode(0x4000_0000),
+            Word::decode(0x4000_0000),
             Err(UnknownOpcode {
                 word: 0x4000_0000,
                 opcode: 0x10

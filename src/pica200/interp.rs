@@ -2,7 +2,7 @@
 //! PICA's rules (0·∞ = 0 in products, NaN-ordered MIN/MAX), relative addressing with the
 //! wrap rules, and the flow-control stacks of spec foreign_isas §B.6 in Azahar's order.
 
-use super::decode::{Descriptor, Instruction};
+use super::decode::{Descriptor, Word};
 use super::opcodes::Op;
 use crate::core::exec::Fault;
 
@@ -25,7 +25,7 @@ struct Source {
 
 /// One pre-decoded instruction.
 #[derive(Clone, Copy, Debug, PartialEq)]
-enum Step {
+enum Decoded {
     Arith {
         op: Op,
         dst: u8,
@@ -43,7 +43,7 @@ enum Step {
         mask: u8,
         s: [Source; 3],
     },
-    Control(Instruction),
+    Control(Word),
     Unknown(u32),
 }
 
@@ -51,9 +51,9 @@ enum Step {
 /// entry point.
 #[derive(Clone, Debug)]
 pub struct Code {
-    steps: Vec<Step>,
+    steps: Vec<Decoded>,
     /// Code memory past the program holds zero words (ADD o0, v0, v0 with descriptor 0).
-    filler: Step,
+    filler: Decoded,
     entry: u32,
 }
 
@@ -66,22 +66,23 @@ fn source(reg: u8, idx: u8, desc: Descriptor, n: usize) -> Source {
     }
 }
 
-fn predecode(word: u32, descs: &[u32]) -> Step {
+fn predecode(word: u32, descs: &[u32]) -> Decoded {
     let descriptor = |index: u8| Descriptor(descs.get(index as usize).copied().unwrap_or(0));
-    match Instruction::decode(word) {
-        Err(_) => Step::Unknown(word),
-        Ok(Instruction::Arith {
+    let Ok(word) = Word::decode(word) else {
+        return Decoded::Unknown(word);
+    };
+    let [i1, i2, i3] = word.source_indices();
+    match word {
+        Word::Arith {
             op,
             dst,
             src1,
             src2,
-            idx,
             desc,
-        }) => {
+            ..
+        } => {
             let d = descriptor(desc);
-            let inverted = matches!(op, Op::Dphi | Op::Dsti | Op::Sgei | Op::Slti);
-            let (i1, i2) = if inverted { (0, idx) } else { (idx, 0) };
-            Step::Arith {
+            Decoded::Arith {
                 op,
                 dst,
                 mask: d.mask(),
@@ -89,43 +90,41 @@ fn predecode(word: u32, descs: &[u32]) -> Step {
                 s2: source(src2, i2, d, 1),
             }
         }
-        Ok(Instruction::Cmp {
+        Word::Cmp {
             src1,
             src2,
-            idx,
             desc,
             cmpx,
             cmpy,
-        }) => {
+            ..
+        } => {
             let d = descriptor(desc);
-            Step::Cmp {
-                s1: source(src1, idx, d, 0),
-                s2: source(src2, 0, d, 1),
+            Decoded::Cmp {
+                s1: source(src1, i1, d, 0),
+                s2: source(src2, i2, d, 1),
                 cmp: [cmpx, cmpy],
             }
         }
-        Ok(Instruction::Mad {
-            op,
+        Word::Mad {
             dst,
             src1,
             src2,
             src3,
-            idx,
             desc,
-        }) => {
+            ..
+        } => {
             let d = descriptor(desc);
-            let (i2, i3) = if op == Op::Madi { (0, idx) } else { (idx, 0) };
-            Step::Mad {
+            Decoded::Mad {
                 dst,
                 mask: d.mask(),
                 s: [
-                    source(src1, 0, d, 0),
+                    source(src1, i1, d, 0),
                     source(src2, i2, d, 1),
                     source(src3, i3, d, 2),
                 ],
             }
         }
-        Ok(other) => Step::Control(other),
+        other => Decoded::Control(other),
     }
 }
 
@@ -399,7 +398,7 @@ impl Code {
         let mut loops: Ring<LoopScope, 4> = Ring::new();
         let mut pc = self.entry;
         let mut executed = 0u64;
-        let end = Step::Control(Instruction::Zero { op: Op::End });
+        let end = Decoded::Control(Word::Zero { op: Op::End });
         loop {
             if executed >= budget {
                 return Err(Fault::Watchdog {
@@ -417,26 +416,26 @@ impl Code {
             let mut next = pc + 1;
             let mut is_break = false;
             match step {
-                Step::Arith {
+                Decoded::Arith {
                     op,
                     dst,
                     mask,
                     s1,
                     s2,
                 } => self.arith(state, *op, *dst, *mask, s1, s2),
-                Step::Cmp { s1, s2, cmp } => {
+                Decoded::Cmp { s1, s2, cmp } => {
                     let a = self.fetch(state, s1);
                     let b = self.fetch(state, s2);
                     for i in 0..2 {
                         state.cc[i] = compare(cmp[i], a[i], b[i]);
                     }
                 }
-                Step::Mad { dst, mask, s } => {
+                Decoded::Mad { dst, mask, s } => {
                     let [a, b, c] = [0, 1, 2].map(|n| self.fetch(state, &s[n]));
                     let result = std::array::from_fn(|i| pica_mul(a[i], b[i]) + c[i]);
                     Self::write(state, *dst, *mask, result);
                 }
-                Step::Unknown(word) => {
+                Decoded::Unknown(word) => {
                     let _ = word;
                     return Err(Fault::Stage {
                         isa: ISA,
@@ -444,17 +443,17 @@ impl Code {
                         reason: "the word's opcode is no PICA200 instruction",
                     });
                 }
-                Step::Control(instruction) => match *instruction {
-                    Instruction::Zero { op: Op::End } => return Ok(executed),
-                    Instruction::Zero { op: Op::Break } => is_break = true,
-                    Instruction::Zero { op: Op::Emit } | Instruction::SetEmit { .. } => {
+                Decoded::Control(instruction) => match *instruction {
+                    Word::Zero { op: Op::End } => return Ok(executed),
+                    Word::Zero { op: Op::Break } => is_break = true,
+                    Word::Zero { op: Op::Emit } | Word::SetEmit { .. } => {
                         return Err(Fault::Stage {
                             isa: ISA,
                             pc,
                             reason: "EMIT and SETEMIT belong to geometry shaders; a pixel has no primitive to emit",
                         })
                     }
-                    Instruction::Flow {
+                    Word::Flow {
                         op,
                         refx,
                         refy,
@@ -487,7 +486,7 @@ impl Code {
                             _ => {}
                         }
                     }
-                    Instruction::Uniform { op, id, dst, num } => {
+                    Word::Uniform { op, id, dst, num } => {
                         let (dst, num) = (dst as u32, num as u32);
                         let flag = state.bools >> id & 1 == 1;
                         match op {
