@@ -8,15 +8,33 @@ use std::path::{Path, PathBuf};
 
 use super::decode::validate;
 use super::fields::{self as f, kind, Field, Words};
+use crate::isa::asm::{AsmErrors, Diagnostic, Severity};
 
-/// An assembly error at a place in a source file.
-#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-#[error("{file}:{line}:{col}: {message}")]
-pub struct AsmError {
-    pub file: String,
-    pub line: usize,
-    pub col: usize,
-    pub message: String,
+/// An assembled program.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Assembly {
+    /// Six words per instruction.
+    pub program: Vec<Words>,
+}
+
+type Result<T> = std::result::Result<T, Diagnostic>;
+
+fn error(file: &Path, line: usize, column: usize, message: String) -> Diagnostic {
+    Diagnostic {
+        file: file.to_path_buf(),
+        line,
+        column,
+        severity: Severity::Error,
+        message,
+    }
+}
+
+/// The first error as the [`AsmErrors`] every assembler returns (R500 has no warnings).
+fn errors(error: Diagnostic) -> AsmErrors {
+    AsmErrors {
+        errors: vec![error],
+        warnings: Vec::new(),
+    }
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -45,25 +63,27 @@ enum Includes<'a> {
     None,
 }
 
-/// Assembles `source`, named `name` in errors; `#include` is refused.
-pub fn assemble(source: &str, name: &str) -> Result<Vec<Words>, AsmError> {
-    Assembler::new().run(source, name, &Includes::None, 0)
+/// Assembles `source`; `file` names it in messages. `#include` is refused: the text may
+/// have no file behind it.
+pub fn assemble(source: &str, file: &Path) -> std::result::Result<Assembly, AsmErrors> {
+    Assembler::new()
+        .run(source, file, &Includes::None, 0)
+        .map_err(errors)
 }
 
-/// Assembles the file at `path`; `#include "x"` reads `x` beside it.
-pub fn assemble_file(path: &Path) -> Result<Vec<Words>, AsmError> {
-    let source = std::fs::read_to_string(path).map_err(|error| AsmError {
-        file: path.display().to_string(),
-        line: 0,
-        col: 0,
-        message: error.to_string(),
-    })?;
+/// Assembles the file at `path`; `#include "x"` reads `x` beside it. A file that cannot
+/// be read is an error at line 0.
+pub fn assemble_file(path: &Path) -> std::result::Result<Assembly, AsmErrors> {
+    let source =
+        std::fs::read_to_string(path).map_err(|e| errors(error(path, 0, 0, e.to_string())))?;
     let dir = path.parent().unwrap_or(Path::new("."));
-    Assembler::new().run(&source, &path.display().to_string(), &Includes::Dir(dir), 0)
+    Assembler::new()
+        .run(&source, path, &Includes::Dir(dir), 0)
+        .map_err(errors)
 }
 
 struct Assembler {
-    files: Vec<String>,
+    files: Vec<PathBuf>,
     program: Vec<Words>,
 }
 
@@ -81,30 +101,21 @@ impl Assembler {
     fn run(
         mut self,
         source: &str,
-        name: &str,
+        file: &Path,
         includes: &Includes,
         depth: usize,
-    ) -> Result<Vec<Words>, AsmError> {
-        self.file(source, name, includes, depth)?;
-        Ok(self.program)
+    ) -> Result<Assembly> {
+        self.file(source, file, includes, depth)?;
+        Ok(Assembly {
+            program: self.program,
+        })
     }
 
     /// Assembles one file: its lines up to each `#include`, the included file, and so on.
-    fn file(
-        &mut self,
-        source: &str,
-        name: &str,
-        includes: &Includes,
-        depth: usize,
-    ) -> Result<(), AsmError> {
+    fn file(&mut self, source: &str, name: &Path, includes: &Includes, depth: usize) -> Result<()> {
         let file = self.files.len();
-        self.files.push(name.to_string());
-        let error = |line: usize, col: usize, message: String| AsmError {
-            file: name.to_string(),
-            line,
-            col,
-            message,
-        };
+        self.files.push(name.to_path_buf());
+        let error = |line: usize, col: usize, message: String| error(name, line, col, message);
         // Text between includes is lexed as one chunk, keeping its line numbers.
         let mut chunk = String::new();
         let mut chunk_start = 1;
@@ -140,12 +151,7 @@ impl Assembler {
                     error(number, col, format!("cannot read {}: {e}", path.display()))
                 })?;
                 let inner_dir = path.parent().unwrap_or(Path::new(".")).to_path_buf();
-                self.file(
-                    &text,
-                    &path.display().to_string(),
-                    &Includes::Dir(&inner_dir),
-                    depth + 1,
-                )?;
+                self.file(&text, &path, &Includes::Dir(&inner_dir), depth + 1)?;
             } else {
                 chunk.push_str(line);
                 chunk.push('\n');
@@ -154,13 +160,9 @@ impl Assembler {
         self.chunk(&chunk, file, chunk_start)
     }
 
-    fn chunk(&mut self, text: &str, file: usize, first_line: usize) -> Result<(), AsmError> {
-        let tokens = lex(text, file, first_line).map_err(|(line, col, message)| AsmError {
-            file: self.files[file].clone(),
-            line,
-            col,
-            message,
-        })?;
+    fn chunk(&mut self, text: &str, file: usize, first_line: usize) -> Result<()> {
+        let tokens = lex(text, file, first_line)
+            .map_err(|(line, col, message)| error(&self.files[file], line, col, message))?;
         let mut parser = Parser {
             tokens,
             position: 0,
@@ -174,7 +176,11 @@ impl Assembler {
     }
 }
 
-fn lex(text: &str, file: usize, first_line: usize) -> Result<Vec<Token>, (usize, usize, String)> {
+fn lex(
+    text: &str,
+    file: usize,
+    first_line: usize,
+) -> std::result::Result<Vec<Token>, (usize, usize, String)> {
     let mut tokens = Vec::new();
     let mut last = (first_line, 1);
     for (offset, line) in text.lines().enumerate() {
@@ -236,7 +242,7 @@ struct Operation {
 struct Parser<'a> {
     tokens: Vec<Token>,
     position: usize,
-    files: &'a [String],
+    files: &'a [PathBuf],
 }
 
 fn describe(kind: &Kind) -> String {
@@ -276,16 +282,11 @@ impl Parser<'_> {
         token
     }
 
-    fn error_at(&self, token: &Token, message: String) -> AsmError {
-        AsmError {
-            file: self.files[token.file].clone(),
-            line: token.line,
-            col: token.col,
-            message,
-        }
+    fn error_at(&self, token: &Token, message: String) -> Diagnostic {
+        error(&self.files[token.file], token.line, token.col, message)
     }
 
-    fn expected(&self, what: &str) -> AsmError {
+    fn expected(&self, what: &str) -> Diagnostic {
         let token = self.peek();
         self.error_at(
             token,
@@ -293,7 +294,7 @@ impl Parser<'_> {
         )
     }
 
-    fn punct(&mut self, c: char) -> Result<Token, AsmError> {
+    fn punct(&mut self, c: char) -> Result<Token> {
         if self.peek().kind == Kind::Punct(c) {
             Ok(self.next())
         } else {
@@ -305,7 +306,7 @@ impl Parser<'_> {
         self.peek().kind == Kind::Punct(c)
     }
 
-    fn word(&mut self, what: &str) -> Result<(String, Token), AsmError> {
+    fn word(&mut self, what: &str) -> Result<(String, Token)> {
         match &self.peek().kind {
             Kind::Word(word) => {
                 let word = word.clone();
@@ -322,7 +323,7 @@ impl Parser<'_> {
         }
     }
 
-    fn keyword(&mut self, keyword: &str) -> Result<Token, AsmError> {
+    fn keyword(&mut self, keyword: &str) -> Result<Token> {
         if self.peek_word() == Some(keyword) {
             Ok(self.next())
         } else {
@@ -330,7 +331,7 @@ impl Parser<'_> {
         }
     }
 
-    fn number(&mut self, what: &str, max: u32) -> Result<u32, AsmError> {
+    fn number(&mut self, what: &str, max: u32) -> Result<u32> {
         let (text, token) = self.word(what)?;
         match number(&text) {
             Some(value) if value <= max => Ok(value),
@@ -342,7 +343,7 @@ impl Parser<'_> {
     }
 
     /// `n` or `aL+n`, up to `max`.
-    fn index(&mut self, what: &str, max: u32) -> Result<(u32, bool), AsmError> {
+    fn index(&mut self, what: &str, max: u32) -> Result<(u32, bool)> {
         let relative = self.peek_word() == Some("aL") && self.peek_at(1).kind == Kind::Punct('+');
         if relative {
             self.next();
@@ -351,13 +352,7 @@ impl Parser<'_> {
         Ok((self.number(what, max)?, relative))
     }
 
-    fn set(
-        &self,
-        words: &mut Words,
-        field: Field,
-        value: u32,
-        token: &Token,
-    ) -> Result<(), AsmError> {
+    fn set(&self, words: &mut Words, field: Field, value: u32, token: &Token) -> Result<()> {
         if value > field.max() {
             return Err(self.error_at(
                 token,
@@ -370,7 +365,7 @@ impl Parser<'_> {
 
     /// Tags (`NAME`, `NAME=value`) while the next word is a field of type `ty` the syntax
     /// does not cover.
-    fn tags(&mut self, words: &mut Words, ty: u32) -> Result<(), AsmError> {
+    fn tags(&mut self, words: &mut Words, ty: u32) -> Result<()> {
         while let Some(name) = self.peek_word() {
             let Some(field) = f::CMN
                 .iter()
@@ -394,7 +389,7 @@ impl Parser<'_> {
         Ok(())
     }
 
-    fn instruction(&mut self) -> Result<Words, AsmError> {
+    fn instruction(&mut self) -> Result<Words> {
         let start = self.peek().clone();
         let mut words = [0u32; 6];
         let words = match self.peek_word() {
@@ -426,7 +421,7 @@ impl Parser<'_> {
         Ok(words)
     }
 
-    fn tex(&mut self, words: &mut Words) -> Result<(), AsmError> {
+    fn tex(&mut self, words: &mut Words) -> Result<()> {
         self.tags(words, kind::TEX)?;
         self.keyword("temp")?;
         self.punct('[')?;
@@ -444,12 +439,14 @@ impl Parser<'_> {
         })?;
         self.punct('=')?;
         let (op, token) = self.word("a TEX op (LD, TEXKILL, PROJ, ...)")?;
-        let code = f::TEX_OPS
-            .iter()
-            .position(|name| *name == Some(op.as_str()))
-            .ok_or_else(|| {
-                self.error_at(&token, format!("expected a TEX op (NOP, LD, TEXKILL, PROJ, LODBIAS, LOD, DXDY), found `{op}`"))
-            })?;
+        let code = f::code_of(&f::TEX_OPS, &op).ok_or_else(|| {
+            self.error_at(
+                &token,
+                format!(
+                    "expected a TEX op (NOP, LD, TEXKILL, PROJ, LODBIAS, LOD, DXDY), found `{op}`"
+                ),
+            )
+        })?;
         self.keyword("tex")?;
         self.punct('[')?;
         let unit = self.number("a texture unit", f::TEX_ID.max())?;
@@ -466,7 +463,7 @@ impl Parser<'_> {
         self.punct(';')?;
         f::RGB_WMASK.set(words, rgb);
         f::ALPHA_WMASK.set(words, alpha);
-        f::TEX_OP.set(words, code as u32);
+        f::TEX_OP.set(words, code);
         f::TEX_ID.set(words, unit);
         f::DST_ADDR.set(words, dst);
         f::DST_ADDR_REL.set(words, dst_rel as u32);
@@ -481,7 +478,7 @@ impl Parser<'_> {
         Ok(())
     }
 
-    fn tex_swizzle(&mut self) -> Result<[u32; 4], AsmError> {
+    fn tex_swizzle(&mut self) -> Result<[u32; 4]> {
         let (text, token) = self.word("a four-channel swizzle of r, g, b, a")?;
         let codes: Vec<u32> = text
             .chars()
@@ -496,19 +493,17 @@ impl Parser<'_> {
         Ok([codes[0], codes[1], codes[2], codes[3]])
     }
 
-    fn fc(&mut self, words: &mut Words) -> Result<(), AsmError> {
+    fn fc(&mut self, words: &mut Words) -> Result<()> {
         self.tags(words, kind::FC)?;
         let (op, token) = self.word("an FC op (JUMP, LOOP, ENDLOOP, ...)")?;
-        let code = f::FC_OPS
-            .iter()
-            .position(|name| *name == op)
-            .ok_or_else(|| {
-                self.error_at(
-                    &token,
-                    format!("expected an FC op ({}), found `{op}`", f::FC_OPS.join(", ")),
-                )
-            })?;
-        f::FC_OP.set(words, code as u32);
+        let code = f::code_of(&f::FC_OPS, &op).ok_or_else(|| {
+            let names: Vec<&str> = f::FC_OPS.iter().flatten().map(|row| row.name).collect();
+            self.error_at(
+                &token,
+                format!("expected an FC op ({}), found `{op}`", names.join(", ")),
+            )
+        })?;
+        f::FC_OP.set(words, code);
         let target = self.number("a jump address", f::JUMP_ADDR.max())?;
         f::JUMP_ADDR.set(words, target);
         self.tags(words, kind::FC)?;
@@ -516,7 +511,7 @@ impl Parser<'_> {
         Ok(())
     }
 
-    fn alu(&mut self, words: &mut Words, ty: u32) -> Result<(), AsmError> {
+    fn alu(&mut self, words: &mut Words, ty: u32) -> Result<()> {
         self.tags(words, ty)?;
         // Unused source addresses read inline 0.
         for alpha in [false, true] {
@@ -562,11 +557,7 @@ impl Parser<'_> {
     }
 
     /// `src0.rgb = temp[0]`, `src1.a = const[3]`, `src2.a = float(48)`, `srcp.rgb = sub`.
-    fn source_let(
-        &mut self,
-        words: &mut Words,
-        seen: &mut Vec<(String, String)>,
-    ) -> Result<(), AsmError> {
+    fn source_let(&mut self, words: &mut Words, seen: &mut Vec<(String, String)>) -> Result<()> {
         let (source, token) = self.word("a source (src0, src1, src2, srcp)")?;
         let slot = match source.as_str() {
             "src0" => 0,
@@ -649,7 +640,7 @@ impl Parser<'_> {
     }
 
     /// `dest = ... [omod *] OP args`.
-    fn operation(&mut self) -> Result<Operation, AsmError> {
+    fn operation(&mut self) -> Result<Operation> {
         let mut dests = Vec::new();
         while matches!(self.peek_word(), Some("temp" | "out"))
             && self.peek_at(1).kind == Kind::Punct('[')
@@ -695,8 +686,8 @@ impl Parser<'_> {
             };
         }
         let (name, token) = self.word("an ALU op (MAD, DP3, MAX, RSQ, ...)")?;
-        let known = f::RGB_OPS.contains(&Some(name.as_str()))
-            || f::ALPHA_OPS.contains(&Some(name.as_str()));
+        let known =
+            f::code_of(&f::RGB_OPS, &name).is_some() || f::code_of(&f::ALPHA_OPS, &name).is_some();
         if !known {
             return Err(self.error_at(&token, format!("expected an ALU op (MAD, DP3, DP4, D2A, MIN, MAX, CND, CMP, FRC, SOP, MDH, MDV, DP, EX2, LN2, RCP, RSQ, SIN, COS), found `{name}`")));
         }
@@ -746,17 +737,17 @@ impl Parser<'_> {
     }
 
     /// A swizzle: letters and digits, possibly split by the lexer at `_`-free boundaries.
-    fn swizzle_word(&mut self) -> Result<(String, Token), AsmError> {
+    fn swizzle_word(&mut self) -> Result<(String, Token)> {
         let (text, token) = self.word("a swizzle (r, g, b, a, 0, h, 1, _)")?;
         Ok((text, token))
     }
 
     /// Which operation is the alpha one: by op name, then mask, then swizzle length.
-    fn units(&self, operations: &[Operation]) -> Result<Vec<bool>, AsmError> {
+    fn units(&self, operations: &[Operation]) -> Result<Vec<bool>> {
         let unit = |operation: &Operation| -> Option<bool> {
-            let name = Some(operation.name.as_str());
-            let rgb_op = f::RGB_OPS.contains(&name);
-            let alpha_op = f::ALPHA_OPS.contains(&name);
+            let name = operation.name.as_str();
+            let rgb_op = f::code_of(&f::RGB_OPS, name).is_some();
+            let alpha_op = f::code_of(&f::ALPHA_OPS, name).is_some();
             if rgb_op != alpha_op {
                 return Some(alpha_op);
             }
@@ -804,29 +795,25 @@ impl Parser<'_> {
             .collect()
     }
 
-    fn emit_operation(
-        &self,
-        words: &mut Words,
-        operation: &Operation,
-        alpha: bool,
-    ) -> Result<(), AsmError> {
+    fn emit_operation(&self, words: &mut Words, operation: &Operation, alpha: bool) -> Result<()> {
         let unit = if alpha { "alpha" } else { "RGB" };
-        let table = if alpha { &f::ALPHA_OPS } else { &f::RGB_OPS };
-        let code = table
-            .iter()
-            .position(|name| *name == Some(operation.name.as_str()))
-            .ok_or_else(|| {
-                self.error_at(
-                    &operation.token,
-                    format!("{} is not an {unit} op", operation.name),
-                )
-            })?;
+        let code = if alpha {
+            f::code_of(&f::ALPHA_OPS, &operation.name)
+        } else {
+            f::code_of(&f::RGB_OPS, &operation.name)
+        };
+        let code = code.ok_or_else(|| {
+            self.error_at(
+                &operation.token,
+                format!("{} is not an {unit} op", operation.name),
+            )
+        })?;
         let (op_field, omod_field) = if alpha {
             (f::ALPHA_OP, f::ALPHA_OMOD)
         } else {
             (f::RGB_OP, f::RGB_OMOD)
         };
-        op_field.set(words, code as u32);
+        op_field.set(words, code);
         omod_field.set(words, operation.omod);
         for (is_out, index, relative, mask, token) in &operation.dests {
             let mask_value = if alpha {
