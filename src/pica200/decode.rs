@@ -162,7 +162,44 @@ impl Word {
     pub fn encode(&self) -> u32 {
         let opcode = |op: Op| (info(op).opcode as u32) << 26;
         match *self {
+            Word::Arith { .. } | Word::Cmp { .. } | Word::Mad { .. } => self.encode_operands(),
             Word::Zero { op } => opcode(op),
+            Word::Flow {
+                op,
+                refx,
+                refy,
+                condop,
+                dst,
+                num,
+            } => {
+                opcode(op)
+                    | (refx as u32) << 25
+                    | (refy as u32) << 24
+                    | (condop as u32 & 3) << 22
+                    | (dst as u32 & 0xFFF) << 10
+                    | num as u32
+            }
+            Word::Uniform { op, id, dst, num } => {
+                let width = if op == Op::Loop { 3 } else { 0xF };
+                opcode(op) | (id as u32 & width) << 22 | (dst as u32 & 0xFFF) << 10 | num as u32
+            }
+            Word::SetEmit {
+                vertex,
+                primitive,
+                winding,
+            } => {
+                opcode(Op::Setemit)
+                    | (vertex as u32 & 3) << 24
+                    | (primitive as u32) << 23
+                    | (winding as u32) << 22
+            }
+        }
+    }
+
+    /// The words of the formats with register operands and a descriptor.
+    fn encode_operands(&self) -> u32 {
+        let opcode = |op: Op| (info(op).opcode as u32) << 26;
+        match *self {
             Word::Arith {
                 op,
                 dst,
@@ -225,35 +262,7 @@ impl Word {
                     common | (src2 as u32 & 0x7F) << 10 | (src3 as u32 & 0x1F) << 5
                 }
             }
-            Word::Flow {
-                op,
-                refx,
-                refy,
-                condop,
-                dst,
-                num,
-            } => {
-                opcode(op)
-                    | (refx as u32) << 25
-                    | (refy as u32) << 24
-                    | (condop as u32 & 3) << 22
-                    | (dst as u32 & 0xFFF) << 10
-                    | num as u32
-            }
-            Word::Uniform { op, id, dst, num } => {
-                let width = if op == Op::Loop { 3 } else { 0xF };
-                opcode(op) | (id as u32 & width) << 22 | (dst as u32 & 0xFFF) << 10 | num as u32
-            }
-            Word::SetEmit {
-                vertex,
-                primitive,
-                winding,
-            } => {
-                opcode(Op::Setemit)
-                    | (vertex as u32 & 3) << 24
-                    | (primitive as u32) << 23
-                    | (winding as u32) << 22
-            }
+            _ => 0,
         }
     }
 

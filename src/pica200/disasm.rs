@@ -157,6 +157,18 @@ pub fn instruction_text(word: &Word, descriptors: &[u32]) -> String {
                 source_text(src3, i3, d, 2)
             )
         }
+        Word::Flow { .. } | Word::Uniform { .. } => flow_text(word, name),
+        Word::SetEmit {
+            vertex,
+            primitive,
+            winding,
+        } => setemit_text(name, vertex, primitive, winding),
+    }
+}
+
+/// The flow-control formats 2 and 3 as text: targets as numbers.
+fn flow_text(word: &Word, name: &str) -> String {
+    match *word {
         Word::Flow {
             op,
             refx,
@@ -181,11 +193,7 @@ pub fn instruction_text(word: &Word, descriptors: &[u32]) -> String {
             }
             _ => format!("{name} b{id}, {dst}, {num}"),
         },
-        Word::SetEmit {
-            vertex,
-            primitive,
-            winding,
-        } => setemit_text(name, vertex, primitive, winding),
+        _ => name.to_string(),
     }
 }
 
