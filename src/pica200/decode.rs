@@ -1,13 +1,34 @@
-//! Instruction words in fields, and operand descriptors, both ways (spec foreign_isas §B.2, §B.4).
+//! Instruction words in fields, and operand descriptors, both ways (spec foreign_isas
+//! §B.2, §B.4).
 //! [`Word::decode`] and [`Word::encode`] are exact inverses on every field a
 //! format defines; bits a format leaves unused decode to nothing and encode as zero.
+//!
+//! ```text
+//! format   fields, high bit..low bit
+//! 1        opcode 31..26  dst 25..21   idx 20..19   src1 18..12  src2 11..7   desc 6..0
+//! 1i       opcode 31..26  dst 25..21   idx 20..19   src1 18..14  src2 13..7   desc 6..0
+//! 1u       opcode 31..26  dst 25..21   idx 20..19   src1 18..12               desc 6..0
+//! MOVA     opcode 31..26               idx 20..19   src1 18..12               desc 6..0
+//! CMP      opcode 31..27  cmpx 26..24  cmpy 23..21  idx 20..19  src1 18..12  src2 11..7
+//!          desc 6..0
+//! MAD      opcode 31..29  dst 28..24   idx 23..22   src1 21..17  src2 16..10  src3 9..5
+//!          desc 4..0
+//! MADI     opcode 31..29  dst 28..24   idx 23..22   src1 21..17  src2 16..12  src3 11..5
+//!          desc 4..0
+//! 2        opcode 31..26  refx 25  refy 24  condop 23..22  dst 21..10  num 7..0
+//! 3        opcode 31..26  id 25..22 (LOOP: 23..22)         dst 21..10  num 7..0
+//! SETEMIT  opcode 31..26  vertex 25..24  prim 23  winding 22
+//! ```
+//!
+//! In 1i and MADI, the "inverted" forms, the wide (7-bit) source is the later one, and
+//! the index register applies to it ([`super::opcodes::Format::indexed_source`]).
 
 use super::opcodes::{by_opcode, info, Format, Op};
 
-/// One instruction word in the fields of its format (the raw encoding: `interp` resolves it
-/// with its operand descriptor once, before running). Register fields hold the hardware's numbering: sources
-/// 0x00-0x0F inputs, 0x10-0x1F temporaries, 0x20-0x7F float uniforms; destinations
-/// 0x00-0x0F outputs, 0x10-0x1F temporaries.
+/// One instruction word in the fields of its format (the raw encoding; `interp` resolves
+/// it with its operand descriptor once, before running). Register fields hold the
+/// hardware's numbering: sources 0x00-0x0F inputs, 0x10-0x1F temporaries, 0x20-0x7F float
+/// uniforms; destinations 0x00-0x0F outputs, 0x10-0x1F temporaries.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Word {
     /// NOP, END, BREAK, EMIT.
