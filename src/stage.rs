@@ -72,6 +72,45 @@ pub trait ForeignProgram: PixelStage {
         inputs: &[NamedVec4],
         budget: u64,
     ) -> Result<Vec<(String, [f32; 4])>, RunError>;
+
+    /// Runs the program on one pixel's `inputs`, reading `texture`, within `budget`
+    /// instructions.
+    fn run_pixel(
+        &self,
+        inputs: &PixelInputs,
+        texture: &TextureSampler,
+        budget: u64,
+    ) -> Result<PixelRun, Fault>;
+
+    /// Every foreign ISA's pixel-stage sequence: run within the pixel's budget, book what
+    /// ran (the whole budget on a fault, as the watchdog would), then write the colour.
+    fn shade_pixel(&self, core: &mut dyn ShadingCore) -> Result<(), Fault> {
+        let inputs = PixelInputs::read(core);
+        let budget = core.budget_left();
+        let result = self.run_pixel(&inputs, &TextureSampler::of(core), budget);
+        match result {
+            Ok(run) => {
+                core.charge(run.executed);
+                if let Some(rgb) = run.colour {
+                    write_colour(core, rgb);
+                }
+                Ok(())
+            }
+            Err(fault) => {
+                core.charge(budget);
+                Err(fault)
+            }
+        }
+    }
+}
+
+/// What one foreign run on a pixel did.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct PixelRun {
+    /// Instructions executed.
+    pub executed: u64,
+    /// The pixel's rgb; `None` when the program removed the pixel (R500 TEXKILL).
+    pub colour: Option<[f32; 3]>,
 }
 
 /// Why [`ForeignProgram::run_once`] gave no outputs.

@@ -175,7 +175,7 @@ fn obj_relative_index_before_the_first_vt_or_vn_is_an_error_or_a_warning() {
 /// PICA200 sources that once could panic or reserve huge memory: each is a located error.
 #[test]
 fn pica200_sizes_out_of_range_are_errors() {
-    use theia::pica200::asm::{assemble, Options};
+    use theia::pica200::asm::assemble;
     for (source, expected) in [
         (
             ".constfa big[99999999999]\n",
@@ -191,7 +191,7 @@ fn pica200_sizes_out_of_range_are_errors() {
         ),
         (".alias é r0\n", "t.pica:1:8: error: invalid alias name"),
     ] {
-        let error = assemble(source, Path::new("t.pica"), Options::default())
+        let error = assemble(source, Path::new("t.pica"))
             .map(|_| ())
             .unwrap_err()
             .to_string();

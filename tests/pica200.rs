@@ -9,7 +9,7 @@ use std::path::Path;
 use theia::pica200::interp::State;
 
 use theia::pica200::asm::{self, Options};
-use theia::pica200::decode::Instruction;
+use theia::pica200::decode::Word;
 use theia::pica200::{disasm, shbin};
 use theia::pica200::{f24, Program, Shader};
 
@@ -248,7 +248,7 @@ fn float_vectors_decode_exactly() {
 }
 
 fn assemble_text(source: &str, options: Options) -> Result<Program, String> {
-    asm::assemble(source, Path::new("case.v.pica"), options)
+    asm::assemble_with(source, Path::new("case.v.pica"), options)
         .map(|a| a.program)
         .map_err(|e| e.to_string())
 }
@@ -497,7 +497,7 @@ done:
 ";
     let program = assemble_text(source, Options::default()).unwrap_or_else(|e| panic!("{e}"));
     for &word in &program.code {
-        let decoded = Instruction::decode(word).unwrap();
+        let decoded = Word::decode(word).unwrap();
         assert_eq!(decoded.encode(), word, "{decoded:?}");
     }
     assert_round_trip("every format", &program);
@@ -553,13 +553,13 @@ fn picasso_refusals_are_errors_at_their_place() {
     ];
     for (line, expected) in cases {
         let source = format!(".proc main\n{line}\n    end\n.end\n");
-        let error = asm::assemble(&source, Path::new("t.pica"), Options::default())
+        let error = asm::assemble(&source, Path::new("t.pica"))
             .map(|_| ())
             .unwrap_err()
             .to_string();
         assert!(error.starts_with(expected), "{line}: {error}");
     }
-    let outside = asm::assemble("mov o0, v0\n", Path::new("t.pica"), Options::default())
+    let outside = asm::assemble("mov o0, v0\n", Path::new("t.pica"))
         .unwrap_err()
         .to_string();
     assert!(
@@ -611,7 +611,7 @@ mod render {
                 .join("shaders/pica200")
                 .join(name);
             let source = std::fs::read_to_string(&path).unwrap();
-            let assembly = asm::assemble(&source, &path, Options::default()).unwrap();
+            let assembly = asm::assemble(&source, &path).unwrap();
             assert!(assembly.warnings.is_empty(), "{:?}", assembly.warnings);
             let shader = Shader::new(assembly.program, &[]).unwrap();
             Arc::new(shader) as Arc<dyn theia::stage::PixelStage>
@@ -980,11 +980,11 @@ mod words {
     proptest! {
         #[test]
         fn decode_then_encode_keeps_every_defined_bit(word in any::<u32>()) {
-            match Instruction::decode(word) {
+            match Word::decode(word) {
                 Ok(instruction) => {
                     let bits = defined_bits(word);
                     prop_assert_eq!(instruction.encode(), word & bits);
-                    prop_assert_eq!(Instruction::decode(word & bits), Ok(instruction));
+                    prop_assert_eq!(Word::decode(word & bits), Ok(instruction));
                     // Its text never panics and names the operation.
                     let text = disasm::word_text(word, &[0x0D86C36F]);
                     prop_assert!(!text.is_empty());

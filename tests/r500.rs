@@ -25,7 +25,9 @@ fn files(dir: &Path, suffix: &str) -> Vec<PathBuf> {
 /// Words -> text -> words must give the same words.
 fn round_trip(program: &[Words], name: &str) {
     let text = r500::disassemble(program).unwrap_or_else(|e| panic!("{name}: {e}"));
-    let again = r500::assemble(&text, name).unwrap_or_else(|e| panic!("{name}: {e}\n{text}"));
+    let again = r500::assemble(&text, Path::new(name))
+        .unwrap_or_else(|e| panic!("{name}: {e}\n{text}"))
+        .program;
     assert_eq!(again, program, "{name} round trip:\n{text}");
 }
 
@@ -51,7 +53,9 @@ fn every_src_program_assembles_to_its_bin_words_and_round_trips() {
         let name = source.display().to_string();
         let bin = PathBuf::from(name.replace(".fs.asm", ".fs.bin"));
         let expected = r500::load_words(&bin).unwrap();
-        let words = r500::assemble_file(&source).unwrap_or_else(|e| panic!("{e}"));
+        let words = r500::assemble_file(&source)
+            .unwrap_or_else(|e| panic!("{e}"))
+            .program;
         assert_eq!(words, expected, "{name}");
         round_trip(&expected, &name);
     }
@@ -65,7 +69,9 @@ fn drm_programs_assemble_to_their_inc_words_and_round_trip() {
     let mut differ = Vec::new();
     for source in files(&dir, ".fs.asm") {
         let name = source.display().to_string();
-        let words = r500::assemble_file(&source).unwrap_or_else(|e| panic!("{e}"));
+        let words = r500::assemble_file(&source)
+            .unwrap_or_else(|e| panic!("{e}"))
+            .program;
         round_trip(&words, &name);
         let inc = PathBuf::from(name.replace(".fs.asm", ".fs.inc"));
         if !inc.exists() {
@@ -116,7 +122,9 @@ use theia::r500::interp::{Constants, Pixel, Program, Texture};
 use theia::stage::{ForeignProgram, NamedVec4};
 
 fn program(source: &str, constants: Constants) -> Program {
-    let words = r500::assemble(source, "test.fs.asm").unwrap_or_else(|e| panic!("{e}"));
+    let words = r500::assemble(source, Path::new("test.fs.asm"))
+        .unwrap_or_else(|e| panic!("{e}"))
+        .program;
     Program::new(&words, constants).unwrap()
 }
 
@@ -550,38 +558,42 @@ fn reserved_encodings_are_errors() {
 
 #[test]
 fn assembler_errors_name_file_line_and_column() {
-    let error = |source: &str| r500::assemble(source, "x.fs.asm").unwrap_err().to_string();
+    let error = |source: &str| {
+        r500::assemble(source, Path::new("x.fs.asm"))
+            .unwrap_err()
+            .to_string()
+    };
     assert_eq!(
         error("OUT\n:\n  out[0].rgb = MAD src0.rg src0.111 src0.000 ;\n"),
-        "x.fs.asm:3:25: expected 3 swizzle character(s) of r, g, b, a, 0, h, 1, _ for the RGB operation, found `rg`"
+        "x.fs.asm:3:25: error: expected 3 swizzle character(s) of r, g, b, a, 0, h, 1, _ for the RGB operation, found `rg`"
     );
     assert_eq!(
         error("src0.rgb = temp[128] :\n"),
-        "x.fs.asm:1:17: expected a temp number (0 to 127), found `128`"
+        "x.fs.asm:1:17: error: expected a temp number (0 to 127), found `128`"
     );
     assert_eq!(
         error(":\n  temp[0].a = FOO src0.a ;\n"),
-        "x.fs.asm:2:15: expected an ALU op (MAD, DP3, DP4, D2A, MIN, MAX, CND, CMP, FRC, SOP, MDH, MDV, DP, EX2, LN2, RCP, RSQ, SIN, COS), found `FOO`"
+        "x.fs.asm:2:15: error: expected an ALU op (MAD, DP3, DP4, D2A, MIN, MAX, CND, CMP, FRC, SOP, MDH, MDV, DP, EX2, LN2, RCP, RSQ, SIN, COS), found `FOO`"
     );
     assert_eq!(
         error(":\n  temp[0].a = RSQ src0.a ,\n  temp[1].a = RCP src0.a ;\n"),
-        "x.fs.asm:3:15: both operations are alpha operations"
+        "x.fs.asm:3:15: error: both operations are alpha operations"
     );
     assert_eq!(
         error("src0.rgb = temp[0] :\n  temp[0].rgb = MAD src0.rgb src0.rgb src0.rgb"),
-        "x.fs.asm:2:47: expected `,` or `;` after three arguments, found the end of the file"
+        "x.fs.asm:2:47: error: expected `,` or `;` after three arguments, found the end of the file"
     );
     assert_eq!(
         error("#include \"other.fs.asm\"\n"),
-        "x.fs.asm:1:1: #include needs a source file (its directory finds the included file)"
+        "x.fs.asm:1:1: error: #include needs a source file (its directory finds the included file)"
     );
     assert_eq!(
         error("OUT RGB_PRED_SEL=6\n:\n ;\n"),
-        "x.fs.asm:1:1: RGB_PRED_SEL 6 is reserved"
+        "x.fs.asm:1:1: error: RGB_PRED_SEL 6 is reserved"
     );
     assert_eq!(
         error("FC\n  JUMP 512 ;\n"),
-        "x.fs.asm:2:8: expected a jump address (0 to 511), found `512`"
+        "x.fs.asm:2:8: error: expected a jump address (0 to 511), found `512`"
     );
 }
 
@@ -669,7 +681,9 @@ fn every_example_assembles_and_says_how_to_run_it() {
     );
     for name in names {
         let path = example(&name);
-        let words = r500::assemble_file(&path).unwrap_or_else(|e| panic!("{e}"));
+        let words = r500::assemble_file(&path)
+            .unwrap_or_else(|e| panic!("{e}"))
+            .program;
         assert!(r500::decode_program(&words).is_ok());
         let source = std::fs::read_to_string(&path).unwrap();
         assert!(
@@ -902,13 +916,16 @@ fn asm_and_disasm_take_isa_r500() {
         &["asm", source.to_str().unwrap(), "-o", bin.to_str().unwrap()],
     );
     let words = r500::load_words(&bin).unwrap();
-    assert_eq!(words, r500::assemble_file(&source).unwrap());
+    assert_eq!(words, r500::assemble_file(&source).unwrap().program);
     // Hex words on stdout, from a name without the usual extension given --isa.
     std::fs::copy(&source, dir.path().join("checker.txt.src")).unwrap();
     let hex = theia_ok(dir.path(), &["asm", "--isa", "r500", "checker.txt.src"]);
     assert_eq!(hex, r500::words_to_hex(&words));
     let text = theia_ok(dir.path(), &["disasm", "checker.fs.bin"]);
-    assert_eq!(r500::assemble(&text, "x").unwrap(), words);
+    assert_eq!(
+        r500::assemble(&text, Path::new("x")).unwrap().program,
+        words
+    );
     assert!(
         text.starts_with("src0.rgb = temp[3] :\n  temp[4].rg = 2.0 * MAD"),
         "{text}"

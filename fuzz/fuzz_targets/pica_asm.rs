@@ -6,7 +6,7 @@
 use std::path::Path;
 
 use libfuzzer_sys::fuzz_target;
-use theia::pica200::asm::{assemble, Options};
+use theia::pica200::asm::{assemble, assemble_with, Options};
 use theia::pica200::{disasm, shbin, Shader};
 
 fuzz_target!(|data: &[u8]| {
@@ -14,7 +14,7 @@ fuzz_target!(|data: &[u8]| {
         return;
     };
     let file = Path::new("fuzz.v.pica");
-    let Ok(assembly) = assemble(text, file, Options::default()) else {
+    let Ok(assembly) = assemble(text, file) else {
         return;
     };
     let program = assembly.program;
@@ -23,7 +23,7 @@ fuzz_target!(|data: &[u8]| {
         allow_input_pairs: true,
         auto_nop: false,
     };
-    match assemble(&listing, file, options) {
+    match assemble_with(&listing, file, options) {
         Ok(again) => assert_eq!(
             again.program.code, program.code,
             "the listing re-assembles to other words:\n{listing}"

@@ -4,6 +4,8 @@
 //! runs a bounded number of steps without panicking.
 #![no_main]
 
+use std::path::Path;
+
 use libfuzzer_sys::fuzz_target;
 use theia::r500::{self, Constants, Program, Words};
 use theia::stage::ForeignProgram;
@@ -12,8 +14,8 @@ fn check(program: &[Words]) {
     let Ok(text) = r500::disassemble(program) else {
         return;
     };
-    match r500::assemble(&text, "fuzz.fs.asm") {
-        Ok(again) => assert_eq!(again, program, "the text re-assembles to other words:\n{text}"),
+    match r500::assemble(&text, Path::new("fuzz.fs.asm")) {
+        Ok(again) => assert_eq!(again.program, program, "the text re-assembles to other words:\n{text}"),
         Err(e) => panic!("the text does not re-assemble:\n{e}\n--- text:\n{text}"),
     }
     let program = Program::new(program, Constants::default()).expect("disassembled, so decodes");
@@ -22,8 +24,8 @@ fn check(program: &[Words]) {
 
 fuzz_target!(|data: &[u8]| {
     if let Ok(text) = std::str::from_utf8(data) {
-        if let Ok(program) = r500::assemble(text, "fuzz.fs.asm") {
-            check(&program);
+        if let Ok(assembly) = r500::assemble(text, Path::new("fuzz.fs.asm")) {
+            check(&assembly.program);
         }
         if let Ok(program) = r500::words_from_hex(text, "fuzz.fs.inc") {
             check(&program);

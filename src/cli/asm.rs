@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use anyhow::Context;
 use clap::Args;
 
-use super::shader::{load_pica200, Isa};
+use super::shader::{load_pica200, load_r500_words, Isa};
 use super::Outcome;
 use theia::core::{rom, RomVariant};
 use theia::image::write_atomically;
@@ -64,7 +64,7 @@ pub fn run_asm(args: AsmArgs) -> anyhow::Result<Outcome> {
         return run_pica200_asm(&args);
     }
     if isa == Isa::R500 {
-        let program = r500::load_words(&args.source).map_err(anyhow::Error::msg)?;
+        let program = load_r500_words(&args.source)?;
         match &args.output {
             Some(path) if path.to_string_lossy().ends_with(".bin") => {
                 write_atomically(path, &r500::words_to_bin(&program))?
@@ -130,7 +130,7 @@ pub fn run_disasm(args: DisasmArgs) -> anyhow::Result<Outcome> {
     if let Some(path) = &args.file {
         let isa = isa_of(args.isa, path);
         if isa == Isa::R500 {
-            let program = r500::load_words(path).map_err(anyhow::Error::msg)?;
+            let program = load_r500_words(path)?;
             let text = r500::disassemble(&program)
                 .map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
             print!("{text}");

@@ -168,10 +168,19 @@ pub fn load_foreign(
     }
 }
 
+/// An R500 program's words; assembler errors stay [`AsmErrors`](theia::isa::asm::AsmErrors), so that they print as
+/// every assembler's do.
+pub fn load_r500_words(path: &Path) -> anyhow::Result<Vec<r500::Words>> {
+    r500::load_words(path).map_err(|error| match error {
+        r500::LoadError::Assembly(errors) => anyhow::Error::new(errors),
+        r500::LoadError::Words(message) => anyhow::Error::msg(message),
+    })
+}
+
 /// An R500 program (`.fs.asm` source, `.fs.bin` words, `.fs.inc`/`.fs.txt` hex words)
 /// with its constants: `FILE.consts` beside it if present, then `--const` values on top.
 pub fn load_r500(path: &Path, consts: &[NamedVec4]) -> anyhow::Result<r500::Program> {
-    let words = r500::load_words(path).map_err(anyhow::Error::msg)?;
+    let words = load_r500_words(path)?;
     let mut constants = r500::Constants::default();
     let consts_path = consts_path(path);
     if consts_path.exists() {
@@ -210,7 +219,7 @@ pub fn load_pica200(
     }
     let source = String::from_utf8(bytes)
         .map_err(|_| anyhow::anyhow!("{}: not UTF-8 text (nor a SHBIN)", path.display()))?;
-    let assembly = theia::pica200::asm::assemble(&source, path, options)?;
+    let assembly = theia::pica200::asm::assemble_with(&source, path, options)?;
     for warning in &assembly.warnings {
         eprintln!("{warning}");
     }

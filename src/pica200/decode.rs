@@ -1,14 +1,36 @@
-//! Instruction words and operand descriptors, both ways (spec foreign_isas §B.2, §B.4).
-//! [`Instruction::decode`] and [`Instruction::encode`] are exact inverses on every field a
+//! Instruction words in fields, and operand descriptors, both ways (spec foreign_isas
+//! §B.2, §B.4).
+//! [`Word::decode`] and [`Word::encode`] are exact inverses on every field a
 //! format defines; bits a format leaves unused decode to nothing and encode as zero.
+//!
+//! ```text
+//! format   fields, high bit..low bit
+//! 1        opcode 31..26  dst 25..21   idx 20..19   src1 18..12  src2 11..7   desc 6..0
+//! 1i       opcode 31..26  dst 25..21   idx 20..19   src1 18..14  src2 13..7   desc 6..0
+//! 1u       opcode 31..26  dst 25..21   idx 20..19   src1 18..12               desc 6..0
+//! MOVA     opcode 31..26               idx 20..19   src1 18..12               desc 6..0
+//! CMP      opcode 31..27  cmpx 26..24  cmpy 23..21  idx 20..19  src1 18..12  src2 11..7
+//!          desc 6..0
+//! MAD      opcode 31..29  dst 28..24   idx 23..22   src1 21..17  src2 16..10  src3 9..5
+//!          desc 4..0
+//! MADI     opcode 31..29  dst 28..24   idx 23..22   src1 21..17  src2 16..12  src3 11..5
+//!          desc 4..0
+//! 2        opcode 31..26  refx 25  refy 24  condop 23..22  dst 21..10  num 7..0
+//! 3        opcode 31..26  id 25..22 (LOOP: 23..22)         dst 21..10  num 7..0
+//! SETEMIT  opcode 31..26  vertex 25..24  prim 23  winding 22
+//! ```
+//!
+//! In 1i and MADI, the "inverted" forms, the wide (7-bit) source is the later one, and
+//! the index register applies to it ([`super::opcodes::Format::indexed_source`]).
 
 use super::opcodes::{by_opcode, info, Format, Op};
 
-/// One decoded instruction word. Register fields hold the hardware's numbering: sources
-/// 0x00-0x0F inputs, 0x10-0x1F temporaries, 0x20-0x7F float uniforms; destinations
-/// 0x00-0x0F outputs, 0x10-0x1F temporaries.
+/// One instruction word in the fields of its format (the raw encoding; `interp` resolves
+/// it with its operand descriptor once, before running). Register fields hold the
+/// hardware's numbering: sources 0x00-0x0F inputs, 0x10-0x1F temporaries, 0x20-0x7F float
+/// uniforms; destinations 0x00-0x0F outputs, 0x10-0x1F temporaries.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Instruction {
+pub enum Word {
     /// NOP, END, BREAK, EMIT.
     Zero { op: Op },
     /// Formats 1, 1i, 1u and MOVA. `src1`/`src2` are in operand order; `idx` (0 none,
@@ -72,16 +94,16 @@ fn field(word: u32, low: u32, width: u32) -> u32 {
     (word >> low) & ((1 << width) - 1)
 }
 
-impl Instruction {
+impl Word {
     /// Decodes one word.
-    pub fn decode(word: u32) -> Result<Instruction, UnknownOpcode> {
+    pub fn decode(word: u32) -> Result<Word, UnknownOpcode> {
         let opcode = (word >> 26) as u8;
         let row = by_opcode(opcode).ok_or(UnknownOpcode { word, opcode })?;
         let op = row.op;
         let desc7 = field(word, 0, 7) as u8;
         Ok(match row.format {
-            Format::Zero => Instruction::Zero { op },
-            Format::One | Format::OneU | Format::Mova => Instruction::Arith {
+            Format::Zero => Word::Zero { op },
+            Format::One | Format::OneU | Format::Mova => Word::Arith {
                 op,
                 dst: if row.format == Format::Mova {
                     0
@@ -97,7 +119,7 @@ impl Instruction {
                 idx: field(word, 19, 2) as u8,
                 desc: desc7,
             },
-            Format::OneI => Instruction::Arith {
+            Format::OneI => Word::Arith {
                 op,
                 dst: field(word, 21, 5) as u8,
                 src1: field(word, 14, 5) as u8,
@@ -105,7 +127,7 @@ impl Instruction {
                 idx: field(word, 19, 2) as u8,
                 desc: desc7,
             },
-            Format::OneC => Instruction::Cmp {
+            Format::OneC => Word::Cmp {
                 src1: field(word, 12, 7) as u8,
                 src2: field(word, 7, 5) as u8,
                 idx: field(word, 19, 2) as u8,
@@ -113,7 +135,7 @@ impl Instruction {
                 cmpx: field(word, 24, 3) as u8,
                 cmpy: field(word, 21, 3) as u8,
             },
-            Format::Five => Instruction::Mad {
+            Format::Five => Word::Mad {
                 op,
                 dst: field(word, 24, 5) as u8,
                 src1: field(word, 17, 5) as u8,
@@ -122,7 +144,7 @@ impl Instruction {
                 idx: field(word, 22, 2) as u8,
                 desc: field(word, 0, 5) as u8,
             },
-            Format::FiveI => Instruction::Mad {
+            Format::FiveI => Word::Mad {
                 op,
                 dst: field(word, 24, 5) as u8,
                 src1: field(word, 17, 5) as u8,
@@ -131,7 +153,7 @@ impl Instruction {
                 idx: field(word, 22, 2) as u8,
                 desc: field(word, 0, 5) as u8,
             },
-            Format::Two => Instruction::Flow {
+            Format::Two => Word::Flow {
                 op,
                 refx: field(word, 25, 1) == 1,
                 refy: field(word, 24, 1) == 1,
@@ -139,7 +161,7 @@ impl Instruction {
                 dst: field(word, 10, 12) as u16,
                 num: field(word, 0, 8) as u8,
             },
-            Format::Three => Instruction::Uniform {
+            Format::Three => Word::Uniform {
                 op,
                 id: if op == Op::Loop {
                     field(word, 22, 2)
@@ -149,7 +171,7 @@ impl Instruction {
                 dst: field(word, 10, 12) as u16,
                 num: field(word, 0, 8) as u8,
             },
-            Format::Four => Instruction::SetEmit {
+            Format::Four => Word::SetEmit {
                 vertex: field(word, 24, 2) as u8,
                 primitive: field(word, 23, 1) == 1,
                 winding: field(word, 22, 1) == 1,
@@ -157,12 +179,49 @@ impl Instruction {
         })
     }
 
-    /// The word: the inverse of [`Instruction::decode`].
+    /// The word: the inverse of [`Word::decode`].
     pub fn encode(&self) -> u32 {
         let opcode = |op: Op| (info(op).opcode as u32) << 26;
         match *self {
-            Instruction::Zero { op } => opcode(op),
-            Instruction::Arith {
+            Word::Arith { .. } | Word::Cmp { .. } | Word::Mad { .. } => self.encode_operands(),
+            Word::Zero { op } => opcode(op),
+            Word::Flow {
+                op,
+                refx,
+                refy,
+                condop,
+                dst,
+                num,
+            } => {
+                opcode(op)
+                    | (refx as u32) << 25
+                    | (refy as u32) << 24
+                    | (condop as u32 & 3) << 22
+                    | (dst as u32 & 0xFFF) << 10
+                    | num as u32
+            }
+            Word::Uniform { op, id, dst, num } => {
+                let width = if op == Op::Loop { 3 } else { 0xF };
+                opcode(op) | (id as u32 & width) << 22 | (dst as u32 & 0xFFF) << 10 | num as u32
+            }
+            Word::SetEmit {
+                vertex,
+                primitive,
+                winding,
+            } => {
+                opcode(Op::Setemit)
+                    | (vertex as u32 & 3) << 24
+                    | (primitive as u32) << 23
+                    | (winding as u32) << 22
+            }
+        }
+    }
+
+    /// The words of the formats with register operands and a descriptor.
+    fn encode_operands(&self) -> u32 {
+        let opcode = |op: Op| (info(op).opcode as u32) << 26;
+        match *self {
+            Word::Arith {
                 op,
                 dst,
                 src1,
@@ -188,7 +247,7 @@ impl Instruction {
                     }
                 }
             }
-            Instruction::Cmp {
+            Word::Cmp {
                 src1,
                 src2,
                 idx,
@@ -204,7 +263,7 @@ impl Instruction {
                     | (src2 as u32 & 0x1F) << 7
                     | (desc as u32 & 0x7F)
             }
-            Instruction::Mad {
+            Word::Mad {
                 op,
                 dst,
                 src1,
@@ -218,54 +277,39 @@ impl Instruction {
                     | (idx as u32 & 3) << 22
                     | (src1 as u32 & 0x1F) << 17
                     | (desc as u32 & 0x1F);
-                if op == Op::Madi {
+                if info(op).format.is_inverted() {
                     common | (src2 as u32 & 0x1F) << 12 | (src3 as u32 & 0x7F) << 5
                 } else {
                     common | (src2 as u32 & 0x7F) << 10 | (src3 as u32 & 0x1F) << 5
                 }
             }
-            Instruction::Flow {
-                op,
-                refx,
-                refy,
-                condop,
-                dst,
-                num,
-            } => {
-                opcode(op)
-                    | (refx as u32) << 25
-                    | (refy as u32) << 24
-                    | (condop as u32 & 3) << 22
-                    | (dst as u32 & 0xFFF) << 10
-                    | num as u32
-            }
-            Instruction::Uniform { op, id, dst, num } => {
-                let width = if op == Op::Loop { 3 } else { 0xF };
-                opcode(op) | (id as u32 & width) << 22 | (dst as u32 & 0xFFF) << 10 | num as u32
-            }
-            Instruction::SetEmit {
-                vertex,
-                primitive,
-                winding,
-            } => {
-                opcode(Op::Setemit)
-                    | (vertex as u32 & 3) << 24
-                    | (primitive as u32) << 23
-                    | (winding as u32) << 22
-            }
+            _ => 0,
         }
+    }
+
+    /// Each source's index register in operand order (0 none, 1 a0.x, 2 a0.y, 3 aL): `idx`
+    /// belongs to the wide source, the one the format names.
+    pub fn source_indices(&self) -> [u8; 3] {
+        let (idx, format) = match *self {
+            Word::Arith { op, idx, .. } | Word::Mad { op, idx, .. } => (idx, info(op).format),
+            Word::Cmp { idx, .. } => (idx, Format::OneC),
+            _ => return [0; 3],
+        };
+        let mut indices = [0; 3];
+        indices[format.indexed_source()] = idx;
+        indices
     }
 
     /// The operation.
     pub fn op(&self) -> Op {
         match *self {
-            Instruction::Zero { op }
-            | Instruction::Arith { op, .. }
-            | Instruction::Mad { op, .. }
-            | Instruction::Flow { op, .. }
-            | Instruction::Uniform { op, .. } => op,
-            Instruction::Cmp { .. } => Op::Cmp,
-            Instruction::SetEmit { .. } => Op::Setemit,
+            Word::Zero { op }
+            | Word::Arith { op, .. }
+            | Word::Mad { op, .. }
+            | Word::Flow { op, .. }
+            | Word::Uniform { op, .. } => op,
+            Word::Cmp { .. } => Op::Cmp,
+            Word::SetEmit { .. } => Op::Setemit,
         }
     }
 }
@@ -332,7 +376,7 @@ mod tests {
     #[test]
     fn unknown_opcodes_are_errors() {
         assert_eq!(
-            Instruction::decode(0x4000_0000),
+            Word::decode(0x4000_0000),
             Err(UnknownOpcode {
                 word: 0x4000_0000,
                 opcode: 0x10

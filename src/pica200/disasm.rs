@@ -5,8 +5,8 @@
 
 use std::fmt::Write;
 
-use super::decode::{Descriptor, Instruction};
-use super::opcodes::{info, Op, COMPARISONS};
+use super::decode::{Descriptor, Word};
+use super::opcodes::{info, Format, Op, COMPARISONS};
 use super::{Constant, Program};
 use crate::stage::shortest;
 
@@ -73,86 +73,103 @@ fn condition_text(refx: bool, refy: bool, condop: u8) -> String {
     }
 }
 
+/// MOVA's destination, from the descriptor's mask.
+fn mova_target(d: Descriptor) -> &'static str {
+    match (d.writes(0), d.writes(1)) {
+        (true, false) => "a0.x",
+        (false, true) => "a0.y",
+        _ => "a0.xy",
+    }
+}
+
+/// SETEMIT's operands: the vertex id and its flags.
+fn setemit_text(name: &str, vertex: u8, primitive: bool, winding: bool) -> String {
+    let flags: Vec<&str> = [(primitive, "prim"), (winding, "inv")]
+        .iter()
+        .filter(|(on, _)| *on)
+        .map(|(_, flag)| *flag)
+        .collect();
+    if flags.is_empty() {
+        format!("{name} {vertex}")
+    } else {
+        format!("{name} {vertex}, {}", flags.join(" "))
+    }
+}
+
 /// One instruction as text, reading its operand descriptor from `descriptors`.
-pub fn instruction_text(instruction: &Instruction, descriptors: &[u32]) -> String {
+pub fn instruction_text(word: &Word, descriptors: &[u32]) -> String {
     let descriptor = |index: u8| Descriptor(descriptors.get(index as usize).copied().unwrap_or(0));
-    let name = info(instruction.op()).mnemonic;
-    match *instruction {
-        Instruction::Zero { .. } => name.to_string(),
-        Instruction::Arith {
+    let name = info(word.op()).mnemonic;
+    let [i1, i2, i3] = word.source_indices();
+    match *word {
+        Word::Zero { .. } => name.to_string(),
+        Word::Arith {
             op,
             dst,
             src1,
             src2,
-            idx,
             desc,
+            ..
         } => {
             let d = descriptor(desc);
-            match op {
-                Op::Mova => {
-                    let target = match (d.writes(0), d.writes(1)) {
-                        (true, false) => "a0.x",
-                        (false, true) => "a0.y",
-                        _ => "a0.xy",
-                    };
-                    format!("{name} {target}, {}", source_text(src1, idx, d, 0))
-                }
-                Op::Ex2 | Op::Lg2 | Op::Litp | Op::Flr | Op::Rcp | Op::Rsq | Op::Mov => format!(
-                    "{name} {}, {}",
-                    destination_text(dst, d),
-                    source_text(src1, idx, d, 0)
-                ),
-                Op::Dphi | Op::Dsti | Op::Sgei | Op::Slti => format!(
-                    "{name} {}, {}, {}",
-                    destination_text(dst, d),
-                    source_text(src1, 0, d, 0),
-                    source_text(src2, idx, d, 1)
-                ),
+            let s1 = source_text(src1, i1, d, 0);
+            match info(op).format {
+                Format::Mova => format!("{name} {}, {s1}", mova_target(d)),
+                Format::OneU => format!("{name} {}, {s1}", destination_text(dst, d)),
                 _ => format!(
-                    "{name} {}, {}, {}",
+                    "{name} {}, {s1}, {}",
                     destination_text(dst, d),
-                    source_text(src1, idx, d, 0),
-                    source_text(src2, 0, d, 1)
+                    source_text(src2, i2, d, 1)
                 ),
             }
         }
-        Instruction::Cmp {
+        Word::Cmp {
             src1,
             src2,
-            idx,
             desc,
             cmpx,
             cmpy,
+            ..
         } => {
             let d = descriptor(desc);
             format!(
-                "cmp {}, {}, {}, {}",
-                source_text(src1, idx, d, 0),
+                "{name} {}, {}, {}, {}",
+                source_text(src1, i1, d, 0),
                 COMPARISONS[cmpx as usize & 7],
                 COMPARISONS[cmpy as usize & 7],
-                source_text(src2, 0, d, 1)
+                source_text(src2, i2, d, 1)
             )
         }
-        Instruction::Mad {
-            op,
+        Word::Mad {
             dst,
             src1,
             src2,
             src3,
-            idx,
             desc,
+            ..
         } => {
             let d = descriptor(desc);
-            let (i2, i3) = if op == Op::Madi { (0, idx) } else { (idx, 0) };
             format!(
-                "mad {}, {}, {}, {}",
+                "{name} {}, {}, {}, {}",
                 destination_text(dst, d),
-                source_text(src1, 0, d, 0),
+                source_text(src1, i1, d, 0),
                 source_text(src2, i2, d, 1),
                 source_text(src3, i3, d, 2)
             )
         }
-        Instruction::Flow {
+        Word::Flow { .. } | Word::Uniform { .. } => flow_text(word, name),
+        Word::SetEmit {
+            vertex,
+            primitive,
+            winding,
+        } => setemit_text(name, vertex, primitive, winding),
+    }
+}
+
+/// The flow-control formats 2 and 3 as text: targets as numbers.
+fn flow_text(word: &Word, name: &str) -> String {
+    match *word {
+        Word::Flow {
             op,
             refx,
             refy,
@@ -162,42 +179,27 @@ pub fn instruction_text(instruction: &Instruction, descriptors: &[u32]) -> Strin
         } => {
             let condition = condition_text(refx, refy, condop);
             match op {
-                Op::Call => format!("call {dst}, {num}"),
-                Op::Breakc => format!("breakc {condition}"),
-                Op::Jmpc => format!("jmpc {condition}, {dst}"),
+                Op::Call => format!("{name} {dst}, {num}"),
+                Op::Breakc => format!("{name} {condition}"),
+                Op::Jmpc => format!("{name} {condition}, {dst}"),
                 _ => format!("{name} {condition}, {dst}, {num}"),
             }
         }
-        Instruction::Uniform { op, id, dst, num } => match op {
-            Op::Loop => format!("for i{id}, {dst}"),
+        Word::Uniform { op, id, dst, num } => match op {
+            Op::Loop => format!("{name} i{id}, {dst}"),
             Op::Jmpu => {
                 let invert = if num & 1 == 1 { "!" } else { "" };
-                format!("jmpu {invert}b{id}, {dst}")
+                format!("{name} {invert}b{id}, {dst}")
             }
             _ => format!("{name} b{id}, {dst}, {num}"),
         },
-        Instruction::SetEmit {
-            vertex,
-            primitive,
-            winding,
-        } => {
-            let flags: Vec<&str> = [(primitive, "prim"), (winding, "inv")]
-                .iter()
-                .filter(|(on, _)| *on)
-                .map(|(_, flag)| *flag)
-                .collect();
-            if flags.is_empty() {
-                format!("setemit {vertex}")
-            } else {
-                format!("setemit {vertex}, {}", flags.join(" "))
-            }
-        }
+        _ => name.to_string(),
     }
 }
 
 /// One word as text; a word with no instruction becomes a comment.
 pub fn word_text(word: u32, descriptors: &[u32]) -> String {
-    match Instruction::decode(word) {
+    match Word::decode(word) {
         Ok(instruction) => instruction_text(&instruction, descriptors),
         Err(error) => format!("; {error}"),
     }

@@ -2,7 +2,7 @@
 //! PICA's rules (0·∞ = 0 in products, NaN-ordered MIN/MAX), relative addressing with the
 //! wrap rules, and the flow-control stacks of spec foreign_isas §B.6 in Azahar's order.
 
-use super::decode::{Descriptor, Instruction};
+use super::decode::{Descriptor, Word};
 use super::opcodes::Op;
 use crate::core::exec::Fault;
 
@@ -25,7 +25,7 @@ struct Source {
 
 /// One pre-decoded instruction.
 #[derive(Clone, Copy, Debug, PartialEq)]
-enum Step {
+enum Decoded {
     Arith {
         op: Op,
         dst: u8,
@@ -43,7 +43,7 @@ enum Step {
         mask: u8,
         s: [Source; 3],
     },
-    Control(Instruction),
+    Control(Word),
     Unknown(u32),
 }
 
@@ -51,9 +51,9 @@ enum Step {
 /// entry point.
 #[derive(Clone, Debug)]
 pub struct Code {
-    steps: Vec<Step>,
+    steps: Vec<Decoded>,
     /// Code memory past the program holds zero words (ADD o0, v0, v0 with descriptor 0).
-    filler: Step,
+    filler: Decoded,
     entry: u32,
 }
 
@@ -66,22 +66,23 @@ fn source(reg: u8, idx: u8, desc: Descriptor, n: usize) -> Source {
     }
 }
 
-fn predecode(word: u32, descs: &[u32]) -> Step {
+fn predecode(word: u32, descs: &[u32]) -> Decoded {
     let descriptor = |index: u8| Descriptor(descs.get(index as usize).copied().unwrap_or(0));
-    match Instruction::decode(word) {
-        Err(_) => Step::Unknown(word),
-        Ok(Instruction::Arith {
+    let Ok(word) = Word::decode(word) else {
+        return Decoded::Unknown(word);
+    };
+    let [i1, i2, i3] = word.source_indices();
+    match word {
+        Word::Arith {
             op,
             dst,
             src1,
             src2,
-            idx,
             desc,
-        }) => {
+            ..
+        } => {
             let d = descriptor(desc);
-            let inverted = matches!(op, Op::Dphi | Op::Dsti | Op::Sgei | Op::Slti);
-            let (i1, i2) = if inverted { (0, idx) } else { (idx, 0) };
-            Step::Arith {
+            Decoded::Arith {
                 op,
                 dst,
                 mask: d.mask(),
@@ -89,43 +90,41 @@ fn predecode(word: u32, descs: &[u32]) -> Step {
                 s2: source(src2, i2, d, 1),
             }
         }
-        Ok(Instruction::Cmp {
+        Word::Cmp {
             src1,
             src2,
-            idx,
             desc,
             cmpx,
             cmpy,
-        }) => {
+            ..
+        } => {
             let d = descriptor(desc);
-            Step::Cmp {
-                s1: source(src1, idx, d, 0),
-                s2: source(src2, 0, d, 1),
+            Decoded::Cmp {
+                s1: source(src1, i1, d, 0),
+                s2: source(src2, i2, d, 1),
                 cmp: [cmpx, cmpy],
             }
         }
-        Ok(Instruction::Mad {
-            op,
+        Word::Mad {
             dst,
             src1,
             src2,
             src3,
-            idx,
             desc,
-        }) => {
+            ..
+        } => {
             let d = descriptor(desc);
-            let (i2, i3) = if op == Op::Madi { (0, idx) } else { (idx, 0) };
-            Step::Mad {
+            Decoded::Mad {
                 dst,
                 mask: d.mask(),
                 s: [
-                    source(src1, 0, d, 0),
+                    source(src1, i1, d, 0),
                     source(src2, i2, d, 1),
                     source(src3, i3, d, 2),
                 ],
             }
         }
-        Ok(other) => Step::Control(other),
+        other => Decoded::Control(other),
     }
 }
 
@@ -394,12 +393,10 @@ impl Code {
 
     /// Runs from the entry point to END within `budget` instructions; returns how many ran.
     pub fn run(&self, state: &mut State, budget: u64) -> Result<u64, Fault> {
-        let mut ifs: Ring<IfScope, 8> = Ring::new();
-        let mut calls: Ring<CallScope, 4> = Ring::new();
-        let mut loops: Ring<LoopScope, 4> = Ring::new();
+        let mut scopes = Scopes::new();
         let mut pc = self.entry;
         let mut executed = 0u64;
-        let end = Step::Control(Instruction::Zero { op: Op::End });
+        let end = Decoded::Control(Word::Zero { op: Op::End });
         loop {
             if executed >= budget {
                 return Err(Fault::Watchdog {
@@ -408,168 +405,230 @@ impl Code {
                 });
             }
             executed += 1;
-            let old = pc;
-            let step = if pc >= CODE_WORDS - 1 {
+            let decoded = if pc >= CODE_WORDS - 1 {
                 &end
             } else {
                 self.steps.get(pc as usize).unwrap_or(&self.filler)
             };
-            let mut next = pc + 1;
-            let mut is_break = false;
-            match step {
-                Step::Arith {
-                    op,
-                    dst,
-                    mask,
-                    s1,
-                    s2,
-                } => self.arith(state, *op, *dst, *mask, s1, s2),
-                Step::Cmp { s1, s2, cmp } => {
-                    let a = self.fetch(state, s1);
-                    let b = self.fetch(state, s2);
-                    for i in 0..2 {
-                        state.cc[i] = compare(cmp[i], a[i], b[i]);
-                    }
-                }
-                Step::Mad { dst, mask, s } => {
-                    let [a, b, c] = [0, 1, 2].map(|n| self.fetch(state, &s[n]));
-                    let result = std::array::from_fn(|i| pica_mul(a[i], b[i]) + c[i]);
-                    Self::write(state, *dst, *mask, result);
-                }
-                Step::Unknown(word) => {
-                    let _ = word;
-                    return Err(Fault::Stage {
-                        isa: ISA,
-                        pc,
-                        reason: "the word's opcode is no PICA200 instruction",
-                    });
-                }
-                Step::Control(instruction) => match *instruction {
-                    Instruction::Zero { op: Op::End } => return Ok(executed),
-                    Instruction::Zero { op: Op::Break } => is_break = true,
-                    Instruction::Zero { op: Op::Emit } | Instruction::SetEmit { .. } => {
-                        return Err(Fault::Stage {
-                            isa: ISA,
-                            pc,
-                            reason: "EMIT and SETEMIT belong to geometry shaders; a pixel has no primitive to emit",
-                        })
-                    }
-                    Instruction::Flow {
-                        op,
-                        refx,
-                        refy,
-                        condop,
-                        dst,
-                        num,
-                    } => {
-                        let taken = op == Op::Call || condition(state, refx, refy, condop);
-                        let (dst, num) = (dst as u32, num as u32);
-                        match op {
-                            Op::Breakc => is_break = taken,
-                            Op::Jmpc if taken => next = dst,
-                            Op::Call | Op::Callc if taken => {
-                                calls.push(CallScope {
-                                    end_at: dst + num,
-                                    return_to: pc + 1,
-                                });
-                                next = dst;
-                            }
-                            Op::Ifc => {
-                                if taken {
-                                    ifs.push(IfScope {
-                                        else_at: dst,
-                                        end_at: dst + num,
-                                    });
-                                } else {
-                                    next = dst;
-                                }
-                            }
-                            _ => {}
-                        }
-                    }
-                    Instruction::Uniform { op, id, dst, num } => {
-                        let (dst, num) = (dst as u32, num as u32);
-                        let flag = state.bools >> id & 1 == 1;
-                        match op {
-                            Op::Jmpu if flag == (num & 1 == 0) => next = dst,
-                            Op::Callu if flag => {
-                                calls.push(CallScope {
-                                    end_at: dst + num,
-                                    return_to: pc + 1,
-                                });
-                                next = dst;
-                            }
-                            Op::Ifu => {
-                                if flag {
-                                    ifs.push(IfScope {
-                                        else_at: dst,
-                                        end_at: dst + num,
-                                    });
-                                } else {
-                                    next = dst;
-                                }
-                            }
-                            Op::Loop => {
-                                let [count, first, increment, _] = state.ints[id as usize & 3];
-                                // The enclosing loop's aL is saved before this loop sets its
-                                // own (Azahar's JIT; its interpreter saves it too late).
-                                loops.push(LoopScope {
-                                    entry: pc + 1,
-                                    end_at: dst + 1,
-                                    count,
-                                    increment,
-                                    previous_al: state.address[2] as u8,
-                                });
-                                state.address[2] = first as i32;
-                            }
-                            _ => {}
-                        }
-                    }
-                    _ => {}
-                },
-            }
-            pc = next;
-            // Scope ends, checked against the instruction's own successor so that a jump
-            // at the end of a scope is never taken: CALL (up to four at once; the fourth
-            // does not move the PC), then IF, then LOOP.
-            let mut successor = old + 1;
-            for i in 0..4 {
-                match calls.top() {
-                    Some(scope) if scope.end_at == successor => {
-                        if i < 3 {
-                            pc = scope.return_to;
-                            successor = pc;
-                        }
-                        calls.pop();
-                    }
-                    _ => break,
+            let Some(step) = self.execute(state, decoded, pc, &mut scopes)? else {
+                return Ok(executed);
+            };
+            pc = scopes.close(state, pc, step);
+        }
+    }
+
+    /// Runs the instruction at `pc`: where control goes next, `None` at END.
+    fn execute(
+        &self,
+        state: &mut State,
+        decoded: &Decoded,
+        pc: u32,
+        scopes: &mut Scopes,
+    ) -> Result<Option<Step>, Fault> {
+        let step = Step::to(pc + 1);
+        match decoded {
+            Decoded::Arith {
+                op,
+                dst,
+                mask,
+                s1,
+                s2,
+            } => self.arith(state, *op, *dst, *mask, s1, s2),
+            Decoded::Cmp { s1, s2, cmp } => {
+                let a = self.fetch(state, s1);
+                let b = self.fetch(state, s2);
+                for i in 0..2 {
+                    state.cc[i] = compare(cmp[i], a[i], b[i]);
                 }
             }
-            if let Some(scope) = ifs.top() {
-                if scope.else_at == old + 1 {
+            Decoded::Mad { dst, mask, s } => {
+                let [a, b, c] = [0, 1, 2].map(|n| self.fetch(state, &s[n]));
+                let result = std::array::from_fn(|i| pica_mul(a[i], b[i]) + c[i]);
+                Self::write(state, *dst, *mask, result);
+            }
+            Decoded::Unknown(_) => {
+                return Err(Fault::Stage {
+                    isa: ISA,
+                    pc,
+                    reason: "the word's opcode is no PICA200 instruction",
+                })
+            }
+            Decoded::Control(word) => return control(state, word, pc, scopes),
+        }
+        Ok(Some(step))
+    }
+}
+
+/// Where control goes after one instruction: `next`, unless a scope ends; `is_break`
+/// leaves the innermost loop.
+#[derive(Clone, Copy)]
+struct Step {
+    next: u32,
+    is_break: bool,
+}
+
+impl Step {
+    fn to(next: u32) -> Step {
+        Step {
+            next,
+            is_break: false,
+        }
+    }
+}
+
+/// The flow-control stacks of one run.
+struct Scopes {
+    ifs: Ring<IfScope, 8>,
+    calls: Ring<CallScope, 4>,
+    loops: Ring<LoopScope, 4>,
+}
+
+impl Scopes {
+    fn new() -> Scopes {
+        Scopes {
+            ifs: Ring::new(),
+            calls: Ring::new(),
+            loops: Ring::new(),
+        }
+    }
+
+    /// Enters a procedure `dst..dst + num` from `pc`.
+    fn call(&mut self, pc: u32, dst: u32, num: u32) -> Step {
+        self.calls.push(CallScope {
+            end_at: dst + num,
+            return_to: pc + 1,
+        });
+        Step::to(dst)
+    }
+
+    /// An IF whose condition is `taken`: into the IF branch (up to `dst`, then the else
+    /// branch of `num` words is skipped), or straight to the else branch at `dst`.
+    fn branch(&mut self, pc: u32, taken: bool, dst: u32, num: u32) -> Step {
+        if !taken {
+            return Step::to(dst);
+        }
+        self.ifs.push(IfScope {
+            else_at: dst,
+            end_at: dst + num,
+        });
+        Step::to(pc + 1)
+    }
+
+    /// The pc after the instruction at `old` went to `step`. Scope ends are checked
+    /// against the instruction's own successor so that a jump at the end of a scope is
+    /// never taken: CALL (up to four at once; the fourth does not move the PC), then IF,
+    /// then LOOP.
+    fn close(&mut self, state: &mut State, old: u32, step: Step) -> u32 {
+        let mut pc = step.next;
+        let mut successor = old + 1;
+        for i in 0..4 {
+            match self.calls.top() {
+                Some(scope) if scope.end_at == successor => {
+                    if i < 3 {
+                        pc = scope.return_to;
+                        successor = pc;
+                    }
+                    self.calls.pop();
+                }
+                _ => break,
+            }
+        }
+        if let Some(scope) = self.ifs.top() {
+            if scope.else_at == old + 1 {
+                pc = scope.end_at;
+                self.ifs.pop();
+            }
+        }
+        let depth = self.loops.len;
+        if let Some(scope) = self.loops.top_mut() {
+            if scope.end_at == old + 1 || step.is_break {
+                state.address[2] = state.address[2].wrapping_add(scope.increment as i32);
+                let again = scope.count != 0;
+                scope.count = scope.count.wrapping_sub(1);
+                if !step.is_break && again {
+                    pc = scope.entry;
+                } else {
                     pc = scope.end_at;
-                    ifs.pop();
-                }
-            }
-            let depth = loops.len;
-            if let Some(scope) = loops.top_mut() {
-                if scope.end_at == old + 1 || is_break {
-                    state.address[2] = state.address[2].wrapping_add(scope.increment as i32);
-                    let again = scope.count != 0;
-                    scope.count = scope.count.wrapping_sub(1);
-                    if !is_break && again {
-                        pc = scope.entry;
-                    } else {
-                        pc = scope.end_at;
-                        if depth > 1 {
-                            state.address[2] = scope.previous_al as i32;
-                        }
-                        loops.pop();
+                    if depth > 1 {
+                        state.address[2] = scope.previous_al as i32;
                     }
+                    self.loops.pop();
                 }
             }
         }
+        pc
     }
+}
+
+/// A flow-control instruction at `pc`; `None` at END.
+fn control(
+    state: &mut State,
+    word: &Word,
+    pc: u32,
+    scopes: &mut Scopes,
+) -> Result<Option<Step>, Fault> {
+    let next = Step::to(pc + 1);
+    Ok(Some(match *word {
+        Word::Zero { op: Op::End } => return Ok(None),
+        Word::Zero { op: Op::Break } => Step {
+            is_break: true,
+            ..next
+        },
+        Word::Zero { op: Op::Emit } | Word::SetEmit { .. } => {
+            return Err(Fault::Stage {
+                isa: ISA,
+                pc,
+                reason:
+                    "EMIT and SETEMIT belong to geometry shaders; a pixel has no primitive to emit",
+            })
+        }
+        Word::Flow {
+            op,
+            refx,
+            refy,
+            condop,
+            dst,
+            num,
+        } => {
+            let taken = op == Op::Call || condition(state, refx, refy, condop);
+            let (dst, num) = (dst as u32, num as u32);
+            match op {
+                Op::Breakc => Step {
+                    is_break: taken,
+                    ..next
+                },
+                Op::Jmpc if taken => Step::to(dst),
+                Op::Call | Op::Callc if taken => scopes.call(pc, dst, num),
+                Op::Ifc => scopes.branch(pc, taken, dst, num),
+                _ => next,
+            }
+        }
+        Word::Uniform { op, id, dst, num } => {
+            let (dst, num) = (dst as u32, num as u32);
+            let flag = state.bools >> id & 1 == 1;
+            match op {
+                Op::Jmpu if flag == (num & 1 == 0) => Step::to(dst),
+                Op::Callu if flag => scopes.call(pc, dst, num),
+                Op::Ifu => scopes.branch(pc, flag, dst, num),
+                Op::Loop => {
+                    let [count, first, increment, _] = state.ints[id as usize & 3];
+                    // The enclosing loop's aL is saved before this loop sets its own
+                    // (Azahar's JIT; its interpreter saves it too late).
+                    scopes.loops.push(LoopScope {
+                        entry: pc + 1,
+                        end_at: dst + 1,
+                        count,
+                        increment,
+                        previous_al: state.address[2] as u8,
+                    });
+                    state.address[2] = first as i32;
+                    next
+                }
+                _ => next,
+            }
+        }
+        _ => next,
+    }))
 }
 
 #[cfg(test)]

@@ -23,7 +23,8 @@ pub mod shbin;
 
 use crate::core::exec::Fault;
 use crate::stage::{
-    write_colour, ForeignProgram, NamedVec4, PixelInputs, PixelStage, RunError, ShadingCore,
+    ForeignProgram, NamedVec4, PixelInputs, PixelRun, PixelStage, RunError, ShadingCore,
+    TextureSampler,
 };
 use interp::{Code, State};
 
@@ -196,21 +197,7 @@ impl PixelStage for Shader {
     }
 
     fn shade(&self, core: &mut dyn ShadingCore) -> Result<(), Fault> {
-        let inputs = PixelInputs::read(core).registers();
-        let budget = core.budget_left();
-        let result = self.run(&inputs, budget);
-        match result {
-            Ok((state, executed)) => {
-                core.charge(executed);
-                let colour = state.outputs[self.colour];
-                write_colour(core, [colour[0], colour[1], colour[2]]);
-                Ok(())
-            }
-            Err(fault) => {
-                core.charge(budget);
-                Err(fault)
-            }
-        }
+        self.shade_pixel(core)
     }
 }
 
@@ -237,5 +224,19 @@ impl ForeignProgram for Shader {
             .filter(|&n| state.written >> n & 1 == 1)
             .map(|n| (format!("o{n}"), state.outputs[n]))
             .collect())
+    }
+
+    fn run_pixel(
+        &self,
+        inputs: &PixelInputs,
+        _: &TextureSampler,
+        budget: u64,
+    ) -> Result<PixelRun, Fault> {
+        let (state, executed) = self.run(&inputs.registers(), budget)?;
+        let [r, g, b, _] = state.outputs[self.colour];
+        Ok(PixelRun {
+            executed,
+            colour: Some([r, g, b]),
+        })
     }
 }

@@ -29,6 +29,31 @@ pub enum Format {
     FiveI,
 }
 
+impl Format {
+    /// Which source (0 = SRC1) an instruction's index register applies to: its wide one.
+    pub const fn indexed_source(self) -> usize {
+        match self {
+            Format::OneI | Format::Five => 1,
+            Format::FiveI => 2,
+            _ => 0,
+        }
+    }
+
+    /// Width of the operand-descriptor field: 7 bits, 5 for MAD/MADI, none without sources.
+    pub const fn descriptor_bits(self) -> u32 {
+        match self {
+            Format::One | Format::OneI | Format::OneU | Format::Mova | Format::OneC => 7,
+            Format::Five | Format::FiveI => 5,
+            _ => 0,
+        }
+    }
+
+    /// The "inverted" forms: SRC1 narrow and a later source wide.
+    pub const fn is_inverted(self) -> bool {
+        matches!(self, Format::OneI | Format::FiveI)
+    }
+}
+
 /// Every operation.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Op {
@@ -81,6 +106,9 @@ pub struct OpInfo {
     pub mnemonic: &'static str,
     pub opcode: u8,
     pub format: Format,
+    /// The inverted form the assembler picks when SRC1 must be narrow (DPH → DPHI, MAD →
+    /// MADI).
+    pub inverted: Option<Op>,
 }
 
 const fn row(op: Op, mnemonic: &'static str, opcode: u8, format: Format) -> OpInfo {
@@ -89,6 +117,15 @@ const fn row(op: Op, mnemonic: &'static str, opcode: u8, format: Format) -> OpIn
         mnemonic,
         opcode,
         format,
+        inverted: None,
+    }
+}
+
+/// A row with an inverted form.
+const fn pair(op: Op, mnemonic: &'static str, opcode: u8, format: Format, inverted: Op) -> OpInfo {
+    OpInfo {
+        inverted: Some(inverted),
+        ..row(op, mnemonic, opcode, format)
     }
 }
 
@@ -97,14 +134,14 @@ pub const TABLE: &[OpInfo] = &[
     row(Op::Add, "add", 0x00, Format::One),
     row(Op::Dp3, "dp3", 0x01, Format::One),
     row(Op::Dp4, "dp4", 0x02, Format::One),
-    row(Op::Dph, "dph", 0x03, Format::One),
-    row(Op::Dst, "dst", 0x04, Format::One),
+    pair(Op::Dph, "dph", 0x03, Format::One, Op::Dphi),
+    pair(Op::Dst, "dst", 0x04, Format::One, Op::Dsti),
     row(Op::Ex2, "ex2", 0x05, Format::OneU),
     row(Op::Lg2, "lg2", 0x06, Format::OneU),
     row(Op::Litp, "litp", 0x07, Format::OneU),
     row(Op::Mul, "mul", 0x08, Format::One),
-    row(Op::Sge, "sge", 0x09, Format::One),
-    row(Op::Slt, "slt", 0x0A, Format::One),
+    pair(Op::Sge, "sge", 0x09, Format::One, Op::Sgei),
+    pair(Op::Slt, "slt", 0x0A, Format::One, Op::Slti),
     row(Op::Flr, "flr", 0x0B, Format::OneU),
     row(Op::Max, "max", 0x0C, Format::One),
     row(Op::Min, "min", 0x0D, Format::One),
@@ -132,7 +169,7 @@ pub const TABLE: &[OpInfo] = &[
     row(Op::Jmpu, "jmpu", 0x2D, Format::Three),
     row(Op::Cmp, "cmp", 0x2E, Format::OneC),
     row(Op::Madi, "mad", 0x30, Format::FiveI),
-    row(Op::Mad, "mad", 0x38, Format::Five),
+    pair(Op::Mad, "mad", 0x38, Format::Five, Op::Madi),
 ];
 
 /// The row of a 6-bit opcode (CMP spans 0x2E-0x2F, MADI 0x30-0x37, MAD 0x38-0x3F).
@@ -154,6 +191,20 @@ pub fn info(op: Op) -> &'static OpInfo {
         .expect("every Op has a row")
 }
 
+/// The row a mnemonic names. A plain form and its inverted form (`dph`/`dphi`, `mad`/`madi`)
+/// both name the plain row: the assembler picks the form the operands need.
+pub fn by_mnemonic(mnemonic: &str) -> Option<&'static OpInfo> {
+    TABLE
+        .iter()
+        .find(|row| row.mnemonic == mnemonic && !row.format.is_inverted())
+        .or_else(|| {
+            let plain = mnemonic.strip_suffix('i')?;
+            TABLE
+                .iter()
+                .find(|row| row.mnemonic == plain && row.inverted.is_some())
+        })
+}
+
 /// The comparison names of CMP, by their 3-bit code (6 and 7 are undocumented).
 pub const COMPARISONS: [&str; 8] = ["eq", "ne", "lt", "le", "gt", "ge", "6", "7"];
 
@@ -170,5 +221,20 @@ mod tests {
         assert_eq!(by_opcode(0x2F).map(|r| r.op), Some(Op::Cmp));
         assert_eq!(by_opcode(0x35).map(|r| r.op), Some(Op::Madi));
         assert_eq!(by_opcode(0x3F).map(|r| r.op), Some(Op::Mad));
+    }
+
+    #[test]
+    fn inverted_mnemonics_name_the_plain_row() {
+        let op = |name: &str| by_mnemonic(name).map(|r| r.op);
+        assert_eq!(op("dphi"), Some(Op::Dph));
+        assert_eq!(op("madi"), Some(Op::Mad));
+        assert_eq!(op("mad"), Some(Op::Mad));
+        assert_eq!(op("for"), Some(Op::Loop));
+        assert_eq!(op("addi"), None);
+        assert_eq!(op("loop"), None);
+        for row in TABLE.iter().filter(|row| row.format.is_inverted()) {
+            let plain = TABLE.iter().find(|p| p.inverted == Some(row.op));
+            assert!(plain.is_some(), "{:?} has no plain form", row.op);
+        }
     }
 }

@@ -122,11 +122,26 @@ pub fn read(bytes: &[u8], which: usize) -> Result<Program, ShbinError> {
         }
         Ok((dvle.saturating_add(offset), count))
     };
-    let (constants_at, constant_count) = table(0)?;
-    let (outputs_at, output_count) = table(2)?;
-    let (uniforms_at, uniform_count) = table(3)?;
-    let (symbols_at, symbols_size) = table(4)?;
+    let constants = read_constants(&r, table(0)?)?;
+    let outputs = read_outputs(&r, table(2)?)?;
+    let uniforms = read_uniforms(&r, table(3)?, table(4)?)?;
+    Ok(Program {
+        code,
+        descriptors,
+        entry,
+        entry_end,
+        geometry,
+        constants,
+        outputs,
+        uniforms,
+    })
+}
 
+/// The constant table: `(offset, count)` of 20-byte entries.
+fn read_constants(
+    r: &Reader,
+    (constants_at, constant_count): (usize, usize),
+) -> Result<Vec<Constant>, ShbinError> {
     let mut constants = Vec::new();
     for i in 0..constant_count {
         let at = Reader::at(constants_at, i, 20, 0);
@@ -164,6 +179,14 @@ pub fn read(bytes: &[u8], which: usize) -> Result<Program, ShbinError> {
             }
         });
     }
+    Ok(constants)
+}
+
+/// The output table: 8-byte entries.
+fn read_outputs(
+    r: &Reader,
+    (outputs_at, output_count): (usize, usize),
+) -> Result<Vec<Output>, ShbinError> {
     let mut outputs = Vec::new();
     for i in 0..output_count {
         let at = Reader::at(outputs_at, i, 8, 0);
@@ -173,6 +196,15 @@ pub fn read(bytes: &[u8], which: usize) -> Result<Program, ShbinError> {
             mask: r.u8(at + 4, "an output's mask")? & 0xF,
         });
     }
+    Ok(outputs)
+}
+
+/// The uniform table (8-byte entries) and the symbol table that holds their names.
+fn read_uniforms(
+    r: &Reader,
+    (uniforms_at, uniform_count): (usize, usize),
+    (symbols_at, symbols_size): (usize, usize),
+) -> Result<Vec<Uniform>, ShbinError> {
     let mut uniforms = Vec::new();
     for i in 0..uniform_count {
         let at = Reader::at(uniforms_at, i, 8, 0);
@@ -196,105 +228,30 @@ pub fn read(bytes: &[u8], which: usize) -> Result<Program, ShbinError> {
             last: unshift(last),
         });
     }
-    Ok(Program {
-        code,
-        descriptors,
-        entry,
-        entry_end,
-        geometry,
-        constants,
-        outputs,
-        uniforms,
-    })
+    Ok(uniforms)
+}
+
+fn word(out: &mut Vec<u8>, w: u32) {
+    out.extend_from_slice(&w.to_le_bytes());
+}
+
+fn half(out: &mut Vec<u8>, h: u16) {
+    out.extend_from_slice(&h.to_le_bytes());
 }
 
 /// Writes `program` as a SHBIN with one DVLE, in picasso's layout.
 pub fn write(program: &Program) -> Vec<u8> {
     let mut out = Vec::new();
-    let word = |out: &mut Vec<u8>, w: u32| out.extend_from_slice(&w.to_le_bytes());
-    let half = |out: &mut Vec<u8>, h: u16| out.extend_from_slice(&h.to_le_bytes());
-    let code = program.code.len() as u32;
-    let descs = program.descriptors.len() as u32;
-    let dvlp_size = 40 + code * 4 + descs * 8;
-    word(&mut out, DVLB);
-    word(&mut out, 1);
-    word(&mut out, 12 + dvlp_size);
-    word(&mut out, DVLP);
-    word(&mut out, 0);
-    word(&mut out, 40);
-    word(&mut out, code);
-    word(&mut out, 40 + code * 4);
-    word(&mut out, descs);
-    word(&mut out, dvlp_size);
-    for _ in 0..3 {
-        word(&mut out, 0);
-    }
-    for &w in &program.code {
-        word(&mut out, w);
-    }
-    for &d in &program.descriptors {
-        word(&mut out, d);
-        word(&mut out, 0);
-    }
+    write_dvlb_and_dvlp(&mut out, program);
     let mut uniforms = program.uniforms.clone();
     uniforms.sort_by_key(|u| u.first);
-    let input_mask = uniforms
-        .iter()
-        .filter(|u| u.first < 0x10)
-        .fold(0u16, |m, u| m | 1 << u.first);
-    let output_mask = program
-        .outputs
-        .iter()
-        .fold(0u16, |m, o| m | 1 << (o.register & 15));
     let symbols: Vec<u8> = uniforms
         .iter()
         .flat_map(|u| u.name.bytes().chain(std::iter::once(0)))
         .collect();
-    let constants_at = 64u32;
-    let outputs_at = constants_at + 20 * program.constants.len() as u32;
-    let uniforms_at = outputs_at + 8 * program.outputs.len() as u32;
-    let symbols_at = uniforms_at + 8 * uniforms.len() as u32;
-    word(&mut out, DVLE);
-    half(&mut out, 0x1002);
-    out.push(program.geometry as u8);
-    out.push(0);
-    word(&mut out, program.entry);
-    word(&mut out, program.entry_end);
-    half(&mut out, input_mask);
-    half(&mut out, output_mask);
-    word(&mut out, 0);
-    for (at, count) in [
-        (constants_at, program.constants.len() as u32),
-        (outputs_at, 0),
-        (outputs_at, program.outputs.len() as u32),
-        (uniforms_at, uniforms.len() as u32),
-        (symbols_at, symbols.len() as u32),
-    ] {
-        word(&mut out, at);
-        word(&mut out, count);
-    }
+    write_dvle_header(&mut out, program, &uniforms, symbols.len() as u32);
     for constant in &program.constants {
-        match *constant {
-            Constant::Bool { index, value } => {
-                half(&mut out, 0);
-                half(&mut out, index as u16);
-                word(&mut out, value as u32);
-                out.extend_from_slice(&[0; 12]);
-            }
-            Constant::Int { index, value } => {
-                half(&mut out, 1);
-                half(&mut out, index as u16);
-                out.extend_from_slice(&value);
-                out.extend_from_slice(&[0; 12]);
-            }
-            Constant::Float { index, value } => {
-                half(&mut out, 2);
-                half(&mut out, index as u16);
-                for v in value {
-                    word(&mut out, f32_to_f24(v));
-                }
-            }
-        }
+        write_constant(&mut out, constant);
     }
     for output in &program.outputs {
         half(&mut out, output.semantic);
@@ -314,4 +271,95 @@ pub fn write(program: &Program) -> Vec<u8> {
         out.push(0);
     }
     out
+}
+
+/// The DVLB header for one DVLE and the DVLP: code words, then descriptors.
+fn write_dvlb_and_dvlp(out: &mut Vec<u8>, program: &Program) {
+    let code = program.code.len() as u32;
+    let descs = program.descriptors.len() as u32;
+    let dvlp_size = 40 + code * 4 + descs * 8;
+    for w in [
+        DVLB,
+        1,
+        12 + dvlp_size,
+        DVLP,
+        0,
+        40,
+        code,
+        40 + code * 4,
+        descs,
+        dvlp_size,
+        0,
+        0,
+        0,
+    ] {
+        word(out, w);
+    }
+    for &w in &program.code {
+        word(out, w);
+    }
+    for &d in &program.descriptors {
+        word(out, d);
+        word(out, 0);
+    }
+}
+
+/// The DVLE header: type, entry range, register masks and the table offsets.
+fn write_dvle_header(out: &mut Vec<u8>, program: &Program, uniforms: &[Uniform], symbols: u32) {
+    let input_mask = uniforms
+        .iter()
+        .filter(|u| u.first < 0x10)
+        .fold(0u16, |m, u| m | 1 << u.first);
+    let output_mask = program
+        .outputs
+        .iter()
+        .fold(0u16, |m, o| m | 1 << (o.register & 15));
+    let constants_at = 64u32;
+    let outputs_at = constants_at + 20 * program.constants.len() as u32;
+    let uniforms_at = outputs_at + 8 * program.outputs.len() as u32;
+    let symbols_at = uniforms_at + 8 * uniforms.len() as u32;
+    word(out, DVLE);
+    half(out, 0x1002);
+    out.push(program.geometry as u8);
+    out.push(0);
+    word(out, program.entry);
+    word(out, program.entry_end);
+    half(out, input_mask);
+    half(out, output_mask);
+    word(out, 0);
+    for (at, count) in [
+        (constants_at, program.constants.len() as u32),
+        (outputs_at, 0),
+        (outputs_at, program.outputs.len() as u32),
+        (uniforms_at, uniforms.len() as u32),
+        (symbols_at, symbols),
+    ] {
+        word(out, at);
+        word(out, count);
+    }
+}
+
+/// One 20-byte constant-table entry.
+fn write_constant(out: &mut Vec<u8>, constant: &Constant) {
+    match *constant {
+        Constant::Bool { index, value } => {
+            half(out, 0);
+            half(out, index as u16);
+            word(out, value as u32);
+            out.extend_from_slice(&[0; 12]);
+        }
+        Constant::Int { index, value } => {
+            half(out, 1);
+            half(out, index as u16);
+            out.extend_from_slice(&value);
+            out.extend_from_slice(&[0; 12]);
+        }
+        Constant::Float { index, value } => {
+            half(out, 2);
+            half(out, index as u16);
+            for v in value {
+                word(out, f32_to_f24(v));
+            }
+        }
+    }
 }

@@ -1,8 +1,10 @@
 //! Words to pre-decoded instructions (decode once, run many), and the checks that reject
 //! reserved encodings: reserved op codes, predicate selects 6-7, TEX op 7, and set bits
-//! that no field of the instruction's type defines.
+//! that no field of the instruction's type defines. Every code a field holds becomes an
+//! enum here, so that the interpreter matches on names, never on numbers.
 
-use super::fields::{self as f, kind, Words};
+use super::fields::{self as f, kind, Field, Words};
+pub use super::fields::{AlphaOp, FcOp, RgbOp, TexOp};
 
 /// Where a register operand reads from.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -20,66 +22,196 @@ pub struct Address {
     pub relative: bool,
 }
 
-/// One RGB argument: slot select (0-2 src, 3 srcp), per-channel swizzle codes, modifier.
+/// A source modifier (MOD_A, MOD_B, MOD_C).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Modifier {
+    None,
+    Negate,
+    Abs,
+    NegateAbs,
+}
+
+impl Modifier {
+    fn decode(code: u32) -> Modifier {
+        [
+            Modifier::None,
+            Modifier::Negate,
+            Modifier::Abs,
+            Modifier::NegateAbs,
+        ][code as usize & 3]
+    }
+
+    /// `v`, `−v`, `|v|` or `−|v|`.
+    pub fn apply(self, v: f32) -> f32 {
+        match self {
+            Modifier::None => v,
+            Modifier::Negate => -v,
+            Modifier::Abs => v.abs(),
+            Modifier::NegateAbs => -v.abs(),
+        }
+    }
+}
+
+/// The pre-subtract that makes `srcp` (SRCP_OP).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Presubtract {
+    /// 1 − 2·s0.
+    Neg2,
+    /// s1 − s0.
+    Sub,
+    /// s1 + s0.
+    Add,
+    /// 1 − s0.
+    Neg,
+}
+
+impl Presubtract {
+    fn decode(code: u32) -> Presubtract {
+        [
+            Presubtract::Neg2,
+            Presubtract::Sub,
+            Presubtract::Add,
+            Presubtract::Neg,
+        ][code as usize & 3]
+    }
+
+    /// `srcp` from one channel of `s0` and `s1`.
+    pub fn apply(self, s0: f32, s1: f32) -> f32 {
+        match self {
+            Presubtract::Neg2 => 1.0 - 2.0 * s0,
+            Presubtract::Sub => s1 - s0,
+            Presubtract::Add => s1 + s0,
+            Presubtract::Neg => 1.0 - s0,
+        }
+    }
+}
+
+/// One ALU swizzle code: a channel of the slot, or a constant (0, ½, 1; the "unused" code
+/// reads 0).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Swizzle {
+    Channel(u8),
+    Value(f32),
+}
+
+impl Swizzle {
+    fn decode(code: u32) -> Swizzle {
+        match code {
+            0..=3 => Swizzle::Channel(code as u8),
+            5 => Swizzle::Value(0.5),
+            6 => Swizzle::Value(1.0),
+            _ => Swizzle::Value(0.0),
+        }
+    }
+
+    /// The swizzled value of `v`.
+    pub fn apply(self, v: &[f32; 4]) -> f32 {
+        match self {
+            Swizzle::Channel(c) => v[c as usize & 3],
+            Swizzle::Value(value) => value,
+        }
+    }
+}
+
+/// A compare with 0: of the ALU result (ALU_RESULT_OP) and of the values an ALU
+/// instruction writes to the predicate bits.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Compare {
+    Equal,
+    Less,
+    GreaterOrEqual,
+    NotEqual,
+}
+
+impl Compare {
+    fn decode(code: u32) -> Compare {
+        [
+            Compare::Equal,
+            Compare::Less,
+            Compare::GreaterOrEqual,
+            Compare::NotEqual,
+        ][code as usize & 3]
+    }
+
+    /// `v == 0`, `v < 0`, `v >= 0`, `v != 0`.
+    pub fn test(self, v: f32) -> bool {
+        match self {
+            Compare::Equal => v == 0.0,
+            Compare::Less => v < 0.0,
+            Compare::GreaterOrEqual => v >= 0.0,
+            Compare::NotEqual => v != 0.0,
+        }
+    }
+}
+
+/// Which predicate bit gates a unit's writes or an FC jump (PRED_SEL, PRED_INV).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Predication {
+    select: PredicateSelect,
+    invert: bool,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum PredicateSelect {
+    /// PRED_SEL 0.
+    None,
+    /// PRED_SEL 1: each channel's own bit.
+    Channel,
+    /// PRED_SEL 2-5: bit r, g, b or a for every channel.
+    Bit(u8),
+}
+
+impl Predication {
+    fn decode(select: u32, invert: bool) -> Predication {
+        let select = match select {
+            0 => PredicateSelect::None,
+            1 => PredicateSelect::Channel,
+            bit => PredicateSelect::Bit((bit - 2) as u8 & 3),
+        };
+        Predication { select, invert }
+    }
+
+    /// The selected predicate bit for channel `channel` (0 r … 3 a), inverted as asked;
+    /// `None` when no bit is selected.
+    pub fn test(self, predicate: &[bool; 4], channel: usize) -> Option<bool> {
+        let bit = match self.select {
+            PredicateSelect::None => return None,
+            PredicateSelect::Channel => channel,
+            PredicateSelect::Bit(bit) => bit as usize,
+        };
+        Some(predicate[bit & 3] ^ self.invert)
+    }
+}
+
+/// Where OMASK sends a unit's result: render target `n` on OUT, the predicate bits
+/// through a compare with 0 on ALU (the TARGET field holds one or the other).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Target {
+    Output(usize),
+    Predicate(Compare),
+}
+
+/// One RGB argument: slot select (0-2 src, 3 srcp), per-channel swizzle, modifier.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct RgbArg {
     pub select: u8,
-    pub swizzle: [u8; 3],
-    pub modifier: u8,
+    pub swizzle: [Swizzle; 3],
+    pub modifier: Modifier,
 }
 
 /// One alpha argument.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct AlphaArg {
     pub select: u8,
-    pub swizzle: u8,
-    pub modifier: u8,
-}
-
-/// The RGB unit's ops (RGB_OP).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum RgbOp {
-    Mad,
-    Dp3,
-    Dp4,
-    D2a,
-    Min,
-    Max,
-    Cnd,
-    Cmp,
-    Frc,
-    Sop,
-    Mdh,
-    Mdv,
-}
-
-/// The alpha unit's ops (ALPHA_OP).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum AlphaOp {
-    Mad,
-    Dp,
-    Min,
-    Max,
-    Cnd,
-    Cmp,
-    Frc,
-    Ex2,
-    Ln2,
-    Rcp,
-    Rsq,
-    Sin,
-    Cos,
-    Mdh,
-    Mdv,
+    pub swizzle: Swizzle,
+    pub modifier: Modifier,
 }
 
 /// Predication and write controls of CMN that ALU, OUT and TEX share.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Common {
-    pub rgb_pred_sel: u8,
-    pub rgb_pred_inv: bool,
-    pub alpha_pred_sel: u8,
-    pub alpha_pred_inv: bool,
+    pub rgb_pred: Predication,
+    pub alpha_pred: Predication,
     pub rgb_wmask: u8,
     pub alpha_wmask: bool,
     pub rgb_omask: u8,
@@ -93,29 +225,29 @@ pub struct Alu {
     pub common: Common,
     pub rgb_sources: [Address; 3],
     pub alpha_sources: [Address; 3],
-    pub rgb_srcp: u8,
-    pub alpha_srcp: u8,
+    pub rgb_srcp: Presubtract,
+    pub alpha_srcp: Presubtract,
     pub rgb_op: RgbOp,
     pub alpha_op: AlphaOp,
     pub rgb_args: [RgbArg; 3],
     pub alpha_args: [AlphaArg; 3],
-    pub rgb_omod: u8,
-    pub alpha_omod: u8,
+    /// The OMOD scale; `None` for OMOD 7, which neither scales nor clamps.
+    pub rgb_omod: Option<f32>,
+    pub alpha_omod: Option<f32>,
     pub rgb_dest: u8,
     pub rgb_dest_rel: bool,
     pub alpha_dest: u8,
     pub alpha_dest_rel: bool,
-    pub rgb_target: u8,
-    pub alpha_target: u8,
+    pub rgb_target: Target,
+    pub alpha_target: Target,
     pub w_omask: bool,
     pub rgb_clamp: bool,
     pub alpha_clamp: bool,
     /// RGB_INST bit 31: update the ALU result.
     pub alu_result_write: bool,
-    /// 0 red, 1 alpha.
-    pub alu_result_sel: u8,
-    /// Compare with 0: 0 ==, 1 <, 2 >=, 3 !=.
-    pub alu_result_op: u8,
+    /// The ALU result compares alpha (else red).
+    pub alu_result_alpha: bool,
+    pub alu_result_op: Compare,
 }
 
 /// A decoded TEX instruction.
@@ -123,8 +255,7 @@ pub struct Alu {
 pub struct Tex {
     pub common: Common,
     pub unit: u8,
-    /// 0 NOP, 1 LD, 2 TEXKILL, 3 PROJ, 4 LODBIAS, 5 LOD, 6 DXDY.
-    pub op: u8,
+    pub op: TexOp,
     pub unscaled: bool,
     pub src: u8,
     pub src_rel: bool,
@@ -136,16 +267,25 @@ pub struct Tex {
     pub dst_swizzle: [u8; 4],
 }
 
+/// What a JUMP does with the address stack (A_OP).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum StackOp {
+    /// A plain jump (code 0, and the undocumented 3).
+    None,
+    /// Return: jump to the address popped.
+    Pop,
+    /// Call: push the next address, then jump.
+    Push,
+}
+
 /// A decoded FC instruction.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Fc {
-    pub pred_sel: u8,
-    pub pred_inv: bool,
-    /// 0 JUMP, 1 LOOP, 2 ENDLOOP, 3 REP, 4 ENDREP, 5 BREAKLOOP, 6 BREAKREP, 7 CONTINUE.
-    pub op: u8,
+    pub pred: Predication,
+    pub op: FcOp,
     pub b_else: bool,
-    /// 0 none, 1 pop, 2 push.
-    pub a_op: u8,
+    pub stack: StackOp,
+    /// JUMP_FUNC: the truth table of (ALU result, predicate, bool).
     pub jump_func: u8,
     pub bool_addr: u8,
     pub int_addr: u8,
@@ -154,7 +294,7 @@ pub struct Fc {
 
 /// One instruction, ready to run.
 #[derive(Clone, Debug, PartialEq)]
-pub enum Instruction {
+pub enum Decoded {
     Alu(Box<Alu>),
     Tex(Tex),
     Fc(Fc),
@@ -188,20 +328,11 @@ pub fn validate(words: &Words) -> Result<(), String> {
     }
     match ty {
         kind::ALU | kind::OUT => {
-            let rgb = f::RGB_OP.get(words);
-            if f::RGB_OPS[rgb as usize].is_none() {
-                return Err(format!("RGB_OP {rgb} is reserved"));
-            }
-            let alpha = f::ALPHA_OP.get(words);
-            if f::ALPHA_OPS[alpha as usize].is_none() {
-                return Err(format!("ALPHA_OP {alpha} is reserved"));
-            }
+            f::row_of(&f::RGB_OPS, f::RGB_OP, words)?;
+            f::row_of(&f::ALPHA_OPS, f::ALPHA_OP, words)?;
         }
         kind::TEX => {
-            let op = f::TEX_OP.get(words);
-            if f::TEX_OPS[op as usize].is_none() {
-                return Err(format!("TEX_OP {op} is reserved"));
-            }
+            f::row_of(&f::TEX_OPS, f::TEX_OP, words)?;
         }
         _ => {}
     }
@@ -214,7 +345,7 @@ pub fn type_name(ty: u32) -> &'static str {
 }
 
 /// Decodes a whole program.
-pub fn decode_program(program: &[Words]) -> Result<Vec<Instruction>, DecodeError> {
+pub fn decode_program(program: &[Words]) -> Result<Vec<Decoded>, DecodeError> {
     program
         .iter()
         .enumerate()
@@ -223,140 +354,138 @@ pub fn decode_program(program: &[Words]) -> Result<Vec<Instruction>, DecodeError
 }
 
 /// Decodes one instruction.
-pub fn decode(words: &Words) -> Result<Instruction, String> {
+pub fn decode(words: &Words) -> Result<Decoded, String> {
     validate(words)?;
-    let get = |field: f::Field| field.get(words);
-    let flag = |field: f::Field| field.get(words) != 0;
+    let get = |field: Field| field.get(words);
+    let flag = |field: Field| field.get(words) != 0;
     let common = Common {
-        rgb_pred_sel: get(f::RGB_PRED_SEL) as u8,
-        rgb_pred_inv: flag(f::RGB_PRED_INV),
-        alpha_pred_sel: get(f::ALPHA_PRED_SEL) as u8,
-        alpha_pred_inv: flag(f::ALPHA_PRED_INV),
+        rgb_pred: Predication::decode(get(f::RGB_PRED_SEL), flag(f::RGB_PRED_INV)),
+        alpha_pred: Predication::decode(get(f::ALPHA_PRED_SEL), flag(f::ALPHA_PRED_INV)),
         rgb_wmask: get(f::RGB_WMASK) as u8,
         alpha_wmask: flag(f::ALPHA_WMASK),
         rgb_omask: get(f::RGB_OMASK) as u8,
         alpha_omask: flag(f::ALPHA_OMASK),
     };
-    let ty = get(f::TYPE);
-    Ok(match ty {
-        kind::TEX => Instruction::Tex(Tex {
-            common,
-            unit: get(f::TEX_ID) as u8,
-            op: get(f::TEX_OP) as u8,
-            unscaled: flag(f::UNSCALED),
-            src: get(f::SRC_ADDR) as u8,
-            src_rel: flag(f::SRC_ADDR_REL),
-            src_swizzle: [f::SRC_S_SWIZ, f::SRC_T_SWIZ, f::SRC_R_SWIZ, f::SRC_Q_SWIZ]
-                .map(|field| get(field) as u8),
-            dst: get(f::DST_ADDR) as u8,
-            dst_rel: flag(f::DST_ADDR_REL),
-            dst_swizzle: [f::DST_R_SWIZ, f::DST_G_SWIZ, f::DST_B_SWIZ, f::DST_A_SWIZ]
-                .map(|field| get(field) as u8),
-        }),
-        kind::FC => Instruction::Fc(Fc {
-            pred_sel: common.rgb_pred_sel,
-            pred_inv: common.rgb_pred_inv,
-            op: get(f::FC_OP) as u8,
-            b_else: flag(f::B_ELSE),
-            a_op: get(f::A_OP) as u8,
-            jump_func: get(f::JUMP_FUNC) as u8,
-            bool_addr: get(f::BOOL_ADDR) as u8,
-            int_addr: get(f::INT_ADDR) as u8,
-            target: get(f::JUMP_ADDR) as u16,
-        }),
-        _ => {
-            let address = |alpha: bool, slot: usize| {
-                let [addr, constant, rel] = f::source_fields(alpha, slot);
-                let value = get(addr);
-                let source = if get(constant) != 0 {
-                    Source::Const(value as u8)
-                } else if value & 0x80 != 0 {
-                    Source::Inline(f::inline_constant(value & 0x7F))
-                } else {
-                    Source::Temp(value as u8)
-                };
-                Address {
-                    source,
-                    relative: get(rel) != 0,
-                }
-            };
-            let rgb_arg = |arg: usize| {
-                let (select, swizzles, modifier) = f::rgb_arg_fields(arg);
-                RgbArg {
-                    select: get(select) as u8,
-                    swizzle: swizzles.map(|s| get(s) as u8),
-                    modifier: get(modifier) as u8,
-                }
-            };
-            let alpha_arg = |arg: usize| {
-                let (select, swizzle, modifier) = f::alpha_arg_fields(arg);
-                AlphaArg {
-                    select: get(select) as u8,
-                    swizzle: get(swizzle) as u8,
-                    modifier: get(modifier) as u8,
-                }
-            };
-            use AlphaOp as A;
-            use RgbOp as R;
-            let rgb_op = [
-                R::Mad,
-                R::Dp3,
-                R::Dp4,
-                R::D2a,
-                R::Min,
-                R::Max,
-                R::Mad,
-                R::Cnd,
-                R::Cmp,
-                R::Frc,
-                R::Sop,
-                R::Mdh,
-                R::Mdv,
-            ][get(f::RGB_OP) as usize];
-            let alpha_op = [
-                A::Mad,
-                A::Dp,
-                A::Min,
-                A::Max,
-                A::Mad,
-                A::Cnd,
-                A::Cmp,
-                A::Frc,
-                A::Ex2,
-                A::Ln2,
-                A::Rcp,
-                A::Rsq,
-                A::Sin,
-                A::Cos,
-                A::Mdh,
-                A::Mdv,
-            ][get(f::ALPHA_OP) as usize];
-            Instruction::Alu(Box::new(Alu {
-                out: ty == kind::OUT,
-                common,
-                rgb_sources: [0, 1, 2].map(|slot| address(false, slot)),
-                alpha_sources: [0, 1, 2].map(|slot| address(true, slot)),
-                rgb_srcp: get(f::RGB_SRCP_OP) as u8,
-                alpha_srcp: get(f::ALPHA_SRCP_OP) as u8,
-                rgb_op,
-                alpha_op,
-                rgb_args: [0, 1, 2].map(rgb_arg),
-                alpha_args: [0, 1, 2].map(alpha_arg),
-                rgb_omod: get(f::RGB_OMOD) as u8,
-                alpha_omod: get(f::ALPHA_OMOD) as u8,
-                rgb_dest: get(f::RGB_ADDRD) as u8,
-                rgb_dest_rel: flag(f::RGB_ADDRD_REL),
-                alpha_dest: get(f::ALPHA_ADDRD) as u8,
-                alpha_dest_rel: flag(f::ALPHA_ADDRD_REL),
-                rgb_target: get(f::RGB_TARGET) as u8,
-                alpha_target: get(f::ALPHA_TARGET) as u8,
-                w_omask: flag(f::W_OMASK),
-                rgb_clamp: flag(f::RGB_CLAMP),
-                alpha_clamp: flag(f::ALPHA_CLAMP),
-                alu_result_write: flag(f::ALU_WMASK),
-                alu_result_sel: get(f::ALU_RESULT_SEL) as u8,
-                alu_result_op: get(f::ALU_RESULT_OP) as u8,
-            }))
+    Ok(match get(f::TYPE) {
+        kind::TEX => Decoded::Tex(decode_tex(words, common)?),
+        kind::FC => Decoded::Fc(decode_fc(words, common)?),
+        ty => Decoded::Alu(Box::new(decode_alu(words, common, ty == kind::OUT)?)),
+    })
+}
+
+fn decode_tex(words: &Words, common: Common) -> Result<Tex, String> {
+    let get = |field: Field| field.get(words);
+    let flag = |field: Field| field.get(words) != 0;
+    Ok(Tex {
+        common,
+        unit: get(f::TEX_ID) as u8,
+        op: f::row_of(&f::TEX_OPS, f::TEX_OP, words)?.op,
+        unscaled: flag(f::UNSCALED),
+        src: get(f::SRC_ADDR) as u8,
+        src_rel: flag(f::SRC_ADDR_REL),
+        src_swizzle: [f::SRC_S_SWIZ, f::SRC_T_SWIZ, f::SRC_R_SWIZ, f::SRC_Q_SWIZ]
+            .map(|field| get(field) as u8),
+        dst: get(f::DST_ADDR) as u8,
+        dst_rel: flag(f::DST_ADDR_REL),
+        dst_swizzle: [f::DST_R_SWIZ, f::DST_G_SWIZ, f::DST_B_SWIZ, f::DST_A_SWIZ]
+            .map(|field| get(field) as u8),
+    })
+}
+
+fn decode_fc(words: &Words, common: Common) -> Result<Fc, String> {
+    let get = |field: Field| field.get(words);
+    Ok(Fc {
+        // FC is scalar: the RGB predication applies.
+        pred: common.rgb_pred,
+        op: f::row_of(&f::FC_OPS, f::FC_OP, words)?.op,
+        b_else: get(f::B_ELSE) != 0,
+        stack: match get(f::A_OP) {
+            1 => StackOp::Pop,
+            2 => StackOp::Push,
+            _ => StackOp::None,
+        },
+        jump_func: get(f::JUMP_FUNC) as u8,
+        bool_addr: get(f::BOOL_ADDR) as u8,
+        int_addr: get(f::INT_ADDR) as u8,
+        target: get(f::JUMP_ADDR) as u16,
+    })
+}
+
+/// Source slot `slot` of the RGB or alpha address word.
+fn address(words: &Words, alpha: bool, slot: usize) -> Address {
+    let [addr, constant, rel] = f::source_fields(alpha, slot);
+    let value = addr.get(words);
+    let source = if constant.get(words) != 0 {
+        Source::Const(value as u8)
+    } else if value & 0x80 != 0 {
+        Source::Inline(f::inline_constant(value & 0x7F))
+    } else {
+        Source::Temp(value as u8)
+    };
+    Address {
+        source,
+        relative: rel.get(words) != 0,
+    }
+}
+
+fn rgb_arg(words: &Words, arg: usize) -> RgbArg {
+    let (select, swizzles, modifier) = f::rgb_arg_fields(arg);
+    RgbArg {
+        select: select.get(words) as u8,
+        swizzle: swizzles.map(|s| Swizzle::decode(s.get(words))),
+        modifier: Modifier::decode(modifier.get(words)),
+    }
+}
+
+fn alpha_arg(words: &Words, arg: usize) -> AlphaArg {
+    let (select, swizzle, modifier) = f::alpha_arg_fields(arg);
+    AlphaArg {
+        select: select.get(words) as u8,
+        swizzle: Swizzle::decode(swizzle.get(words)),
+        modifier: Modifier::decode(modifier.get(words)),
+    }
+}
+
+/// OMOD: ×1, ×2, ×4, ×8, ÷2, ÷4, ÷8; 7 is no scale (and no clamp).
+fn omod(code: u32) -> Option<f32> {
+    const SCALE: [f32; 7] = [1.0, 2.0, 4.0, 8.0, 0.5, 0.25, 0.125];
+    SCALE.get(code as usize).copied()
+}
+
+fn decode_alu(words: &Words, common: Common, out: bool) -> Result<Alu, String> {
+    let get = |field: Field| field.get(words);
+    let flag = |field: Field| field.get(words) != 0;
+    let target = |field: Field| {
+        if out {
+            Target::Output(get(field) as usize)
+        } else {
+            Target::Predicate(Compare::decode(get(field)))
         }
+    };
+    Ok(Alu {
+        out,
+        common,
+        rgb_sources: [0, 1, 2].map(|slot| address(words, false, slot)),
+        alpha_sources: [0, 1, 2].map(|slot| address(words, true, slot)),
+        rgb_srcp: Presubtract::decode(get(f::RGB_SRCP_OP)),
+        alpha_srcp: Presubtract::decode(get(f::ALPHA_SRCP_OP)),
+        rgb_op: f::row_of(&f::RGB_OPS, f::RGB_OP, words)?.op,
+        alpha_op: f::row_of(&f::ALPHA_OPS, f::ALPHA_OP, words)?.op,
+        rgb_args: [0, 1, 2].map(|arg| rgb_arg(words, arg)),
+        alpha_args: [0, 1, 2].map(|arg| alpha_arg(words, arg)),
+        rgb_omod: omod(get(f::RGB_OMOD)),
+        alpha_omod: omod(get(f::ALPHA_OMOD)),
+        rgb_dest: get(f::RGB_ADDRD) as u8,
+        rgb_dest_rel: flag(f::RGB_ADDRD_REL),
+        alpha_dest: get(f::ALPHA_ADDRD) as u8,
+        alpha_dest_rel: flag(f::ALPHA_ADDRD_REL),
+        rgb_target: target(f::RGB_TARGET),
+        alpha_target: target(f::ALPHA_TARGET),
+        w_omask: flag(f::W_OMASK),
+        rgb_clamp: flag(f::RGB_CLAMP),
+        alpha_clamp: flag(f::ALPHA_CLAMP),
+        alu_result_write: flag(f::ALU_WMASK),
+        alu_result_alpha: get(f::ALU_RESULT_SEL) != 0,
+        alu_result_op: Compare::decode(get(f::ALU_RESULT_OP)),
     })
 }

@@ -117,7 +117,7 @@ fn tex(words: &Words) -> String {
         "{}\n  temp[{}].{mask} = {} tex[{}].{} temp[{}].{} ;\n",
         header(words, kind::TEX, "TEX"),
         index_text(get(f::DST_ADDR), get(f::DST_ADDR_REL) != 0),
-        f::TEX_OPS[get(f::TEX_OP) as usize].unwrap_or("?"),
+        f::name_of(&f::TEX_OPS, get(f::TEX_OP)),
         get(f::TEX_ID),
         swizzle([f::DST_R_SWIZ, f::DST_G_SWIZ, f::DST_B_SWIZ, f::DST_A_SWIZ]),
         index_text(get(f::SRC_ADDR), get(f::SRC_ADDR_REL) != 0),
@@ -127,7 +127,7 @@ fn tex(words: &Words) -> String {
 
 fn fc(words: &Words) -> String {
     let mut body = vec![
-        f::FC_OPS[f::FC_OP.get(words) as usize].to_string(),
+        f::name_of(&f::FC_OPS, f::FC_OP.get(words)).to_string(),
         f::JUMP_ADDR.get(words).to_string(),
     ];
     body.extend(tags(words, kind::FC, f::FC));
@@ -224,7 +224,8 @@ fn alpha_op(words: &Words) -> Option<String> {
         .iter()
         .rposition(|&a| a != (0, 0, 0))
         .map_or(0, |i| i + 1);
-    let count = f::alpha_arity(op).max(last_set);
+    let arity = f::ALPHA_OPS[op as usize].map_or(3, |row| row.op.arity());
+    let count = arity.max(last_set);
     let mut text = dests(
         words,
         (f::ALPHA_OMASK, f::ALPHA_TARGET),
@@ -232,7 +233,7 @@ fn alpha_op(words: &Words) -> Option<String> {
         |mask| if mask != 0 { "a" } else { "none" },
     );
     text.push_str(omod_text(get(f::ALPHA_OMOD)));
-    text.push_str(f::ALPHA_OPS[op as usize].unwrap_or("?"));
+    text.push_str(f::name_of(&f::ALPHA_OPS, op));
     for &(select, swizzle, modifier) in &args[..count] {
         let swizzle = f::ALU_SWIZZLES[swizzle as usize].to_string();
         text.push(' ');
@@ -265,7 +266,8 @@ fn rgb_op(words: &Words) -> Option<String> {
     }
     let op = get(f::RGB_OP);
     let last_set = args.iter().rposition(|&a| a != zero).map_or(0, |i| i + 1);
-    let count = f::rgb_arity(op).max(last_set);
+    let arity = f::RGB_OPS[op as usize].map_or(3, |row| row.op.arity());
+    let count = arity.max(last_set);
     let mut text = dests(
         words,
         (f::RGB_OMASK, f::RGB_TARGET),
@@ -273,7 +275,7 @@ fn rgb_op(words: &Words) -> Option<String> {
         rgb_mask,
     );
     text.push_str(omod_text(get(f::RGB_OMOD)));
-    text.push_str(f::RGB_OPS[op as usize].unwrap_or("?"));
+    text.push_str(f::name_of(&f::RGB_OPS, op));
     for &(select, swizzles, modifier) in &args[..count] {
         let swizzle: String = swizzles
             .iter()

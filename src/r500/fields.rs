@@ -407,95 +407,205 @@ pub fn alpha_arg_fields(arg: usize) -> (Field, Field, Field) {
     }
 }
 
-/// RGB op names by RGB_OP code; `None` is reserved (6, 13-15).
-pub const RGB_OPS: [Option<&str>; 16] = [
-    Some("MAD"),
-    Some("DP3"),
-    Some("DP4"),
-    Some("D2A"),
-    Some("MIN"),
-    Some("MAX"),
+/// One row of an op table: the name the assembler reads and the disassembler prints, and
+/// the operation the interpreter runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct OpRow<T> {
+    pub name: &'static str,
+    pub op: T,
+}
+
+const fn op<T>(name: &'static str, op: T) -> Option<OpRow<T>> {
+    Some(OpRow { name, op })
+}
+
+/// The code of the row named `name`.
+pub fn code_of<T>(table: &[Option<OpRow<T>>], name: &str) -> Option<u32> {
+    table
+        .iter()
+        .position(|row| row.as_ref().is_some_and(|row| row.name == name))
+        .map(|code| code as u32)
+}
+
+/// The name of code `code`, `?` when reserved.
+pub fn name_of<T>(table: &[Option<OpRow<T>>], code: u32) -> &'static str {
+    table
+        .get(code as usize)
+        .and_then(|row| row.as_ref())
+        .map_or("?", |row| row.name)
+}
+
+/// The RGB unit's ops (RGB_OP).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RgbOp {
+    Mad,
+    Dp3,
+    Dp4,
+    D2a,
+    Min,
+    Max,
+    Cnd,
+    Cmp,
+    Frc,
+    Sop,
+    Mdh,
+    Mdv,
+}
+
+impl RgbOp {
+    /// The arguments (A, B, C) the op reads, for printing.
+    pub fn arity(self) -> usize {
+        match self {
+            RgbOp::Sop => 0,
+            RgbOp::Frc => 1,
+            RgbOp::Dp3 | RgbOp::Dp4 | RgbOp::Min | RgbOp::Max => 2,
+            _ => 3,
+        }
+    }
+}
+
+/// The alpha unit's ops (ALPHA_OP).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AlphaOp {
+    Mad,
+    Dp,
+    Min,
+    Max,
+    Cnd,
+    Cmp,
+    Frc,
+    Ex2,
+    Ln2,
+    Rcp,
+    Rsq,
+    Sin,
+    Cos,
+    Mdh,
+    Mdv,
+}
+
+impl AlphaOp {
+    /// As [`RgbOp::arity`]; DP takes its operands from the RGB unit.
+    pub fn arity(self) -> usize {
+        use AlphaOp::*;
+        match self {
+            Dp => 0,
+            Frc | Ex2 | Ln2 | Rcp | Rsq | Sin | Cos => 1,
+            Min | Max => 2,
+            _ => 3,
+        }
+    }
+}
+
+/// TEX ops (TEX_OP).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TexOp {
+    Nop,
+    Ld,
+    Texkill,
+    Proj,
+    Lodbias,
+    Lod,
+    Dxdy,
+}
+
+/// Flow-control ops (FC_OP).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FcOp {
+    Jump,
+    Loop,
+    EndLoop,
+    Rep,
+    EndRep,
+    BreakLoop,
+    BreakRep,
+    Continue,
+}
+
+/// RGB ops by RGB_OP code; `None` is reserved (6, 13-15).
+pub const RGB_OPS: [Option<OpRow<RgbOp>>; 16] = [
+    op("MAD", RgbOp::Mad),
+    op("DP3", RgbOp::Dp3),
+    op("DP4", RgbOp::Dp4),
+    op("D2A", RgbOp::D2a),
+    op("MIN", RgbOp::Min),
+    op("MAX", RgbOp::Max),
     None,
-    Some("CND"),
-    Some("CMP"),
-    Some("FRC"),
-    Some("SOP"),
-    Some("MDH"),
-    Some("MDV"),
+    op("CND", RgbOp::Cnd),
+    op("CMP", RgbOp::Cmp),
+    op("FRC", RgbOp::Frc),
+    op("SOP", RgbOp::Sop),
+    op("MDH", RgbOp::Mdh),
+    op("MDV", RgbOp::Mdv),
     None,
     None,
     None,
 ];
 
-/// Alpha op names by ALPHA_OP code; `None` is reserved (4).
-pub const ALPHA_OPS: [Option<&str>; 16] = [
-    Some("MAD"),
-    Some("DP"),
-    Some("MIN"),
-    Some("MAX"),
+/// Alpha ops by ALPHA_OP code; `None` is reserved (4).
+pub const ALPHA_OPS: [Option<OpRow<AlphaOp>>; 16] = [
+    op("MAD", AlphaOp::Mad),
+    op("DP", AlphaOp::Dp),
+    op("MIN", AlphaOp::Min),
+    op("MAX", AlphaOp::Max),
     None,
-    Some("CND"),
-    Some("CMP"),
-    Some("FRC"),
-    Some("EX2"),
-    Some("LN2"),
-    Some("RCP"),
-    Some("RSQ"),
-    Some("SIN"),
-    Some("COS"),
-    Some("MDH"),
-    Some("MDV"),
+    op("CND", AlphaOp::Cnd),
+    op("CMP", AlphaOp::Cmp),
+    op("FRC", AlphaOp::Frc),
+    op("EX2", AlphaOp::Ex2),
+    op("LN2", AlphaOp::Ln2),
+    op("RCP", AlphaOp::Rcp),
+    op("RSQ", AlphaOp::Rsq),
+    op("SIN", AlphaOp::Sin),
+    op("COS", AlphaOp::Cos),
+    op("MDH", AlphaOp::Mdh),
+    op("MDV", AlphaOp::Mdv),
 ];
 
-/// TEX op names by TEX_OP code; 7 is reserved.
-pub const TEX_OPS: [Option<&str>; 8] = [
-    Some("NOP"),
-    Some("LD"),
-    Some("TEXKILL"),
-    Some("PROJ"),
-    Some("LODBIAS"),
-    Some("LOD"),
-    Some("DXDY"),
+/// TEX ops by TEX_OP code; 7 is reserved.
+pub const TEX_OPS: [Option<OpRow<TexOp>>; 8] = [
+    op("NOP", TexOp::Nop),
+    op("LD", TexOp::Ld),
+    op("TEXKILL", TexOp::Texkill),
+    op("PROJ", TexOp::Proj),
+    op("LODBIAS", TexOp::Lodbias),
+    op("LOD", TexOp::Lod),
+    op("DXDY", TexOp::Dxdy),
     None,
 ];
 
-/// FC op names by FC_OP code.
-pub const FC_OPS: [&str; 8] = [
-    "JUMP",
-    "LOOP",
-    "ENDLOOP",
-    "REP",
-    "ENDREP",
-    "BREAKLOOP",
-    "BREAKREP",
-    "CONTINUE",
+/// FC ops by FC_OP code (every code is one).
+pub const FC_OPS: [Option<OpRow<FcOp>>; 8] = [
+    op("JUMP", FcOp::Jump),
+    op("LOOP", FcOp::Loop),
+    op("ENDLOOP", FcOp::EndLoop),
+    op("REP", FcOp::Rep),
+    op("ENDREP", FcOp::EndRep),
+    op("BREAKLOOP", FcOp::BreakLoop),
+    op("BREAKREP", FcOp::BreakRep),
+    op("CONTINUE", FcOp::Continue),
 ];
+
+/// The row of `field`'s code in `words`; an error names the field when the code is
+/// reserved.
+pub fn row_of<T: Copy>(
+    table: &[Option<OpRow<T>>],
+    field: Field,
+    words: &Words,
+) -> Result<OpRow<T>, String> {
+    let code = field.get(words);
+    table
+        .get(code as usize)
+        .copied()
+        .flatten()
+        .ok_or_else(|| format!("{} {code} is reserved", field.name))
+}
 
 /// ALU swizzle characters by code: R, G, B, A, 0, ½ (`h`), 1, unused (`_`).
 pub const ALU_SWIZZLES: [char; 8] = ['r', 'g', 'b', 'a', '0', 'h', '1', '_'];
 
 /// Pre-subtract op names by SRCP_OP: 1 − 2·s0, s1 − s0, s1 + s0, 1 − s0.
 pub const SRCP_OPS: [&str; 4] = ["neg2", "sub", "add", "neg"];
-
-/// The arguments each op reads (A, B, C), for printing: MAD 3, DP3 2, FRC 1, SOP 0, ...
-pub fn rgb_arity(op: u32) -> usize {
-    match op {
-        10 => 0,
-        9 => 1,
-        1 | 2 | 4 | 5 => 2,
-        _ => 3,
-    }
-}
-
-/// As [`rgb_arity`] for the alpha unit: DP takes its operands from the RGB unit.
-pub fn alpha_arity(op: u32) -> usize {
-    match op {
-        1 => 0,
-        7..=13 => 1,
-        2 | 3 => 2,
-        _ => 3,
-    }
-}
 
 /// Value of a 7-bit inline constant: `(1 + m/8)·2^(e−7)` for e > 0, `(m/8)·2^−6` for e = 0.
 pub fn inline_constant(code: u32) -> f32 {

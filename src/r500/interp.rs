@@ -17,11 +17,13 @@
 
 use std::fmt;
 
-use super::decode::{self, AlphaOp, Alu, Fc, Instruction, RgbOp, Source, Tex};
+use super::decode::{
+    self, AlphaOp, Alu, Decoded, Fc, FcOp, RgbOp, Source, StackOp, Target, Tex, TexOp,
+};
 use super::fields::Words;
 use crate::core::exec::Fault;
 use crate::stage::{
-    write_colour, ForeignProgram, NamedVec4, PixelInputs, PixelStage, RunError, ShadingCore,
+    ForeignProgram, NamedVec4, PixelInputs, PixelRun, PixelStage, RunError, ShadingCore,
     TextureSampler,
 };
 
@@ -186,7 +188,7 @@ impl Default for Pixel {
 /// A decoded R500 fragment program with its constants.
 #[derive(Clone)]
 pub struct Program {
-    pub instructions: Vec<Instruction>,
+    pub instructions: Vec<Decoded>,
     pub constants: Constants,
 }
 
@@ -214,58 +216,16 @@ pub fn saturate(v: f32) -> f32 {
     }
 }
 
-/// OMOD scale then clamp: ×1, ×2, ×4, ×8, ÷2, ÷4, ÷8; 7 = neither scale nor clamp.
-pub fn output_modifier(v: f32, omod: u8, clamp: bool) -> f32 {
-    const SCALE: [f32; 7] = [1.0, 2.0, 4.0, 8.0, 0.5, 0.25, 0.125];
-    if omod >= 7 {
+/// OMOD scale then clamp; `None` (OMOD 7) neither scales nor clamps.
+pub fn output_modifier(v: f32, omod: Option<f32>, clamp: bool) -> f32 {
+    let Some(scale) = omod else {
         return v;
-    }
-    let scaled = v * SCALE[omod as usize];
+    };
+    let scaled = v * scale;
     if clamp {
         saturate(scaled)
     } else {
         scaled
-    }
-}
-
-/// Pre-subtract: 0 → 1 − 2·s0, 1 → s1 − s0, 2 → s1 + s0, 3 → 1 − s0.
-pub fn presubtract(op: u8, s0: f32, s1: f32) -> f32 {
-    match op {
-        0 => 1.0 - 2.0 * s0,
-        1 => s1 - s0,
-        2 => s1 + s0,
-        _ => 1.0 - s0,
-    }
-}
-
-/// Source modifier: 0 none, 1 −x, 2 |x|, 3 −|x|.
-pub fn modify(v: f32, modifier: u8) -> f32 {
-    match modifier {
-        0 => v,
-        1 => -v,
-        2 => v.abs(),
-        _ => -v.abs(),
-    }
-}
-
-/// A swizzle code applied to a vec4: R, G, B, A, 0, ½, 1; code 7 ("unused") reads 0.
-pub fn swizzle(v: &[f32; 4], code: u8) -> f32 {
-    match code {
-        0..=3 => v[code as usize],
-        5 => 0.5,
-        6 => 1.0,
-        _ => 0.0,
-    }
-}
-
-/// The compare of predicates and the ALU result: 0 `v == 0`, 1 `v < 0`, 2 `v >= 0`,
-/// 3 `v != 0`.
-pub fn compare(v: f32, op: u8) -> bool {
-    match op {
-        0 => v == 0.0,
-        1 => v < 0.0,
-        2 => v >= 0.0,
-        _ => v != 0.0,
     }
 }
 
@@ -327,6 +287,163 @@ pub struct Run {
     pub steps: u64,
 }
 
+/// One loop or repeat on the loop stack.
+#[derive(Clone, Copy, Debug, Default)]
+struct LoopState {
+    /// Iterations left.
+    remaining: i32,
+    /// aL before the loop, restored when it ends.
+    saved_al: i32,
+    /// aL's step per iteration.
+    increment: i32,
+    /// LOOP sets and steps aL; REP leaves it alone.
+    sets_al: bool,
+}
+
+/// The loop stack and the address (call) stack of one run.
+struct Stacks {
+    loops: [LoopState; MAX_DEPTH],
+    loop_depth: usize,
+    calls: [usize; MAX_DEPTH],
+    call_depth: usize,
+}
+
+impl Stacks {
+    fn new() -> Stacks {
+        Stacks {
+            loops: [LoopState::default(); MAX_DEPTH],
+            loop_depth: 0,
+            calls: [0; MAX_DEPTH],
+            call_depth: 0,
+        }
+    }
+
+    fn innermost(&mut self) -> Option<&mut LoopState> {
+        let depth = self.loop_depth.checked_sub(1)?;
+        Some(&mut self.loops[depth])
+    }
+
+    /// Pops the innermost loop, restoring aL if it was a LOOP.
+    fn leave_loop(&mut self, pixel: &mut Pixel) {
+        self.loop_depth -= 1;
+        let state = self.loops[self.loop_depth];
+        if state.sets_al {
+            pixel.al = state.saved_al;
+        }
+    }
+}
+
+/// The RGB and alpha results of an ALU instruction's ops, before OMOD and clamping.
+fn compute(alu: &Alu, slots: &[[f32; 4]; 4]) -> ([f32; 3], f32) {
+    let rgb_arg = |i: usize| -> [f32; 3] {
+        let arg = &alu.rgb_args[i];
+        let slot = &slots[arg.select as usize];
+        arg.swizzle
+            .map(|swizzle| arg.modifier.apply(swizzle.apply(slot)))
+    };
+    let alpha_arg = |i: usize| -> f32 {
+        let arg = &alu.alpha_args[i];
+        arg.modifier
+            .apply(arg.swizzle.apply(&slots[arg.select as usize]))
+    };
+    let (a, b, c) = (rgb_arg(0), rgb_arg(1), rgb_arg(2));
+    let (aa, ab, ac) = (alpha_arg(0), alpha_arg(1), alpha_arg(2));
+    let dp3 = mul(a[0], b[0]) + mul(a[1], b[1]) + mul(a[2], b[2]);
+    let dp4 = dp3 + mul(aa, ab);
+
+    // Derivative ops on a quad of equal pixels: A and C both read src0.
+    let quad_rgb = |i: usize| [0, 1, 2].map(|ch| alu.rgb_args[i].modifier.apply(slots[0][ch]));
+    let quad_alpha = |i: usize| alu.alpha_args[i].modifier.apply(slots[0][3]);
+
+    let alpha = match alu.alpha_op {
+        AlphaOp::Mad => mul(aa, ab) + ac,
+        AlphaOp::Dp => {
+            if alu.rgb_op == RgbOp::Dp3 {
+                dp3
+            } else {
+                dp4
+            }
+        }
+        AlphaOp::Min => min(aa, ab),
+        AlphaOp::Max => max(aa, ab),
+        AlphaOp::Cnd => cnd(aa, ab, ac),
+        AlphaOp::Cmp => cmp(aa, ab, ac),
+        AlphaOp::Frc => frc(aa),
+        AlphaOp::Ex2 => aa.exp2(),
+        AlphaOp::Ln2 => aa.log2(),
+        AlphaOp::Rcp => 1.0 / aa,
+        AlphaOp::Rsq => 1.0 / aa.sqrt(),
+        AlphaOp::Sin => sin_rev(aa),
+        AlphaOp::Cos => cos_rev(aa),
+        AlphaOp::Mdh | AlphaOp::Mdv => mul(quad_alpha(0), ab) + quad_alpha(2),
+    };
+    let rgb: [f32; 3] = match alu.rgb_op {
+        RgbOp::Mad => std::array::from_fn(|i| mul(a[i], b[i]) + c[i]),
+        RgbOp::Dp3 => [dp3; 3],
+        RgbOp::Dp4 => [dp4; 3],
+        RgbOp::D2a => [mul(a[0], b[0]) + mul(a[1], b[1]) + c[2]; 3],
+        RgbOp::Min => std::array::from_fn(|i| min(a[i], b[i])),
+        RgbOp::Max => std::array::from_fn(|i| max(a[i], b[i])),
+        RgbOp::Cnd => std::array::from_fn(|i| cnd(a[i], b[i], c[i])),
+        RgbOp::Cmp => std::array::from_fn(|i| cmp(a[i], b[i], c[i])),
+        RgbOp::Frc => a.map(frc),
+        RgbOp::Sop => [alpha; 3],
+        RgbOp::Mdh | RgbOp::Mdv => {
+            let (qa, qc) = (quad_rgb(0), quad_rgb(2));
+            std::array::from_fn(|i| mul(qa[i], b[i]) + qc[i])
+        }
+    };
+    (rgb, alpha)
+}
+
+/// Writes an ALU instruction's results: temps by WMASK, then by OMASK the render targets
+/// and depth (OUT) or the predicate bits (ALU); predication gates all but the last.
+fn write_back(pixel: &mut Pixel, alu: &Alu, rgb: [f32; 3], alpha: f32) {
+    let common = &alu.common;
+    let rgb_enabled: [bool; 3] =
+        std::array::from_fn(|ch| common.rgb_pred.test(&pixel.predicate, ch).unwrap_or(true));
+    let alpha_enabled = common.alpha_pred.test(&pixel.predicate, 3).unwrap_or(true);
+    let offset = |rel: bool| if rel { pixel.al } else { 0 };
+    let rgb_dest =
+        (alu.rgb_dest as i32 + offset(alu.rgb_dest_rel)).rem_euclid(TEMPS as i32) as usize;
+    let alpha_dest =
+        (alu.alpha_dest as i32 + offset(alu.alpha_dest_rel)).rem_euclid(TEMPS as i32) as usize;
+    for ch in 0..3 {
+        if common.rgb_wmask >> ch & 1 == 1 && rgb_enabled[ch] {
+            pixel.temps[rgb_dest][ch] = rgb[ch];
+        }
+    }
+    if common.alpha_wmask && alpha_enabled {
+        pixel.temps[alpha_dest][3] = alpha;
+    }
+    for (ch, &value) in rgb.iter().enumerate() {
+        if common.rgb_omask >> ch & 1 == 1 {
+            match alu.rgb_target {
+                Target::Output(target) if rgb_enabled[ch] => {
+                    pixel.outs[target][ch] = value;
+                    pixel.written |= 1 << target;
+                }
+                Target::Predicate(compare) => pixel.predicate[ch] = compare.test(value),
+                Target::Output(_) => {}
+            }
+        }
+    }
+    if common.alpha_omask {
+        match alu.alpha_target {
+            Target::Output(target) if alpha_enabled => {
+                pixel.outs[target][3] = alpha;
+                pixel.written |= 1 << target;
+            }
+            Target::Predicate(compare) => pixel.predicate[3] = compare.test(alpha),
+            Target::Output(_) => {}
+        }
+    }
+    if alu.out && alu.w_omask && alpha_enabled {
+        pixel.depth = alpha;
+        pixel.written |= 1 << 4;
+    }
+}
+
 fn fault(pc: usize, reason: &'static str) -> Fault {
     Fault::Stage {
         isa: "R500",
@@ -346,10 +463,7 @@ impl Program {
 
     /// Runs the program on `pixel` to its end (or TEXKILL) within `budget` instructions.
     pub fn run(&self, pixel: &mut Pixel, texture: &dyn Texture, budget: u64) -> Result<Run, Fault> {
-        let mut loops: [(i32, i32, i32, bool); MAX_DEPTH] = [(0, 0, 0, false); MAX_DEPTH];
-        let mut loop_depth = 0;
-        let mut calls = [0usize; MAX_DEPTH];
-        let mut call_depth = 0;
+        let mut stacks = Stacks::new();
         let mut pc = 0;
         let mut steps = 0;
         while pc < self.instructions.len() {
@@ -360,125 +474,117 @@ impl Program {
                 ));
             }
             steps += 1;
-            match &self.instructions[pc] {
-                Instruction::Alu(alu) => {
+            pc = match &self.instructions[pc] {
+                Decoded::Alu(alu) => {
                     self.alu(pixel, alu);
-                    pc += 1;
+                    pc + 1
                 }
-                Instruction::Tex(tex) => {
+                Decoded::Tex(tex) => {
                     self.tex(pixel, tex, texture);
                     if pixel.killed {
                         break;
                     }
-                    pc += 1;
+                    pc + 1
                 }
-                Instruction::Fc(fc) => {
-                    let take = self.jump_wanted(pixel, fc);
-                    let target = fc.target as usize;
-                    pc = match fc.op {
-                        // JUMP, with the address stack: push = call, pop = return.
-                        0 => {
-                            if !(take || fc.b_else) {
-                                pc + 1
-                            } else {
-                                match fc.a_op {
-                                    2 => {
-                                        if call_depth == MAX_DEPTH {
-                                            return Err(fault(pc, "address stack overflow"));
-                                        }
-                                        calls[call_depth] = pc + 1;
-                                        call_depth += 1;
-                                        target
-                                    }
-                                    1 => {
-                                        if call_depth == 0 {
-                                            return Err(fault(
-                                                pc,
-                                                "return with an empty address stack",
-                                            ));
-                                        }
-                                        call_depth -= 1;
-                                        calls[call_depth]
-                                    }
-                                    _ => target,
-                                }
-                            }
-                        }
-                        // LOOP, REP: skip past the end when the count is 0.
-                        1 | 3 => {
-                            let [count, init, inc] = self.constants.ints[fc.int_addr as usize];
-                            if count == 0 {
-                                target + 1
-                            } else {
-                                if loop_depth == MAX_DEPTH {
-                                    return Err(fault(pc, "loops nested deeper than 32"));
-                                }
-                                let is_loop = fc.op == 1;
-                                loops[loop_depth] = (count, pixel.al, inc, is_loop);
-                                loop_depth += 1;
-                                if is_loop {
-                                    pixel.al = init;
-                                }
-                                pc + 1
-                            }
-                        }
-                        // ENDLOOP, ENDREP: count down, step aL, back to the body.
-                        2 | 4 => {
-                            if loop_depth == 0 {
-                                return Err(fault(pc, "ENDLOOP/ENDREP outside a loop"));
-                            }
-                            let top = &mut loops[loop_depth - 1];
-                            top.0 -= 1;
-                            if top.3 {
-                                pixel.al += top.2;
-                            }
-                            if top.0 > 0 {
-                                target
-                            } else {
-                                if top.3 {
-                                    pixel.al = top.1;
-                                }
-                                loop_depth -= 1;
-                                pc + 1
-                            }
-                        }
-                        // BREAKLOOP, BREAKREP: leave the innermost loop.
-                        5 | 6 => {
-                            if !take {
-                                pc + 1
-                            } else {
-                                if loop_depth == 0 {
-                                    return Err(fault(pc, "BREAKLOOP/BREAKREP outside a loop"));
-                                }
-                                loop_depth -= 1;
-                                if loops[loop_depth].3 {
-                                    pixel.al = loops[loop_depth].1;
-                                }
-                                target
-                            }
-                        }
-                        // CONTINUE.
-                        _ => {
-                            if take {
-                                target
-                            } else {
-                                pc + 1
-                            }
-                        }
-                    };
-                }
-            }
+                Decoded::Fc(fc) => self.flow(pixel, fc, pc, &mut stacks)?,
+            };
         }
         Ok(Run { steps })
     }
 
+    /// One FC instruction at `pc`: the next pc.
+    fn flow(
+        &self,
+        pixel: &mut Pixel,
+        fc: &Fc,
+        pc: usize,
+        stacks: &mut Stacks,
+    ) -> Result<usize, Fault> {
+        let take = self.jump_wanted(pixel, fc);
+        let target = fc.target as usize;
+        let next = pc + 1;
+        Ok(match fc.op {
+            // The address stack makes JUMP a call (push) or a return (pop).
+            FcOp::Jump if take || fc.b_else => match fc.stack {
+                StackOp::Push => {
+                    if stacks.call_depth == MAX_DEPTH {
+                        return Err(fault(pc, "address stack overflow"));
+                    }
+                    stacks.calls[stacks.call_depth] = next;
+                    stacks.call_depth += 1;
+                    target
+                }
+                StackOp::Pop => {
+                    if stacks.call_depth == 0 {
+                        return Err(fault(pc, "return with an empty address stack"));
+                    }
+                    stacks.call_depth -= 1;
+                    stacks.calls[stacks.call_depth]
+                }
+                StackOp::None => target,
+            },
+            FcOp::Loop | FcOp::Rep => self.enter_loop(pixel, fc, pc, stacks)?,
+            // Count down, step aL, back to the body.
+            FcOp::EndLoop | FcOp::EndRep => {
+                let Some(top) = stacks.innermost() else {
+                    return Err(fault(pc, "ENDLOOP/ENDREP outside a loop"));
+                };
+                top.remaining -= 1;
+                if top.sets_al {
+                    pixel.al += top.increment;
+                }
+                if top.remaining > 0 {
+                    target
+                } else {
+                    stacks.leave_loop(pixel);
+                    next
+                }
+            }
+            // Leave the innermost loop.
+            FcOp::BreakLoop | FcOp::BreakRep if take => {
+                if stacks.loop_depth == 0 {
+                    return Err(fault(pc, "BREAKLOOP/BREAKREP outside a loop"));
+                }
+                stacks.leave_loop(pixel);
+                target
+            }
+            FcOp::Continue if take => target,
+            _ => next,
+        })
+    }
+
+    /// LOOP, REP: into the body, or past the end when the count is 0.
+    fn enter_loop(
+        &self,
+        pixel: &mut Pixel,
+        fc: &Fc,
+        pc: usize,
+        stacks: &mut Stacks,
+    ) -> Result<usize, Fault> {
+        let [count, init, increment] = self.constants.ints[fc.int_addr as usize];
+        if count == 0 {
+            return Ok(fc.target as usize + 1);
+        }
+        if stacks.loop_depth == MAX_DEPTH {
+            return Err(fault(pc, "loops nested deeper than 32"));
+        }
+        let sets_al = fc.op == FcOp::Loop;
+        stacks.loops[stacks.loop_depth] = LoopState {
+            remaining: count,
+            saved_al: pixel.al,
+            increment,
+            sets_al,
+        };
+        stacks.loop_depth += 1;
+        if sets_al {
+            pixel.al = init;
+        }
+        Ok(pc + 1)
+    }
+
     /// JUMP_FUNC's truth table at `(alu_result << 2) | (predicate << 1) | bool`.
     fn jump_wanted(&self, pixel: &Pixel, fc: &Fc) -> bool {
-        let predicate = match fc.pred_sel {
-            0 => false,
-            1 => pixel.predicate[0],
-            sel => pixel.predicate[(sel - 2) as usize],
-        } ^ (fc.pred_sel != 0 && fc.pred_inv);
+        let predicate = fc.pred.test(&pixel.predicate, 0).unwrap_or(false);
         let boolean = self.constants.bools >> fc.bool_addr & 1 == 1;
         let index = (pixel.alu_result as u8) << 2 | (predicate as u8) << 1 | boolean as u8;
         fc.jump_func >> index & 1 == 1
@@ -495,7 +601,8 @@ impl Program {
         }
     }
 
-    fn alu(&self, pixel: &mut Pixel, alu: &Alu) {
+    /// The four slots the arguments select from: src0, src1, src2 and srcp.
+    fn slots(&self, pixel: &Pixel, alu: &Alu) -> [[f32; 4]; 4] {
         // Slot k: R, G, B through the RGB address, A through the alpha address (A.4).
         let slot = |k: usize| {
             let rgb = self.read(pixel, &alu.rgb_sources[k]);
@@ -506,141 +613,20 @@ impl Program {
         // srcp: RGB channels by the RGB address word's SRCP_OP, alpha by the alpha word's.
         let srcp: [f32; 4] = std::array::from_fn(|c| {
             let op = if c == 3 { alu.alpha_srcp } else { alu.rgb_srcp };
-            presubtract(op, s0[c], s1[c])
+            op.apply(s0[c], s1[c])
         });
-        let slots = [s0, s1, s2, srcp];
+        [s0, s1, s2, srcp]
+    }
 
-        let rgb_arg = |i: usize| -> [f32; 3] {
-            let arg = &alu.rgb_args[i];
-            let slot = &slots[arg.select as usize];
-            arg.swizzle
-                .map(|code| modify(swizzle(slot, code), arg.modifier))
-        };
-        let alpha_arg = |i: usize| -> f32 {
-            let arg = &alu.alpha_args[i];
-            modify(
-                swizzle(&slots[arg.select as usize], arg.swizzle),
-                arg.modifier,
-            )
-        };
-        let (a, b, c) = (rgb_arg(0), rgb_arg(1), rgb_arg(2));
-        let (aa, ab, ac) = (alpha_arg(0), alpha_arg(1), alpha_arg(2));
-        let dp3 = mul(a[0], b[0]) + mul(a[1], b[1]) + mul(a[2], b[2]);
-        let dp4 = dp3 + mul(aa, ab);
-
-        // Derivative ops on a quad of equal pixels: A and C both read src0.
-        let quad_rgb = |i: usize| {
-            let arg = &alu.rgb_args[i];
-            [0, 1, 2].map(|ch| modify(slots[0][ch], arg.modifier))
-        };
-        let quad_alpha = |i: usize| modify(slots[0][3], alu.alpha_args[i].modifier);
-
-        let alpha = match alu.alpha_op {
-            AlphaOp::Mad => mul(aa, ab) + ac,
-            AlphaOp::Dp => {
-                if alu.rgb_op == RgbOp::Dp3 {
-                    dp3
-                } else {
-                    dp4
-                }
-            }
-            AlphaOp::Min => min(aa, ab),
-            AlphaOp::Max => max(aa, ab),
-            AlphaOp::Cnd => cnd(aa, ab, ac),
-            AlphaOp::Cmp => cmp(aa, ab, ac),
-            AlphaOp::Frc => frc(aa),
-            AlphaOp::Ex2 => aa.exp2(),
-            AlphaOp::Ln2 => aa.log2(),
-            AlphaOp::Rcp => 1.0 / aa,
-            AlphaOp::Rsq => 1.0 / aa.sqrt(),
-            AlphaOp::Sin => sin_rev(aa),
-            AlphaOp::Cos => cos_rev(aa),
-            AlphaOp::Mdh | AlphaOp::Mdv => mul(quad_alpha(0), ab) + quad_alpha(2),
-        };
-        let rgb: [f32; 3] = match alu.rgb_op {
-            RgbOp::Mad => std::array::from_fn(|i| mul(a[i], b[i]) + c[i]),
-            RgbOp::Dp3 => [dp3; 3],
-            RgbOp::Dp4 => [dp4; 3],
-            RgbOp::D2a => [mul(a[0], b[0]) + mul(a[1], b[1]) + c[2]; 3],
-            RgbOp::Min => std::array::from_fn(|i| min(a[i], b[i])),
-            RgbOp::Max => std::array::from_fn(|i| max(a[i], b[i])),
-            RgbOp::Cnd => std::array::from_fn(|i| cnd(a[i], b[i], c[i])),
-            RgbOp::Cmp => std::array::from_fn(|i| cmp(a[i], b[i], c[i])),
-            RgbOp::Frc => a.map(frc),
-            RgbOp::Sop => [alpha; 3],
-            RgbOp::Mdh | RgbOp::Mdv => {
-                let (qa, qc) = (quad_rgb(0), quad_rgb(2));
-                std::array::from_fn(|i| mul(qa[i], b[i]) + qc[i])
-            }
-        };
+    fn alu(&self, pixel: &mut Pixel, alu: &Alu) {
+        let (rgb, alpha) = compute(alu, &self.slots(pixel, alu));
         let rgb = rgb.map(|v| output_modifier(v, alu.rgb_omod, alu.rgb_clamp));
         let alpha = output_modifier(alpha, alu.alpha_omod, alu.alpha_clamp);
-
-        let common = &alu.common;
-        let rgb_enabled = |ch: usize| -> bool {
-            match common.rgb_pred_sel {
-                0 => true,
-                1 => pixel.predicate[ch] ^ common.rgb_pred_inv,
-                sel => pixel.predicate[(sel - 2) as usize] ^ common.rgb_pred_inv,
-            }
-        };
-        let alpha_enabled = match common.alpha_pred_sel {
-            0 => true,
-            1 => pixel.predicate[3] ^ common.alpha_pred_inv,
-            sel => pixel.predicate[(sel - 2) as usize] ^ common.alpha_pred_inv,
-        };
-        let rgb_enabled: [bool; 3] = std::array::from_fn(rgb_enabled);
-
         if alu.alu_result_write {
-            let value = if alu.alu_result_sel == 0 {
-                rgb[0]
-            } else {
-                alpha
-            };
-            pixel.alu_result = compare(value, alu.alu_result_op);
+            let value = if alu.alu_result_alpha { alpha } else { rgb[0] };
+            pixel.alu_result = alu.alu_result_op.test(value);
         }
-
-        let offset = |rel: bool| if rel { pixel.al } else { 0 };
-        let rgb_dest =
-            (alu.rgb_dest as i32 + offset(alu.rgb_dest_rel)).rem_euclid(TEMPS as i32) as usize;
-        let alpha_dest =
-            (alu.alpha_dest as i32 + offset(alu.alpha_dest_rel)).rem_euclid(TEMPS as i32) as usize;
-        for ch in 0..3 {
-            if common.rgb_wmask >> ch & 1 == 1 && rgb_enabled[ch] {
-                pixel.temps[rgb_dest][ch] = rgb[ch];
-            }
-        }
-        if common.alpha_wmask && alpha_enabled {
-            pixel.temps[alpha_dest][3] = alpha;
-        }
-        if alu.out {
-            let target = alu.rgb_target as usize;
-            for ch in 0..3 {
-                if common.rgb_omask >> ch & 1 == 1 && rgb_enabled[ch] {
-                    pixel.outs[target][ch] = rgb[ch];
-                    pixel.written |= 1 << target;
-                }
-            }
-            if common.alpha_omask && alpha_enabled {
-                let target = alu.alpha_target as usize;
-                pixel.outs[target][3] = alpha;
-                pixel.written |= 1 << target;
-            }
-            if alu.w_omask && alpha_enabled {
-                pixel.depth = alpha;
-                pixel.written |= 1 << 4;
-            }
-        } else {
-            // On an ALU instruction OMASK and TARGET update the predicate bits.
-            for (ch, &value) in rgb.iter().enumerate() {
-                if common.rgb_omask >> ch & 1 == 1 {
-                    pixel.predicate[ch] = compare(value, alu.rgb_target);
-                }
-            }
-            if common.alpha_omask {
-                pixel.predicate[3] = compare(alpha, alu.alpha_target);
-            }
-        }
+        write_back(pixel, alu, rgb, alpha);
     }
 
     fn tex(&self, pixel: &mut Pixel, tex: &Tex, texture: &dyn Texture) {
@@ -649,13 +635,13 @@ impl Program {
         let coords = tex.src_swizzle.map(|ch| pixel.temps[src][ch as usize]);
         let [s, t, _, q] = coords;
         let texel = match tex.op {
-            0 => return,
-            2 => {
+            TexOp::Nop => return,
+            TexOp::Texkill => {
                 pixel.killed = coords.iter().any(|&v| v < 0.0);
                 return;
             }
-            3 => texture.sample(tex.unit, s / q, t / q),
-            _ => texture.sample(tex.unit, s, t),
+            TexOp::Proj => texture.sample(tex.unit, s / q, t / q),
+            TexOp::Ld | TexOp::Lodbias | TexOp::Lod | TexOp::Dxdy => texture.sample(tex.unit, s, t),
         };
         let dst = (tex.dst as i32 + offset(tex.dst_rel)).rem_euclid(TEMPS as i32) as usize;
         for ch in 0..3 {
@@ -693,28 +679,8 @@ impl PixelStage for Program {
         "R500"
     }
 
-    /// temp\[0..3\] = the four standard inputs, tex\[0\] = the texture memory; out\[0\].rgb is
-    /// the colour (clamped, as an OMWRITE). A killed pixel writes nothing.
     fn shade(&self, core: &mut dyn ShadingCore) -> Result<(), Fault> {
-        let mut pixel = Pixel::default();
-        pixel.temps[..4].copy_from_slice(&PixelInputs::read(core).registers());
-        let budget = core.budget_left();
-        let result = {
-            let sampler = TextureSampler::of(core);
-            self.run(&mut pixel, &sampler, budget)
-        };
-        match result {
-            Ok(run) => core.charge(run.steps),
-            Err(error) => {
-                core.charge(budget);
-                return Err(error);
-            }
-        }
-        if !pixel.killed {
-            let [r, g, b, _] = pixel.outs[0];
-            write_colour(core, [r, g, b]);
-        }
-        Ok(())
+        self.shade_pixel(core)
     }
 }
 
@@ -741,5 +707,23 @@ impl ForeignProgram for Program {
             outputs.push(("depth".to_string(), [pixel.depth, 0.0, 0.0, 0.0]));
         }
         Ok(outputs)
+    }
+
+    /// temp\[0..3\] = the four standard inputs, tex\[0\] = the texture memory; out\[0\].rgb is
+    /// the colour (clamped, as an OMWRITE). A killed pixel writes nothing.
+    fn run_pixel(
+        &self,
+        inputs: &PixelInputs,
+        texture: &TextureSampler,
+        budget: u64,
+    ) -> Result<PixelRun, Fault> {
+        let mut pixel = Pixel::default();
+        pixel.temps[..4].copy_from_slice(&inputs.registers());
+        let run = self.run(&mut pixel, texture, budget)?;
+        let [r, g, b, _] = pixel.outs[0];
+        Ok(PixelRun {
+            executed: run.steps,
+            colour: (!pixel.killed).then_some([r, g, b]),
+        })
     }
 }

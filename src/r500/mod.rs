@@ -12,8 +12,8 @@ pub mod disasm;
 pub mod fields;
 pub mod interp;
 
-pub use asm::{assemble, assemble_file, AsmError};
-pub use decode::{decode, decode_program, DecodeError, Instruction};
+pub use asm::{assemble, assemble_file, Assembly};
+pub use decode::{decode, decode_program, DecodeError, Decoded};
 pub use disasm::disassemble;
 pub use fields::Words;
 pub use interp::{Constants, Program};
@@ -108,18 +108,30 @@ pub fn words_to_bin(program: &[Words]) -> Vec<u8> {
         .collect()
 }
 
+/// Why a program file gave no words.
+#[derive(Debug, thiserror::Error)]
+pub enum LoadError {
+    /// Source that does not assemble (or cannot be read), in the assemblers' shape.
+    #[error(transparent)]
+    Assembly(#[from] crate::isa::asm::AsmErrors),
+    /// A word file that cannot be read or holds no whole instructions.
+    #[error("{0}")]
+    Words(String),
+}
+
 /// Reads a program file by its extension: `.fs.bin` binary, `.fs.inc` / `.fs.txt` hex
 /// words, anything else assembly source.
-pub fn load_words(path: &std::path::Path) -> Result<Vec<Words>, String> {
+pub fn load_words(path: &std::path::Path) -> Result<Vec<Words>, LoadError> {
     let name = path.display().to_string();
     let lower = name.to_ascii_lowercase();
     if lower.ends_with(".bin") {
-        let bytes = std::fs::read(path).map_err(|e| format!("{name}: {e}"))?;
-        words_from_bin(&bytes, &name)
+        let bytes = std::fs::read(path).map_err(|e| LoadError::Words(format!("{name}: {e}")))?;
+        words_from_bin(&bytes, &name).map_err(LoadError::Words)
     } else if lower.ends_with(".inc") || lower.ends_with(".txt") {
-        let text = std::fs::read_to_string(path).map_err(|e| format!("{name}: {e}"))?;
-        words_from_hex(&text, &name)
+        let text =
+            std::fs::read_to_string(path).map_err(|e| LoadError::Words(format!("{name}: {e}")))?;
+        words_from_hex(&text, &name).map_err(LoadError::Words)
     } else {
-        assemble_file(path).map_err(|e| e.to_string())
+        Ok(assemble_file(path)?.program)
     }
 }
