@@ -208,3 +208,23 @@ fn pica200_sizes_out_of_range_are_errors() {
     };
     assert!(theia::pica200::Shader::new(program, &[named]).is_err());
 }
+
+/// Found by fuzz target `pica_asm`: an empty `.proc main` assembles to no words, and its
+/// listing left `main` out, so the listing did not re-assemble.
+#[test]
+fn pica200_an_empty_main_s_listing_reassembles() {
+    use theia::pica200::asm::{assemble, assemble_with, Options};
+    let file = Path::new("t.pica");
+    let program = assemble(".proc main\n.end\n", file).unwrap().program;
+    assert!(program.code.is_empty());
+    let listing = theia::pica200::disasm::listing(&program);
+    let options = Options {
+        allow_input_pairs: true,
+        auto_nop: false,
+    };
+    let again = assemble_with(&listing, file, options)
+        .unwrap_or_else(|e| panic!("{e}\n--- listing:\n{listing}"))
+        .program;
+    assert_eq!(again.code, program.code);
+    assert_eq!(again.entry, program.entry);
+}

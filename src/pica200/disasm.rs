@@ -251,8 +251,10 @@ pub fn listing(program: &Program) -> String {
         writeln!(out, ".out - {semantic} o{}.{mask}", output.register).unwrap();
     }
     let entry = (program.entry as usize).min(program.code.len());
+    // `main` is written even when empty: the assembler needs it (fuzz target pica_asm found
+    // an empty `.proc main` whose listing did not re-assemble).
     let block = |out: &mut String, name: &str, range: std::ops::Range<usize>| {
-        if range.is_empty() {
+        if range.is_empty() && name != "main" {
             return;
         }
         writeln!(out, ".proc {name}").unwrap();
