@@ -1,11 +1,11 @@
-//! Tells the tests whether the conformance data is here: with `../shared/conformance`
-//! beside the project (or `THEIA_REQUIRE_CONFORMANCE=1`, which makes its absence a test
-//! failure), the cfg `conformance_data` is set; without it, tests marked
-//! `#[cfg_attr(not(conformance_data), ignore = "…")]` show as ignored in `cargo test`'s
-//! summary instead of passing without checking anything. The cfgs `slurm_cluster` and
-//! `gnu_parallel` do the same for the tests that need those tools installed.
-//!
-//! The cfg `chromium` does the same for the viewer's browser test. The cfg `avx2_host` marks a machine with AVX2, for the tests of the vector paths.
+//! Tells the tests whether the conformance data is here: with `../shared/conformance` and
+//! `../shared/spec` beside the project (or `THEIA_REQUIRE_CONFORMANCE=1`, which makes
+//! their absence a test failure), the cfg `conformance_data` is set; without them, tests
+//! marked `#[cfg_attr(not(conformance_data), ignore = "…")]` show as ignored in `cargo
+//! test`'s summary instead of passing without checking anything. The cfgs `slurm_cluster`
+//! and `gnu_parallel` do the same for the tests that need those tools installed, the cfg
+//! `chromium` for the viewer's browser test, and the cfg `avx2_host` marks a machine with
+//! AVX2, for the tests of the vector paths.
 //!
 //! Likewise the cfg `rtl_oracle` (tests/rtl.rs: differential tests against the original
 //! Verilog) needs `../shared/rtl` and Verilator on the PATH, or the same variable.
@@ -19,16 +19,22 @@ fn main() {
     println!("cargo::rerun-if-env-changed=THEIA_REQUIRE_CONFORMANCE");
     println!("cargo::rerun-if-env-changed=PATH");
     let manifest = std::env::var("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR");
-    let shared = Path::new(&manifest).join("../shared/conformance");
-    // Notice the data arriving or going: the directory itself, or where it would appear.
-    let watched = if shared.is_dir() {
-        shared.clone()
-    } else {
-        Path::new(&manifest).join("..")
-    };
-    println!("cargo::rerun-if-changed={}", watched.display());
+    // The tests read both the scenes and the spec pack (the ROM's words, the opcode table).
+    let shared: Vec<_> = ["conformance", "spec"]
+        .iter()
+        .map(|part| Path::new(&manifest).join("../shared").join(part))
+        .collect();
+    // Notice the data arriving or going: the directories themselves, or where they appear.
+    for dir in &shared {
+        let watched = if dir.is_dir() {
+            dir.clone()
+        } else {
+            Path::new(&manifest).join("..")
+        };
+        println!("cargo::rerun-if-changed={}", watched.display());
+    }
     let required = std::env::var("THEIA_REQUIRE_CONFORMANCE").as_deref() == Ok("1");
-    if shared.is_dir() || required {
+    if shared.iter().all(|dir| dir.is_dir()) || required {
         println!("cargo::rustc-cfg=conformance_data");
     }
     let rtl = Path::new(&manifest).join("../shared/rtl");

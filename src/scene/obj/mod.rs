@@ -39,13 +39,13 @@
 //! the view axis. BIU has no t > 0 test: geometry behind the camera can cover what is in
 //! front, so the loader warns when vertices lie at or behind the camera plane.
 //!
-//! Measured on a 5,120-triangle sphere (rows 112..143 of 256 x 256, sphere radius after
-//! scaling, fit's choice 32): radius 0.25 gives 27 stray hits outside the silhouette (Δ
-//! too small), 1 to 32 none and no cracks, 128 gives 8 cracks (|T|·|E1|·|E2| past 16384),
-//! 512 breaks down (194 cracks, 365 strays). One artifact is the hardware's at any scale: a
-//! ray almost parallel to a triangle's plane gives huge u and v whose sum can wrap past
-//! 16384.0 (ADD keeps 31 bits) into [0, 1], and BIU reports a hit; expect a stray pixel
-//! now and then (one in the sphere's whole frame).
+//! Too small a model and BIU's Δ loses the bits that tell inside from outside (stray
+//! hits beyond the silhouette); too large and |T|·|E1|·|E2| wraps (cracks). The fit's
+//! choice is pinned by `tests/obj.rs` (`a_5120_triangle_obj_renders_at_256x256_timed`: no
+//! cracks, at most 4 strays on a 5,120-triangle sphere). One artifact is the hardware's at
+//! any scale: a ray almost parallel to a triangle's plane gives huge u and v whose sum can
+//! wrap past 16384.0 (ADD keeps 31 bits) into [0, 1], and BIU reports a hit; expect a stray
+//! pixel now and then.
 //!
 //! # Texture memory and the atlas
 //! Texture memory is 256 x 256 texels, channel c of texel (u, v) at word 3(u + v·S) + c as
@@ -97,7 +97,7 @@ pub use fit::{ViewPreset, FIT_DISTANCE, HORIZON, MAX_FIT_RADIUS, MIN_FIT_RADIUS}
 use super::generate::Mesh;
 use super::{Partition, Scene, SceneError, Triangle};
 use crate::isa::asm::assemble;
-use crate::isa::Instruction;
+use crate::isa::Word;
 use atlas::{Atlas, AtlasError, TileSource};
 use fit::{FitError, Framing, View};
 use load::{Material, ObjModel};
@@ -153,8 +153,8 @@ pub const LIGHTING_SHADER_PATH: &str = "shaders/key_fill.shdr";
 pub const LIGHTING_SHADER: &str = include_str!("../../../shaders/key_fill.shdr");
 
 /// [`LIGHTING_SHADER`]'s instruction memory image, assembled once.
-pub fn lighting_program() -> &'static [Instruction] {
-    static PROGRAM: OnceLock<Vec<Instruction>> = OnceLock::new();
+pub fn lighting_program() -> &'static [Word] {
+    static PROGRAM: OnceLock<Vec<Word>> = OnceLock::new();
     PROGRAM.get_or_init(|| {
         assemble(LIGHTING_SHADER, Path::new(LIGHTING_SHADER_PATH))
             .unwrap_or_else(|errors| {
