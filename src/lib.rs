@@ -58,6 +58,7 @@
 //! - [`pica200`]: PICA200 (3DS) shader programs: assembler, disassembler, SHBIN, interpreter.
 //! - [`stage`]: the pixel stage THEIA microcode, R500 and PICA200 programs implement.
 //! - [`image`]: PPM/PNG output and image comparison.
+//! - [`cpu`]: what the CPU offers the vector paths (AVX2, FMA).
 //! - [`trace`]: one pixel instruction by instruction, with cycle estimates.
 //! - [`inspect`]: one pixel's core and output words; where two renders differ.
 //! - [`viewer`]: the requests `theia view` answers.
@@ -65,6 +66,7 @@
 
 pub mod bench;
 pub mod core;
+pub mod cpu;
 pub mod image;
 pub mod inspect;
 pub mod isa;

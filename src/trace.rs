@@ -778,12 +778,12 @@ impl Observer for Tracer<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::isa::{Instr, Instruction};
+    use crate::isa::{Instr, Word};
 
     fn step(word: u64, a: Vec3, b: Vec3, result: Vec3) -> Step {
         Step {
             address: 0x002F,
-            instruction: Instr::decode(Instruction(word)),
+            instruction: Instr::decode(Word(word)),
             a,
             b,
             result,
@@ -797,7 +797,7 @@ mod tests {
     #[test]
     fn hardware_notes_name_kept_tmread_words_and_unusual_call_returns() {
         use crate::isa::Opcode;
-        let tmread = Instruction::type1(Opcode::Tmread, 0x42, 0x43, 0).0;
+        let tmread = Word::type1(Opcode::Tmread, 0x42, 0x43, 0).0;
         // (0x40, 0x44, 0x45): banks 0, 0, 1: y kept. (1, 5, 9): banks 1, 1, 1: z kept.
         assert_eq!(
             hardware_note(&step(tmread, [0x40, 0x44, 0x45], [0; 3], [0; 3])).as_deref(),
@@ -809,7 +809,7 @@ mod tests {
             hardware_note(&step(tmread, [0, 1, 2], [0; 3], [0; 3])),
             None
         );
-        let call = Instruction::type2(Opcode::Call, 0x9D, 0).0;
+        let call = Word::type2(Opcode::Call, 0x9D, 0).0;
         let mut reached = step(call, [0; 3], [0; 3], [0; 3]);
         reached.returns_to = Some(0x0030);
         assert_eq!(

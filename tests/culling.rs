@@ -9,7 +9,7 @@ mod model;
 use theia::core::RomVariant;
 use theia::image::{read_image, Rgb8};
 use theia::isa::registers::{register_address, EntryPoint};
-use theia::isa::{Instruction, Opcode};
+use theia::isa::{Opcode, Word};
 use theia::machine::accel::{check_tile_claims, Accel};
 use theia::machine::cull::{Culler, Refusal};
 use theia::machine::hits::{Artifact, PixelHit};
@@ -222,12 +222,12 @@ fn address(name: &str) -> u16 {
 }
 
 /// An instruction memory: the default entry table with `entry` at 0x800C, then `code`.
-fn imem_with(entry: EntryPoint, code: &[Instruction]) -> Vec<Instruction> {
-    let mut imem: Vec<Instruction> = EntryPoint::ALL
+fn imem_with(entry: EntryPoint, code: &[Word]) -> Vec<Word> {
+    let mut imem: Vec<Word> = EntryPoint::ALL
         .iter()
-        .map(|e| Instruction(e.default_address() as u64))
+        .map(|e| Word(e.default_address() as u64))
         .collect();
-    imem[entry as usize] = Instruction(0x800C);
+    imem[entry as usize] = Word(0x800C);
     imem.extend_from_slice(code);
     imem
 }
@@ -258,12 +258,12 @@ fn a_shader_reading_biu_registers_sees_the_same_values() {
 fn a_user_main_refuses_culling() {
     let scene = conformance_scene("scenes_example3");
     let code = [
-        Instruction::type2(Opcode::Call, 157, 0),
-        Instruction::type1(Opcode::Jeqx, 0x8011, address("R99"), address("CREG_ZERO")),
-        Instruction::type2(Opcode::Call, 190, 0),
-        Instruction::type1(Opcode::Nop, 0, 0, 0),
-        Instruction::type2(Opcode::Return, 0, 1),
-        Instruction::type2(Opcode::Return, 0, 0),
+        Word::type2(Opcode::Call, 157, 0),
+        Word::type1(Opcode::Jeqx, 0x8011, address("R99"), address("CREG_ZERO")),
+        Word::type2(Opcode::Call, 190, 0),
+        Word::type1(Opcode::Nop, 0, 0, 0),
+        Word::type2(Opcode::Return, 0, 1),
+        Word::type2(Opcode::Return, 0, 0),
     ];
     let imem = imem_with(EntryPoint::Main, &code);
     let user = render_with(
@@ -327,7 +327,7 @@ fn the_watchdog_fires_at_the_same_instruction() {
 #[test]
 fn a_runaway_shader_stops_at_the_same_place_with_the_structure() {
     let scene = small_sphere(32);
-    let spin = [Instruction::type1(Opcode::Jmp, 0x800C, 0, 0)];
+    let spin = [Word::type1(Opcode::Jmp, 0x800C, 0, 0)];
     let options = RenderOptions {
         imem: Some(imem_with(EntryPoint::PixelShader, &spin)),
         max_steps: Some(50_000),
@@ -408,9 +408,9 @@ fn generated_meshes_are_identical_in_all_three_modes() {
 }
 
 /// A pixel shader that outputs a mix of everything a skipped MAIN writes.
-fn biu_reading_shader() -> Vec<Instruction> {
+fn biu_reading_shader() -> Vec<Word> {
     let acc = address("R4");
-    let mut code = vec![Instruction::type1(
+    let mut code = vec![Word::type1(
         Opcode::Add,
         acc,
         address("CREG_t"),
@@ -431,15 +431,15 @@ fn biu_reading_shader() -> Vec<Instruction> {
         "CREG_H2",
         "CREG_H3",
     ] {
-        code.push(Instruction::type1(Opcode::Add, acc, acc, address(name)));
+        code.push(Word::type1(Opcode::Add, acc, acc, address(name)));
     }
-    code.push(Instruction::type1(
+    code.push(Word::type1(
         Opcode::Omwrite,
         address("OREG_PIXEL_COLOR"),
         address("CREG_CURRENT_OUTPUT_PIXEL"),
         acc,
     ));
-    code.push(Instruction::type2(Opcode::Return, 0, 1));
+    code.push(Word::type2(Opcode::Return, 0, 1));
     imem_with(EntryPoint::PixelShader, &code)
 }
 

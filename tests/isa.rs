@@ -9,7 +9,7 @@ use proptest::prelude::*;
 use theia::core::rom::{rom, RomVariant, ROM_LEN, ROM_SOURCE};
 use theia::isa::asm::{assemble, assemble_rom, Assembly, Severity};
 use theia::isa::registers::EntryPoint;
-use theia::isa::{disassemble, listing, rom_listing, Instruction, OPCODES};
+use theia::isa::{disassemble, listing, rom_listing, Word, OPCODES};
 
 const EXAMPLES: [(&str, &str, &str); 3] = [
     (
@@ -46,7 +46,7 @@ fn warnings(source: &str) -> Vec<String> {
 }
 
 /// The 64-bit words of an Instructions.mem text (after the count word).
-fn mem_words(text: &str) -> Vec<Instruction> {
+fn mem_words(text: &str) -> Vec<Word> {
     let hex: Vec<u32> = text
         .lines()
         .map(|l| l.split("//").next().unwrap())
@@ -55,7 +55,7 @@ fn mem_words(text: &str) -> Vec<Instruction> {
         .collect();
     hex[1..]
         .chunks(2)
-        .map(|p| Instruction::from_words(p[0], p[1]))
+        .map(|p| Word::from_words(p[0], p[1]))
         .collect()
 }
 
@@ -90,7 +90,7 @@ fn example3_labels_and_lines() {
     assert_eq!(assembly.labels["ENTRYPOINT_ADRR_PIXELSHADER"], 0x800F);
     assert_eq!(assembly.lines[..4], [2, 3, 4, 6]);
     assert_eq!(assembly.code().len(), 13);
-    assert_eq!(assembly.entry_table()[10], Instruction(0x800F));
+    assert_eq!(assembly.entry_table()[10], Word(0x800F));
 }
 
 #[test]
@@ -172,15 +172,15 @@ fn quirk4_call_to_an_overridden_entry_gets_the_right_address() {
                         \tCALL ENTRYPOINT_ADRR_BIU\n\
                         \tJMP ENTRYPOINT_ADRR_TCC VOID VOID\n");
     // The original wrote 0x8000 (12 words too early) for the first target.
-    assert_eq!(assembly.code()[1], Instruction(0x0059_800C_0000_0000));
-    assert_eq!(assembly.code()[2], Instruction(0x0058_00BE_0000_0000));
+    assert_eq!(assembly.code()[1], Word(0x0059_800C_0000_0000));
+    assert_eq!(assembly.code()[2], Word(0x0058_00BE_0000_0000));
     assert_eq!(
         assembly.entry_table()[EntryPoint::Biu as usize],
-        Instruction(0x800C)
+        Word(0x800C)
     );
     assert_eq!(
         assembly.entry_table()[EntryPoint::Main as usize],
-        Instruction(0x800D)
+        Word(0x800D)
     );
 }
 
@@ -216,10 +216,7 @@ fn quirk6_lost_immediates_and_operands_are_errors() {
 #[test]
 fn quirk7_bare_nop_and_missing_final_newline_are_accepted() {
     let assembly = asm("ENTRYPOINT_ADRR_PIXELSHADER:\n\tNOP\n\tRETURN RT_TRUE");
-    assert_eq!(
-        assembly.code(),
-        [Instruction(0), Instruction(0x0040_0000_0000_0001)]
-    );
+    assert_eq!(assembly.code(), [Word(0), Word(0x0040_0000_0000_0001)]);
     assert!(assembly.instructions_mem().ends_with(
         "//  IP 00800C (12): NOP   \n00400000 00000001\t\t//  IP 00800D (13): RETURN RT_TRUE  \n"
     ));
@@ -363,14 +360,14 @@ fn entry_directive_and_raw_addresses() {
                         \tRETURN RT_TRUE\n");
     assert_eq!(
         assembly.entry_table()[EntryPoint::Psu2 as usize],
-        Instruction(0xE8)
+        Word(0xE8)
     );
     assert_eq!(
         assembly.entry_table()[EntryPoint::Npg as usize],
-        Instruction(0x800E)
+        Word(0x800E)
     );
-    assert_eq!(assembly.code()[0], Instruction(0x0059_00E8_0000_0000));
-    assert_eq!(assembly.code()[1], Instruction(0x0001_0047_007B_007B));
+    assert_eq!(assembly.code()[0], Word(0x0059_00E8_0000_0000));
+    assert_eq!(assembly.code()[1], Word(0x0001_0047_007B_007B));
     assert_eq!(
         errors(".entry ENTRYPOINT_ADRR_PSU2 1\n.entry ENTRYPOINT_ADRR_PSU2 3\n.bogus 3\n"),
         [
@@ -390,15 +387,15 @@ fn errors_display_one_a_line() {
 }
 
 /// Any word of a defined opcode, any field values.
-fn valid_word() -> impl Strategy<Value = Instruction> {
+fn valid_word() -> impl Strategy<Value = Word> {
     (0..OPCODES.len(), any::<u64>()).prop_map(|(row, bits)| {
-        Instruction((OPCODES[row].opcode.code() as u64) << 48 | bits & 0xFFFF_FFFF_FFFF)
+        Word((OPCODES[row].opcode.code() as u64) << 48 | bits & 0xFFFF_FFFF_FFFF)
     })
 }
 
 /// Any word at all, undefined opcodes included.
-fn any_word() -> impl Strategy<Value = Instruction> {
-    prop_oneof![valid_word(), any::<u64>().prop_map(Instruction)]
+fn any_word() -> impl Strategy<Value = Word> {
+    prop_oneof![valid_word(), any::<u64>().prop_map(Word)]
 }
 
 proptest! {
@@ -427,10 +424,10 @@ proptest! {
         // Jumps into the code, so that generated labels get exercised.
         for (at, to) in targets {
             if let Some(word) = code.get_mut(at) {
-                *word = Instruction(0x0058_0000_0000_0000 | (0x800C + to as u64) << 32);
+                *word = Word(0x0058_0000_0000_0000 | (0x800C + to as u64) << 32);
             }
         }
-        let mut imem: Vec<Instruction> = table.into_iter().map(Instruction).collect();
+        let mut imem: Vec<Word> = table.into_iter().map(Word).collect();
         imem.extend(code);
         let text = listing(&imem);
         let assembly = assemble(&text, Path::new("listing.shdr"))
@@ -462,7 +459,7 @@ fn faithful_rom_equals_the_spec_rom_words() {
             .map_or(theia::isa::UNDEFINED_ROM_WORD, |w| *w);
         assert_eq!(
             ours,
-            Instruction(word),
+            Word(word),
             "ROM word {address}: ours {:016X}, spec {word:016X} ({})",
             ours.0,
             disassemble(ours)
@@ -507,10 +504,10 @@ fn rom_mode_immediates_and_entry_addresses() {
     assert_eq!(
         words,
         [
-            Instruction(0x005A_0076_0000_0001),
-            Instruction(0x005A_0076_0000_0000),
-            Instruction(0x0041_0049_0002_0000),
-            Instruction(0x0059_009D_0000_0000),
+            Word(0x005A_0076_0000_0001),
+            Word(0x005A_0076_0000_0000),
+            Word(0x0041_0049_0002_0000),
+            Word(0x0059_009D_0000_0000),
         ]
     );
     let e = assemble_rom(

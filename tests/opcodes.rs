@@ -9,7 +9,7 @@ mod common;
 use theia::core::OutputMemory;
 use theia::core::{rom, Core, CoreState, Fault, NoObserver, Program, RomVariant};
 use theia::isa::registers::{register_address, EntryPoint};
-use theia::isa::{Instruction, Opcode, OPCODES};
+use theia::isa::{Opcode, Word, OPCODES};
 use theia::trace::{RoutineStats, Stats, TraceOptions, Tracer};
 
 type Vec3 = [u32; 3];
@@ -23,20 +23,20 @@ fn reg(name: &str) -> u16 {
     register_address(name).unwrap_or_else(|| panic!("register {name}"))
 }
 
-fn op3(op: Opcode, d: &str, s1: &str, s2: &str) -> Instruction {
-    Instruction::type1(op, reg(d), reg(s1), reg(s2))
+fn op3(op: Opcode, d: &str, s1: &str, s2: &str) -> Word {
+    Word::type1(op, reg(d), reg(s1), reg(s2))
 }
 
-fn op2(op: Opcode, d: &str, s1: &str) -> Instruction {
-    Instruction::type1(op, reg(d), reg(s1), 0)
+fn op2(op: Opcode, d: &str, s1: &str) -> Word {
+    Word::type1(op, reg(d), reg(s1), 0)
 }
 
-fn imm(op: Opcode, d: &str, value: u32) -> Instruction {
-    Instruction::type2(op, reg(d), value)
+fn imm(op: Opcode, d: &str, value: u32) -> Word {
+    Word::type2(op, reg(d), value)
 }
 
 /// SETX/SETY/SETZ of a whole register.
-fn set(d: &str, v: Vec3) -> Vec<Instruction> {
+fn set(d: &str, v: Vec3) -> Vec<Word> {
     vec![
         imm(Opcode::Setx, d, v[0]),
         imm(Opcode::Sety, d, v[1]),
@@ -44,8 +44,8 @@ fn set(d: &str, v: Vec3) -> Vec<Instruction> {
     ]
 }
 
-fn ret(value: bool) -> Instruction {
-    Instruction::type2(Opcode::Return, 0, value as u32)
+fn ret(value: bool) -> Word {
+    Word::type2(Opcode::Return, 0, value as u32)
 }
 
 struct Run {
@@ -62,9 +62,9 @@ impl Run {
 }
 
 /// Runs `code` as the pixel shader (user code at 0x800C) on a fresh core.
-fn run_with(code: &[Instruction], texture: &[u32], budget: u64) -> Run {
+fn run_with(code: &[Word], texture: &[u32], budget: u64) -> Run {
     let mut imem = Program::default_imem();
-    imem[EntryPoint::PixelShader as usize] = Instruction(0x800C);
+    imem[EntryPoint::PixelShader as usize] = Word(0x800C);
     imem.extend_from_slice(code);
     let program = Program::new(rom(RomVariant::Faithful), &imem);
     let mut core = Core::new(&program, texture, 64);
@@ -78,7 +78,7 @@ fn run_with(code: &[Instruction], texture: &[u32], budget: u64) -> Run {
     }
 }
 
-fn run(code: &[Instruction]) -> Run {
+fn run(code: &[Word]) -> Run {
     run_with(code, &[], 1_000)
 }
 
@@ -268,7 +268,7 @@ fn jumps(op: Opcode, a: u32, b: u32) -> bool {
     // 0x800C..: R1, R2 (6), Jcc (0x8012), not taken: RETURN FALSE (0x8013), taken: TRUE.
     let mut code = set("R1", [a, a, a]);
     code.extend(set("R2", [b, b, b]));
-    code.push(Instruction::type1(op, 0x8014, reg("R1"), reg("R2")));
+    code.push(Word::type1(op, 0x8014, reg("R1"), reg("R2")));
     code.push(ret(false));
     code.push(ret(true));
     run(&code).returned.expect("returns")
@@ -326,7 +326,7 @@ fn jumps_test_only_their_component() {
     ] {
         let mut code = set("R1", [1, 9, 1]);
         code.extend(set("R2", [1, 1, 1]));
-        code.push(Instruction::type1(op, 0x8014, reg("R1"), reg("R2")));
+        code.push(Word::type1(op, 0x8014, reg("R1"), reg("R2")));
         code.push(ret(false));
         code.push(ret(true));
         assert_eq!(run(&code).returned, Ok(expected), "{op:?}");
@@ -338,11 +338,11 @@ fn ret_is_seen_only_through_forwarding() {
     // 0x800C CALL 0x800F; 0x800D JEQX 0x8011 R99 CREG_ZERO; 0x800E RETURN TRUE
     // 0x800F RET R99 1 (no write); 0x8010 NOP; 0x8011 RETURN FALSE.
     let code = [
-        Instruction::type2(Opcode::Call, 0x800F, 0),
-        Instruction::type1(Opcode::Jeqx, 0x8011, reg("R99"), reg("CREG_ZERO")),
+        Word::type2(Opcode::Call, 0x800F, 0),
+        Word::type1(Opcode::Jeqx, 0x8011, reg("R99"), reg("CREG_ZERO")),
         ret(true),
         imm(Opcode::Ret, "R99", 1),
-        Instruction(0),
+        Word(0),
         ret(false),
     ];
     let result = run(&code);
@@ -372,12 +372,12 @@ fn forwarding_delivers_the_previous_result_even_when_nothing_was_written() {
 fn addresses_alias_modulo_128_and_bank_0_is_read_only() {
     let code = [
         imm(Opcode::Setx, "R1", 7),
-        Instruction(0),
+        Word(0),
         // 0x8047 decodes as R1 (bits 15..7 ignored).
-        Instruction::type1(Opcode::Copy, reg("R2"), 0x8047, 0),
+        Word::type1(Opcode::Copy, reg("R2"), 0x8047, 0),
         // OREG_PIXEL_COLOR (128) aliases bank 0: the write is dropped.
-        Instruction::type2(Opcode::Setx, 128, 9),
-        Instruction(0),
+        Word::type2(Opcode::Setx, 128, 9),
+        Word(0),
         ret(true),
     ];
     let result = run(&code);
@@ -390,12 +390,12 @@ fn call_keeps_one_return_address_and_jmp_jumps() {
     // 0x800C CALL 0x8010; 0x800D SETX R2 1; 0x800E RETURN TRUE; 0x800F (unused)
     // 0x8010 SETX R1 1; 0x8011 JMP 0x8013; 0x8012 SETX R1 2 (skipped); 0x8013 RET R99 0
     let code = [
-        Instruction::type2(Opcode::Call, 0x8010, 0),
+        Word::type2(Opcode::Call, 0x8010, 0),
         imm(Opcode::Setx, "R2", 1),
         ret(true),
         ret(false),
         imm(Opcode::Setx, "R1", 1),
-        Instruction::type2(Opcode::Jmp, 0x8013, 0),
+        Word::type2(Opcode::Jmp, 0x8013, 0),
         imm(Opcode::Setx, "R1", 2),
         imm(Opcode::Ret, "R99", 0),
     ];
@@ -407,12 +407,9 @@ fn call_keeps_one_return_address_and_jmp_jumps() {
 
 #[test]
 fn return_value_is_bit_0() {
+    assert_eq!(run(&[Word::type2(Opcode::Return, 0, 3)]).returned, Ok(true));
     assert_eq!(
-        run(&[Instruction::type2(Opcode::Return, 0, 3)]).returned,
-        Ok(true)
-    );
-    assert_eq!(
-        run(&[Instruction::type2(Opcode::Return, 0, 2)]).returned,
+        run(&[Word::type2(Opcode::Return, 0, 2)]).returned,
         Ok(false)
     );
 }
@@ -424,7 +421,7 @@ fn omwrite_tmread_and_lea() {
     code.push(op2(Opcode::Tmread, "R2", "R1"));
     code.extend(set("R3", [2, 0, 7]));
     code.push(op3(Opcode::Omwrite, "OREG_PIXEL_COLOR", "R3", "R2"));
-    code.push(Instruction::type1(Opcode::Lea, reg("R4"), 0, 0));
+    code.push(Word::type1(Opcode::Lea, reg("R4"), 0, 0));
     code.push(ret(true));
     let result = run_with(&code, &texture, 100);
     assert_eq!(result.reg("R2"), [4 * 0x200, 5 * 0x200, 15 * 0x200]);
@@ -441,8 +438,8 @@ fn omwrite_tmread_and_lea() {
 fn nop_and_debug_print_write_nothing() {
     let code = [
         imm(Opcode::Setx, "R1", 1),
-        Instruction::type1(Opcode::Nop, reg("R1"), 0, 0),
-        Instruction::type1(Opcode::DebugPrint, reg("R1"), 0, 0),
+        Word::type1(Opcode::Nop, reg("R1"), 0, 0),
+        Word::type1(Opcode::DebugPrint, reg("R1"), 0, 0),
         ret(true),
     ];
     assert_eq!(run(&code).reg("R1"), [1, 0, 0]);
@@ -450,10 +447,7 @@ fn nop_and_debug_print_write_nothing() {
 
 #[test]
 fn undefined_opcodes_hang_and_the_watchdog_stops_loops() {
-    let hang = run(&[
-        imm(Opcode::Setx, "R1", 1),
-        Instruction(0x0006_0000_0000_0000),
-    ]);
+    let hang = run(&[imm(Opcode::Setx, "R1", 1), Word(0x0006_0000_0000_0000)]);
     assert!(matches!(
         hang.returned,
         Err(Fault::Hang {
@@ -461,7 +455,7 @@ fn undefined_opcodes_hang_and_the_watchdog_stops_loops() {
             ..
         })
     ));
-    let forever = run_with(&[Instruction::type2(Opcode::Jmp, 0x800C, 0)], &[], 500);
+    let forever = run_with(&[Word::type2(Opcode::Jmp, 0x800C, 0)], &[], 500);
     assert_eq!(
         forever.returned,
         Err(Fault::Watchdog {
@@ -607,9 +601,9 @@ impl SpecLatencies {
 
 /// Runs `code` as the pixel shader on a traced core; the routine's result, its statistics
 /// and the trace text.
-fn traced(code: &[Instruction]) -> (Result<bool, Fault>, Stats, String) {
+fn traced(code: &[Word]) -> (Result<bool, Fault>, Stats, String) {
     let mut imem = Program::default_imem();
-    imem[EntryPoint::PixelShader as usize] = Instruction(0x800C);
+    imem[EntryPoint::PixelShader as usize] = Word(0x800C);
     imem.extend_from_slice(code);
     let program = Program::new(rom(RomVariant::Faithful), &imem);
     let texture: Vec<u32> = (0..16).collect();
@@ -632,7 +626,7 @@ fn shader_row(stats: &Stats) -> &RoutineStats {
 
 /// Cycles the trace charges for `instruction` after `setup`: the whole routine with it,
 /// less the same routine without it (one instruction fewer, nothing else changed).
-fn charged(setup: &[Instruction], instruction: Instruction) -> u64 {
+fn charged(setup: &[Word], instruction: Word) -> u64 {
     let run = |with: bool| {
         let mut code = setup.to_vec();
         code.extend(with.then_some(instruction));
@@ -648,7 +642,7 @@ fn charged(setup: &[Instruction], instruction: Instruction) -> u64 {
 
 /// R1 = (3, 2, 1), R2 = (1, 1, 1): small integers every opcode accepts (texel and output
 /// addresses), and a DIV of the normal, slow kind.
-fn cycle_setup() -> Vec<Instruction> {
+fn cycle_setup() -> Vec<Word> {
     let mut code = set("R1", [3, 2, 1]);
     code.extend(set("R2", [1, 1, 1]));
     code
@@ -656,12 +650,12 @@ fn cycle_setup() -> Vec<Instruction> {
 
 /// The instruction that exercises `op` after [`cycle_setup`], at `address`, falling through
 /// (a jump's target is the next address). RETURN, CALL and RET are measured on their own.
-fn exercise(op: Opcode, address: u16) -> Instruction {
+fn exercise(op: Opcode, address: u16) -> Word {
     let next = address + 1;
     if op == Opcode::Jmp {
-        Instruction::type2(op, next, 0)
+        Word::type2(op, next, 0)
     } else if op.is_conditional_jump() {
-        Instruction::type1(op, next, reg("R1"), reg("R2"))
+        Word::type1(op, next, reg("R1"), reg("R2"))
     } else if op.is_type2() {
         imm(op, "R3", 21)
     } else {
@@ -702,7 +696,7 @@ fn every_opcode_is_charged_its_spec_latency_plus_the_handshake() {
         .filter(|row| row.opcode.is_conditional_jump())
     {
         let op = row.opcode;
-        let swapped = Instruction::type1(op, address + 1, reg("R2"), reg("R1"));
+        let swapped = Word::type1(op, address + 1, reg("R2"), reg("R1"));
         assert_eq!(
             charged(&setup, swapped),
             expected_cycles(&spec, op),
@@ -718,7 +712,7 @@ fn every_opcode_is_charged_its_spec_latency_plus_the_handshake() {
     assert_eq!(shader_row(&stats).instructions, 1);
     assert_eq!(return_cycles, expected_cycles(&spec, Opcode::Return));
     let (returned, stats, _) = traced(&[
-        Instruction::type2(Opcode::Call, 0x800E, 0),
+        Word::type2(Opcode::Call, 0x800E, 0),
         ret(true),
         imm(Opcode::Ret, "R99", 0),
     ]);
@@ -786,11 +780,8 @@ fn div_is_charged_its_special_case_latency_only_when_every_lane_is_special() {
 #[test]
 fn undefined_opcodes_are_not_charged() {
     for code in [0x06u64, 0x2E, 0x32, 0x45] {
-        let (returned, stats, text) = traced(&[
-            imm(Opcode::Setx, "R1", 1),
-            Instruction(code << 48),
-            ret(true),
-        ]);
+        let (returned, stats, text) =
+            traced(&[imm(Opcode::Setx, "R1", 1), Word(code << 48), ret(true)]);
         assert!(
             matches!(
                 returned,

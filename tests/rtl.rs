@@ -472,7 +472,7 @@ fn rule_scene() -> theia::scene::Scene {
     scene
 }
 
-fn assembled(name: &str, source: &str) -> Vec<theia::isa::Instruction> {
+fn assembled(name: &str, source: &str) -> Vec<theia::isa::Word> {
     theia::isa::assemble(source, Path::new(name))
         .unwrap_or_else(|e| panic!("{name}: {e:?}"))
         .imem

@@ -12,7 +12,7 @@ use model::{as_f64, hits, lanes2, primary_ray, texture_coordinates, Hit, START_T
 use theia::core::alu::{self, Vec3, ONE};
 use theia::image::channel_byte;
 use theia::isa::asm::{assemble, Assembly, MAX_USER_INSTRUCTIONS};
-use theia::isa::{EntryPoint, Instruction};
+use theia::isa::{EntryPoint, Word};
 use theia::machine::{render, Frame, RenderOptions};
 use theia::scene::generate::{displaced_icosphere_obj, uv_sphere_obj};
 use theia::scene::mem::load_scene_dir;
@@ -51,7 +51,7 @@ fn default_scene_small() -> Scene {
     default_scene::load(&options).unwrap().scene
 }
 
-fn frame(scene: &Scene, imem: Option<Vec<Instruction>>) -> Frame {
+fn frame(scene: &Scene, imem: Option<Vec<Word>>) -> Frame {
     let options = RenderOptions {
         imem,
         ..RenderOptions::default()

@@ -10,7 +10,7 @@ use std::sync::OnceLock;
 
 use libfuzzer_sys::fuzz_target;
 use theia::isa::registers::IMEM_WORDS;
-use theia::isa::Instruction;
+use theia::isa::Word;
 use theia::machine::{render, Lockstep, RenderOptions};
 use theia::scene::mem::{parse_params, parse_vertices};
 use theia::scene::Scene;
@@ -42,10 +42,10 @@ fn scene() -> &'static Scene {
 }
 
 fuzz_target!(|data: &[u8]| {
-    let words: Vec<Instruction> = data
+    let words: Vec<Word> = data
         .chunks_exact(8)
         .take(IMEM_WORDS)
-        .map(|chunk| Instruction(u64::from_be_bytes(chunk.try_into().unwrap())))
+        .map(|chunk| Word(u64::from_be_bytes(chunk.try_into().unwrap())))
         .collect();
     // Culling applies when the entry table keeps the ROM's MAIN; let the input choose.
     let culling = data.len() % 2 == 0;

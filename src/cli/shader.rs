@@ -8,7 +8,7 @@ use std::sync::Arc;
 use anyhow::{bail, Context};
 use clap::{Args, ValueEnum};
 use theia::isa::asm::{assemble, Assembly};
-use theia::isa::Instruction;
+use theia::isa::Word;
 use theia::machine::fingerprint::Fingerprint;
 use theia::r500;
 use theia::stage::{ForeignProgram, NamedVec4, PixelStage};
@@ -73,17 +73,14 @@ pub struct ShaderArgs {
 /// A loaded `--shader`.
 pub enum Shader {
     /// THEIA code for the instruction memory, with each user instruction's source line.
-    Theia {
-        imem: Vec<Instruction>,
-        source: SourceMap,
-    },
+    Theia { imem: Vec<Word>, source: SourceMap },
     /// A foreign program that replaces the pixel stage.
     Stage(Arc<dyn PixelStage>),
 }
 
 impl Shader {
     /// The instruction memory image a THEIA shader gives (none for foreign ones).
-    pub fn imem(&self) -> Option<Vec<Instruction>> {
+    pub fn imem(&self) -> Option<Vec<Word>> {
         match self {
             Shader::Theia { imem, .. } => Some(imem.clone()),
             Shader::Stage(_) => None,

@@ -14,7 +14,7 @@ use super::program::{
 use super::state::{storage::Storage, CoreState};
 use super::tmem;
 use crate::isa::registers::EntryPoint;
-use crate::isa::{InputA, InputB, Instr, Instruction};
+use crate::isa::{InputA, InputB, Instr, Word};
 
 const ZERO: Vec3 = [0; 3];
 
@@ -22,7 +22,7 @@ const ZERO: Vec3 = [0; 3];
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Fault {
     /// The hardware would stall forever here: an opcode it never finishes.
-    Hang { address: u16, word: Instruction },
+    Hang { address: u16, word: Word },
     /// The instruction budget ran out (a shader that never returns).
     Watchdog { address: u16, budget: u64 },
     /// A foreign pixel stage (R500, PICA200) cannot go on at instruction `pc`.
@@ -188,7 +188,7 @@ impl<'a> Core<'a> {
             observer.routine_start(entry, self.program.entry(entry));
         }
         let routine = control::start(self);
-        let mut state = Registers {
+        let mut state = LoopState {
             pc: self.program.entry_slot(entry) as u16,
             ld: 0,
             last_row: LATCH_ROW,
@@ -219,14 +219,14 @@ impl<'a> Core<'a> {
     /// watchdog stops exactly where it would have.
     fn execute<O: Observer, const PRECISE: bool>(
         &mut self,
-        state: Registers,
+        state: LoopState,
         mut routine: Routine,
         observer: &mut O,
     ) -> Result<bool, Fault> {
         let program = self.program;
         let ops = program.ops(self.parity);
         let texture = self.texture;
-        let Registers {
+        let LoopState {
             mut pc,
             mut ld,
             mut last_row,
@@ -294,7 +294,7 @@ impl<'a> Core<'a> {
                                     routine.ret,
                                 );
                             }
-                            let state = Registers {
+                            let state = LoopState {
                                 pc,
                                 ld: op.dst,
                                 last_row: op.d_row,
@@ -320,28 +320,28 @@ impl<'a> Core<'a> {
             let (result, taken): (Vec3, Option<bool>) = datapath! {
                 match op.kind, a: a!(), b: b!(), imm: op.imm,
                 |result| (result, None), {
-                Kind::Omwrite => {
+                Operation::Omwrite => {
                     let (a, b) = (a!(), b!());
                     control::omwrite(&mut self.output, a, b);
                     (ZERO, None)
                 }
-                Kind::Tmread => {
+                Operation::Tmread => {
                     let a = a!();
                     (tmem::read(texture, &mut self.tmem_latch, a), None)
                 }
-                Kind::Jmp => {
+                Operation::Jmp => {
                     if op.flags & TARGET_IS_CALL != 0 {
                         arrival = control::Arrival::jump(program, this);
                     }
                     jump!(op.imm as u16, ZERO, None);
                     (ZERO, None)
                 }
-                Kind::Call => {
+                Operation::Call => {
                     let target = control::call(op, this, &mut arrival, &mut routine.ret);
                     jump!(target, ZERO, None);
                     (ZERO, None)
                 }
-                Kind::Ret => {
+                Operation::Ret => {
                     let result = control::ret_result(op.imm, b!());
                     if op.flags & RET_BEFORE_CALL != 0 {
                         routine.ret = program.jump_return_slot(this);
@@ -349,16 +349,16 @@ impl<'a> Core<'a> {
                     jump!(routine.ret, result, None);
                     (result, None)
                 }
-                Kind::BranchX => branch!(a!()[0], b!()[0]),
-                Kind::BranchY => branch!(a!()[1], b!()[1]),
-                Kind::BranchZ => branch!(a!()[2], b!()[2]),
-                Kind::Return => {
+                Operation::BranchX => branch!(a!()[0], b!()[0]),
+                Operation::BranchY => branch!(a!()[1], b!()[1]),
+                Operation::BranchZ => branch!(a!()[2], b!()[2]),
+                Operation::Return => {
                     if O::ENABLED {
                         self.observe(observer, this, op, seen, ([op.imm; 3], None), pc, routine.ret);
                     }
                     return Ok(control::finish(self, op, routine, budget_left));
                 }
-                Kind::Hang => {
+                Operation::Hang => {
                     // The hung instruction is not executed.
                     control::stop(self, ld, last_row, routine, budget_left + 1);
                     let address = op.imm as u16;
@@ -425,7 +425,7 @@ impl<'a> Core<'a> {
             written: op.d_row != LATCH_ROW,
             taken,
             next: program.slot_info(next as u32).address,
-            returns_to: (op.kind == super::program::Kind::Call)
+            returns_to: (op.kind == super::program::Operation::Call)
                 .then(|| program.slot_info(ret as u32).address),
         });
     }
@@ -537,7 +537,7 @@ impl CoreState for Core<'_> {
 
 /// The control state the interpreter loop carries.
 #[derive(Clone, Copy)]
-struct Registers {
+struct LoopState {
     /// The slot about to execute.
     pc: u16,
     /// The previous instruction's DST field and the row holding its result.
@@ -562,38 +562,38 @@ macro_rules! datapath {
             use $crate::core::alu::{self, Vec3};
             use $crate::core::control::divide_one;
             use $crate::core::exec::lanes2;
-            use $crate::core::program::Kind;
+            use $crate::core::program::Operation;
             match $kind {
-                Kind::Nop | Kind::Zero => { let $result: Vec3 = [0; 3]; $wrap }
-                Kind::Add => { let $result = lanes2($a, $b, alu::add); $wrap }
-                Kind::Sub => { let $result = lanes2($a, $b, alu::sub); $wrap }
-                Kind::Div => { let $result = divide_one($a, $b); $wrap }
-                Kind::Mul => { let $result = lanes2($a, $b, alu::mul); $wrap }
-                Kind::Imul => { let $result = lanes2($a, $b, alu::imul); $wrap }
-                Kind::Mag => { let $result = [alu::vector_magnitude($a); 3]; $wrap }
-                Kind::Copy => { let $result: Vec3 = $a; $wrap }
-                Kind::Inc => { let $result = $a.map(alu::inc); $wrap }
-                Kind::Dec => { let $result = $a.map(alu::dec); $wrap }
-                Kind::IncX => { let a: Vec3 = $a; let $result = [alu::inc(a[0]), a[1], a[2]]; $wrap }
-                Kind::IncY => { let a: Vec3 = $a; let $result = [a[0], alu::inc(a[1]), a[2]]; $wrap }
-                Kind::IncZ => { let a: Vec3 = $a; let $result = [a[0], a[1], alu::inc(a[2])]; $wrap }
-                Kind::Cross => { let $result = alu::cross($a, $b); $wrap }
-                Kind::Dot => { let $result = [alu::dot($a, $b); 3]; $wrap }
-                Kind::Mulp => { let a: Vec3 = $a; let $result = [a[0], a[1], alu::mul(a[0], a[1])]; $wrap }
-                Kind::Mod => { let $result = lanes2($a, $b, alu::modulo); $wrap }
-                Kind::Frac => { let $result = $a.map(alu::frac); $wrap }
-                Kind::Intp => { let $result = $a.map(alu::intp); $wrap }
-                Kind::Neg => { let $result = $a.map(alu::neg); $wrap }
-                Kind::Unscale => { let $result = $a.map(alu::unscale); $wrap }
-                Kind::Rescale => { let $result = $a.map(alu::rescale); $wrap }
-                Kind::ExchangeX => { let (a, b): (Vec3, Vec3) = ($a, $b); let $result = [b[0], a[1], a[2]]; $wrap }
-                Kind::ExchangeY => { let (a, b): (Vec3, Vec3) = ($a, $b); let $result = [a[0], b[1], a[2]]; $wrap }
-                Kind::ExchangeZ => { let (a, b): (Vec3, Vec3) = ($a, $b); let $result = [a[0], a[1], b[2]]; $wrap }
-                Kind::Lea => { let $result = [$imm; 3]; $wrap }
-                Kind::SetX => { let b: Vec3 = $b; let $result = [$imm, b[1], b[2]]; $wrap }
-                Kind::SetY => { let b: Vec3 = $b; let $result = [b[0], $imm, b[2]]; $wrap }
-                Kind::SetZ => { let b: Vec3 = $b; let $result = [b[0], b[1], $imm]; $wrap }
-                Kind::Swizzle => { let $result = alu::swizzle($b, $imm); $wrap }
+                Operation::Nop | Operation::Zero => { let $result: Vec3 = [0; 3]; $wrap }
+                Operation::Add => { let $result = lanes2($a, $b, alu::add); $wrap }
+                Operation::Sub => { let $result = lanes2($a, $b, alu::sub); $wrap }
+                Operation::Div => { let $result = divide_one($a, $b); $wrap }
+                Operation::Mul => { let $result = lanes2($a, $b, alu::mul); $wrap }
+                Operation::Imul => { let $result = lanes2($a, $b, alu::imul); $wrap }
+                Operation::Mag => { let $result = [alu::vector_magnitude($a); 3]; $wrap }
+                Operation::Copy => { let $result: Vec3 = $a; $wrap }
+                Operation::Inc => { let $result = $a.map(alu::inc); $wrap }
+                Operation::Dec => { let $result = $a.map(alu::dec); $wrap }
+                Operation::IncX => { let a: Vec3 = $a; let $result = [alu::inc(a[0]), a[1], a[2]]; $wrap }
+                Operation::IncY => { let a: Vec3 = $a; let $result = [a[0], alu::inc(a[1]), a[2]]; $wrap }
+                Operation::IncZ => { let a: Vec3 = $a; let $result = [a[0], a[1], alu::inc(a[2])]; $wrap }
+                Operation::Cross => { let $result = alu::cross($a, $b); $wrap }
+                Operation::Dot => { let $result = [alu::dot($a, $b); 3]; $wrap }
+                Operation::Mulp => { let a: Vec3 = $a; let $result = [a[0], a[1], alu::mul(a[0], a[1])]; $wrap }
+                Operation::Mod => { let $result = lanes2($a, $b, alu::modulo); $wrap }
+                Operation::Frac => { let $result = $a.map(alu::frac); $wrap }
+                Operation::Intp => { let $result = $a.map(alu::intp); $wrap }
+                Operation::Neg => { let $result = $a.map(alu::neg); $wrap }
+                Operation::Unscale => { let $result = $a.map(alu::unscale); $wrap }
+                Operation::Rescale => { let $result = $a.map(alu::rescale); $wrap }
+                Operation::ExchangeX => { let (a, b): (Vec3, Vec3) = ($a, $b); let $result = [b[0], a[1], a[2]]; $wrap }
+                Operation::ExchangeY => { let (a, b): (Vec3, Vec3) = ($a, $b); let $result = [a[0], b[1], a[2]]; $wrap }
+                Operation::ExchangeZ => { let (a, b): (Vec3, Vec3) = ($a, $b); let $result = [a[0], a[1], b[2]]; $wrap }
+                Operation::Lea => { let $result = [$imm; 3]; $wrap }
+                Operation::SetX => { let b: Vec3 = $b; let $result = [$imm, b[1], b[2]]; $wrap }
+                Operation::SetY => { let b: Vec3 = $b; let $result = [b[0], $imm, b[2]]; $wrap }
+                Operation::SetZ => { let b: Vec3 = $b; let $result = [b[0], b[1], $imm]; $wrap }
+                Operation::Swizzle => { let $result = alu::swizzle($b, $imm); $wrap }
                 $($rest)*
             }
         }
@@ -808,7 +808,7 @@ pub(crate) mod tests {
     }
 
     impl Fields {
-        fn of(word: Instruction) -> Fields {
+        fn of(word: Word) -> Fields {
             Fields {
                 dst: word.dst(),
                 a_addr: word.src1(),
@@ -836,7 +836,7 @@ pub(crate) mod tests {
 
     /// A random instruction of a program at 0x800C..0x800C+len: jumps and CALLs land in or
     /// just past it (or on the ROM's RETURN at 36), immediates are small or anything.
-    fn instruction(len: u16) -> impl Strategy<Value = Instruction> {
+    fn instruction(len: u16) -> impl Strategy<Value = Word> {
         let target = prop_oneof![
             4 => 0x800Cu16..0x800C + len + 2,
             1 => Just(36u16),
@@ -861,18 +861,18 @@ pub(crate) mod tests {
                     } else {
                         imm
                     };
-                    Instruction::type2(op, dst, imm)
+                    Word::type2(op, dst, imm)
                 } else {
-                    Instruction::type1(op, dst, a, b)
+                    Word::type1(op, dst, a, b)
                 }
             })
     }
 
-    pub(crate) fn program_strategy() -> impl Strategy<Value = Vec<Instruction>> {
+    pub(crate) fn program_strategy() -> impl Strategy<Value = Vec<Word>> {
         (1u16..24).prop_flat_map(|len| {
             prop::collection::vec(instruction(len), len as usize).prop_map(|mut code| {
                 // End with a RETURN most of the time so that runs finish.
-                code.push(Instruction::type2(Opcode::Return, 0, 1));
+                code.push(Word::type2(Opcode::Return, 0, 1));
                 code
             })
         })
@@ -933,7 +933,7 @@ pub(crate) mod tests {
             triangle in [[any::<u32>(); 3]; 7],
         ) {
             let mut imem = Program::default_imem();
-            imem[EntryPoint::PixelShader as usize] = Instruction(0x800C);
+            imem[EntryPoint::PixelShader as usize] = Word(0x800C);
             imem.extend_from_slice(&code);
             let program = Program::new(rom(RomVariant::Faithful), &imem);
             let texture: Vec<u32> = (0..64).map(|i| i * 7).collect();

@@ -28,9 +28,9 @@ use super::control::{self, Arrival, Routine};
 use super::exec::{datapath, Core};
 use super::output::OutputMemory;
 use super::program::{
-    jump_taken, operand_row, Kind, Op, Program, DYNAMIC_FORWARDING, FORWARD_A_ROW, FORWARD_B_ROW,
-    LATCH_ROW, REGISTER_ARRAY_ROWS, RET_BEFORE_CALL, SAVES_OLD, SLOW_BEFORE_CALL, STALE_ROW,
-    TARGET_IS_CALL,
+    jump_taken, operand_row, Op, Operation, Program, DYNAMIC_FORWARDING, FORWARD_A_ROW,
+    FORWARD_B_ROW, LATCH_ROW, REGISTER_ARRAY_ROWS, RET_BEFORE_CALL, SAVES_OLD, SLOW_BEFORE_CALL,
+    STALE_ROW, TARGET_IS_CALL,
 };
 use super::state::{storage::Storage, triangle_rows, CoreState};
 use super::tmem;
@@ -122,14 +122,7 @@ impl Iterator for LaneIter {
 /// Whether groups run on the vector unit they are compiled for (AVX2); elsewhere they
 /// work, lane-wide loops and all, but without the speed that makes them worth it.
 pub fn vectorised() -> bool {
-    #[cfg(target_arch = "x86_64")]
-    {
-        std::arch::is_x86_feature_detected!("avx2")
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    {
-        false
-    }
+    crate::cpu::has_avx2()
 }
 
 /// All ones in the lanes of `mask`, zero elsewhere.
@@ -294,7 +287,7 @@ impl<'a> CoreGroup<'a> {
     /// [`CoreState::load_triangle`] on every lane of `lanes` at once.
     pub fn load_triangle(&mut self, lanes: LaneMask, triangle: &Triangle) {
         #[cfg(target_arch = "x86_64")]
-        if std::arch::is_x86_feature_detected!("avx2") {
+        if vectorised() {
             // SAFETY: the CPU has AVX2, as just checked.
             return unsafe { self.load_triangle_avx2(lanes, triangle) };
         }
@@ -382,7 +375,7 @@ impl<'a> CoreGroup<'a> {
         entry: EntryPoint,
     ) -> Result<LaneMask, Abandoned> {
         #[cfg(target_arch = "x86_64")]
-        if std::arch::is_x86_feature_detected!("avx2") {
+        if vectorised() {
             // SAFETY: the CPU has AVX2, as just checked.
             return unsafe { self.execute_avx2(parity, lanes, entry) };
         }
@@ -469,30 +462,30 @@ impl<'a> CoreGroup<'a> {
             let (a, b) = (rows[a_row], rows[b_row]);
             // Where each lane of the group goes next: all to one slot, or split.
             let next = match op.kind {
-                Kind::Add => Next::Straight(a.zip(&b, alu::add)),
-                Kind::Sub => Next::Straight(a.zip(&b, alu::sub)),
-                Kind::Copy => Next::Straight(a),
-                Kind::Nop | Kind::Zero => Next::Straight(Row::ZERO),
-                Kind::SetX | Kind::SetY | Kind::SetZ => {
+                Operation::Add => Next::Straight(a.zip(&b, alu::add)),
+                Operation::Sub => Next::Straight(a.zip(&b, alu::sub)),
+                Operation::Copy => Next::Straight(a),
+                Operation::Nop | Operation::Zero => Next::Straight(Row::ZERO),
+                Operation::SetX | Operation::SetY | Operation::SetZ => {
                     let component = match op.kind {
-                        Kind::SetX => 0,
-                        Kind::SetY => 1,
+                        Operation::SetX => 0,
+                        Operation::SetY => 1,
                         _ => 2,
                     };
                     let mut result = b;
                     result.0[component] = [op.imm; LANES];
                     Next::Straight(result)
                 }
-                Kind::Div => Next::Straight(Row(control::divide(&a.0, &b.0, &active))),
-                Kind::Dot => Next::Straight(dot(&a, &b, &active)),
-                Kind::Cross => Next::Straight(cross(&a, &b, &active)),
-                Kind::Omwrite => {
+                Operation::Div => Next::Straight(Row(control::divide(&a.0, &b.0, &active))),
+                Operation::Dot => Next::Straight(dot(&a, &b, &active)),
+                Operation::Cross => Next::Straight(cross(&a, &b, &active)),
+                Operation::Omwrite => {
                     for lane in lanes_of(group) {
                         control::omwrite(&mut self.outputs[lane], a.lane(lane), b.lane(lane));
                     }
                     Next::Straight(Row::ZERO)
                 }
-                Kind::Tmread => {
+                Operation::Tmread => {
                     let mut result = Row::ZERO;
                     for lane in lanes_of(group) {
                         let latch = &mut latches.tmem_latch[lane];
@@ -500,7 +493,7 @@ impl<'a> CoreGroup<'a> {
                     }
                     Next::Straight(result)
                 }
-                Kind::Jmp => {
+                Operation::Jmp => {
                     if op.flags & TARGET_IS_CALL != 0 {
                         for lane in lanes_of(group) {
                             arrival[lane] = Arrival::jump(program, pc);
@@ -508,14 +501,14 @@ impl<'a> CoreGroup<'a> {
                     }
                     Next::Jump(Row::ZERO, op.imm as u16)
                 }
-                Kind::Call => {
+                Operation::Call => {
                     let mut target = 0;
                     for lane in lanes_of(group) {
                         target = control::call(op, pc, &mut arrival[lane], &mut ret[lane]);
                     }
                     Next::Jump(Row::ZERO, target)
                 }
-                Kind::Ret => {
+                Operation::Ret => {
                     let result = Row(control::ret_result([op.imm; LANES], b.0));
                     if op.flags & RET_BEFORE_CALL != 0 {
                         let slot = program.jump_return_slot(pc);
@@ -533,10 +526,10 @@ impl<'a> CoreGroup<'a> {
                         Next::Split(result)
                     }
                 }
-                Kind::BranchX | Kind::BranchY | Kind::BranchZ => {
+                Operation::BranchX | Operation::BranchY | Operation::BranchZ => {
                     let component = match op.kind {
-                        Kind::BranchX => 0,
-                        Kind::BranchY => 1,
+                        Operation::BranchX => 0,
+                        Operation::BranchY => 1,
                         _ => 2,
                     };
                     let taken = branch_taken(&a.0[component], &b.0[component], op.mask) & group;
@@ -560,8 +553,8 @@ impl<'a> CoreGroup<'a> {
                         Next::Split(Row::ZERO)
                     }
                 }
-                Kind::Return => Next::Return,
-                Kind::Hang => return Err(Abandoned),
+                Operation::Return => Next::Return,
+                Operation::Hang => return Err(Abandoned),
                 kind => {
                     let mut result = Row::ZERO;
                     for lane in lanes_of(group) {
@@ -845,7 +838,7 @@ mod tests {
     use crate::core::exec::tests::program_strategy;
     use crate::core::exec::NoObserver;
     use crate::core::rom::{rom, RomVariant};
-    use crate::isa::Instruction;
+    use crate::isa::Word;
     use proptest::prelude::*;
 
     fn cores<'a>(
@@ -894,7 +887,7 @@ mod tests {
             run_lanes in any::<u8>(),
         ) {
             let mut imem = Program::default_imem();
-            imem[EntryPoint::PixelShader as usize] = Instruction(0x800C);
+            imem[EntryPoint::PixelShader as usize] = Word(0x800C);
             imem.extend_from_slice(&code);
             let program = Program::new(rom(RomVariant::Faithful), &imem);
             let texture: Vec<u32> = (0..64).map(|i| i * 7).collect();

@@ -17,13 +17,13 @@ use std::collections::HashMap;
 use crate::isa::registers::{
     core_writable, EntryPoint, ENTRY_TABLE_LEN, IMEM_WORDS, USER_CODE_BIT,
 };
-use crate::isa::{Flow, Instr, Instruction, Writes, UNDEFINED_ROM_WORD};
+use crate::isa::{Flow, Instr, Word, Writes, UNDEFINED_ROM_WORD};
 
 use super::alu;
 
 /// What an [`Op`] does: the opcode table's operation column (one variant per lane for the
-/// lane-specific ones), with [`Kind::Hang`] for undefined opcodes.
-pub(crate) use crate::isa::Operation as Kind;
+/// lane-specific ones), with [`Operation::Hang`] for undefined opcodes.
+pub(crate) use crate::isa::Operation;
 
 /// Rows 0..127 are the address space as the execution unit sees it with swap parity 0;
 /// rows 128..159 hold the second swap-memory copy.
@@ -49,7 +49,7 @@ pub(crate) fn storage_row(address: u16, parity: usize) -> usize {
 /// One decoded instruction for one swap parity: 20 bytes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Op {
-    pub kind: Kind,
+    pub kind: Operation,
     pub mask: u8,
     /// [`DYNAMIC_FORWARDING`] when an operand's source depends on the path taken.
     pub flags: u8,
@@ -187,8 +187,8 @@ fn resolve_forwarding(ops: &mut [Op], slots: &[Slot], entries: &[u32], return_po
 }
 
 /// The opcodes whose units (divider, square root) let the fetch pointer run ahead.
-fn slow(kind: Kind) -> bool {
-    matches!(kind, Kind::Div | Kind::Mag)
+fn slow(kind: Operation) -> bool {
+    matches!(kind, Operation::Div | Operation::Mag)
 }
 
 /// The row an operand at `address` (own row `home`) is read from when the previous
@@ -242,8 +242,8 @@ pub(crate) struct Slot {
 /// decoded for every address that can execute.
 #[derive(Clone)]
 pub struct Program {
-    rom: Vec<Instruction>,
-    imem: Vec<Instruction>,
+    rom: Vec<Word>,
+    imem: Vec<Word>,
     entry: [u16; ENTRY_TABLE_LEN],
     entry_slot: [u32; ENTRY_TABLE_LEN],
     loaded_imem_words: usize,
@@ -254,12 +254,12 @@ pub struct Program {
 }
 
 /// Instruction memory words that were never loaded read as undefined (X in the RTL).
-const UNLOADED_WORD: Instruction = UNDEFINED_ROM_WORD;
+const UNLOADED_WORD: Word = UNDEFINED_ROM_WORD;
 
 impl Program {
     /// Builds code memory from the ROM words (address 0..) and the IMEM words (0x8000..):
     /// IMEM words 0..11 are the entry-point table, user code starts at 0x800C.
-    pub fn new(rom: &[Instruction], imem: &[Instruction]) -> Program {
+    pub fn new(rom: &[Word], imem: &[Word]) -> Program {
         assert!(
             rom.len() < USER_CODE_BIT as usize,
             "the ROM ends below 0x8000"
@@ -408,12 +408,12 @@ impl Program {
         } else {
             LATCH_ROW
         };
-        // What `imm` holds besides the word's immediate: see the variants of [`Kind`].
+        // What `imm` holds besides the word's immediate: see the variants of [`Operation`].
         let imm = match kind.flow() {
             Flow::Branch | Flow::Jump | Flow::Call => slot.target,
             Flow::Hang => slot.address as u32,
             // LEA reads the fetch pointer, already one past it (the RTL, tests/rtl.rs).
-            _ if kind == Kind::Lea => slot.address.wrapping_add(1) as u32,
+            _ if kind == Operation::Lea => slot.address.wrapping_add(1) as u32,
             _ => instr.word().imm(),
         };
         // Opcode bits 2..0 name a conditional jump's relation.
@@ -439,10 +439,10 @@ impl Program {
     }
 
     /// The default entry table (every routine at its ROM address) with no user code.
-    pub fn default_imem() -> Vec<Instruction> {
+    pub fn default_imem() -> Vec<Word> {
         EntryPoint::ALL
             .iter()
-            .map(|e| Instruction(e.default_address() as u64))
+            .map(|e| Word(e.default_address() as u64))
             .collect()
     }
 
@@ -454,7 +454,7 @@ impl Program {
     }
 
     /// The instruction memory as loaded: the entry-point table, then user code.
-    pub fn imem(&self) -> &[Instruction] {
+    pub fn imem(&self) -> &[Word] {
         &self.imem
     }
 
@@ -464,7 +464,7 @@ impl Program {
     }
 
     /// The instruction word at any address, as the fetch unit reads it.
-    pub fn word(&self, address: u16) -> Instruction {
+    pub fn word(&self, address: u16) -> Word {
         if address & USER_CODE_BIT == 0 {
             self.rom
                 .get(address as usize)
@@ -541,13 +541,13 @@ mod tests {
         assert_eq!(program.slot_of(0x8081), Some(281 + 129));
         // MAIN's CALL BIU (37 -> 157) and its return point 38.
         let call = program.ops(0)[37];
-        assert_eq!(call.kind, Kind::Call);
+        assert_eq!(call.kind, Operation::Call);
         assert_eq!(program.slot_info(call.imm).address, 157);
-        assert_eq!(program.ops(0)[280].kind, Kind::Hang);
+        assert_eq!(program.ops(0)[280].kind, Operation::Hang);
         assert_eq!(program.ops(0)[280].imm, 280);
         // IMEM words past the loaded table are unloaded: they hang.
         assert!(program.is_unloaded(0x800C));
-        assert_eq!(program.ops(0)[281 + 12].kind, Kind::Hang);
+        assert_eq!(program.ops(0)[281 + 12].kind, Operation::Hang);
         assert_eq!(program.word(0x9000), UNDEFINED_ROM_WORD);
         assert_eq!(
             program.instruction(0x1234),
@@ -558,9 +558,9 @@ mod tests {
     #[test]
     fn swap_rows_depend_on_parity_and_dropped_writes_go_to_the_sink() {
         let words = [
-            Instruction::type1(Opcode::Sub, 0x64, 0x2E, 0x2C), // E1 <- V1 - V0
-            Instruction::type1(Opcode::Add, 0x80, 0x47, 0x47), // write to bank 0: dropped
-            Instruction::type1(Opcode::Jgx, 0x8000, 0x47, 0x48),
+            Word::type1(Opcode::Sub, 0x64, 0x2E, 0x2C), // E1 <- V1 - V0
+            Word::type1(Opcode::Add, 0x80, 0x47, 0x47), // write to bank 0: dropped
+            Word::type1(Opcode::Jgx, 0x8000, 0x47, 0x48),
         ];
         let mut imem = Program::default_imem();
         imem.extend_from_slice(&words);
@@ -574,7 +574,7 @@ mod tests {
         );
         assert_eq!(program.ops(0)[at + 1].d_row, LATCH_ROW);
         let branch = program.ops(0)[at + 2];
-        assert_eq!((branch.kind, branch.d_row), (Kind::BranchX, LATCH_ROW));
+        assert_eq!((branch.kind, branch.d_row), (Operation::BranchX, LATCH_ROW));
         assert_eq!(program.slot_info(branch.imm).address, 0x8000);
     }
 }

@@ -5,7 +5,7 @@ use std::path::Path;
 use std::sync::OnceLock;
 
 use crate::isa::asm::{assemble_rom, RomAssembly};
-use crate::isa::Instruction;
+use crate::isa::Word;
 
 /// The ROM source: the default microcode of the original THEIA, commented.
 pub const ROM_SOURCE: &str = include_str!("../../shaders/rom/rom.shdr");
@@ -60,9 +60,9 @@ impl std::str::FromStr for RomVariant {
 }
 
 /// The ROM words of a variant: [`ROM_LEN`] of them, then the fixed variant's extension.
-pub fn rom(variant: RomVariant) -> &'static [Instruction] {
-    static FAITHFUL: OnceLock<Vec<Instruction>> = OnceLock::new();
-    static FIXED: OnceLock<Vec<Instruction>> = OnceLock::new();
+pub fn rom(variant: RomVariant) -> &'static [Word] {
+    static FAITHFUL: OnceLock<Vec<Word>> = OnceLock::new();
+    static FIXED: OnceLock<Vec<Word>> = OnceLock::new();
     match variant {
         RomVariant::Faithful => FAITHFUL.get_or_init(|| faithful().words.clone()),
         RomVariant::Fixed => FIXED.get_or_init(fixed),
@@ -81,7 +81,7 @@ fn faithful() -> &'static RomAssembly {
     })
 }
 
-fn fixed() -> Vec<Instruction> {
+fn fixed() -> Vec<Word> {
     let base = faithful();
     let source = format!("{ROM_SOURCE}\n{FIXED_EXTENSION_SOURCE}");
     let file = Path::new("shaders/rom/rom.shdr + shaders/rom/fixed.shdr");
@@ -127,15 +127,15 @@ mod tests {
         assert_eq!((faithful.len(), fixed.len()), (ROM_LEN, ROM_LEN + 23));
         let differ: Vec<usize> = (0..ROM_LEN).filter(|&i| faithful[i] != fixed[i]).collect();
         assert_eq!(differ, [56, 179, 268, 271]);
-        assert_eq!(fixed[56], Instruction::type2(Opcode::Setx, 110, 0));
-        assert_eq!(fixed[268], Instruction::type1(Opcode::Mul, 71, 56, 112));
-        assert_eq!(fixed[271], Instruction::type1(Opcode::Mul, 74, 55, 115));
+        assert_eq!(fixed[56], Word::type2(Opcode::Setx, 110, 0));
+        assert_eq!(fixed[268], Word::type1(Opcode::Mul, 71, 56, 112));
+        assert_eq!(fixed[271], Word::type1(Opcode::Mul, 74, 55, 115));
         // 179 (LABEL_BIU3) jumps to the first appended word; the last three are the
         // "not closer" test, the jump back to 180 (LABEL_BIU_KEEP) and the wrap exit.
-        assert_eq!(fixed[179], Instruction::type1(Opcode::Jmp, 280, 0, 0));
-        assert_eq!(fixed[280], Instruction::type1(Opcode::Jlx, 282, 103, 73));
+        assert_eq!(fixed[179], Word::type1(Opcode::Jmp, 280, 0, 0));
+        assert_eq!(fixed[280], Word::type1(Opcode::Jlx, 282, 103, 73));
         assert_eq!(fixed[300], faithful[179]);
-        assert_eq!(fixed[301], Instruction::type1(Opcode::Jmp, 180, 0, 0));
-        assert_eq!(fixed[302], Instruction::type1(Opcode::Ret, 118, 0, 0));
+        assert_eq!(fixed[301], Word::type1(Opcode::Jmp, 180, 0, 0));
+        assert_eq!(fixed[302], Word::type1(Opcode::Ret, 118, 0, 0));
     }
 }

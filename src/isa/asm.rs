@@ -42,7 +42,7 @@ use std::str::FromStr;
 
 use fixed::types::I15F17;
 
-use super::encoding::Instruction;
+use super::encoding::Word;
 use super::instr::Instr;
 use super::opcodes::{Hardware, Opcode, Shape};
 use super::registers::{
@@ -115,7 +115,7 @@ impl fmt::Display for AsmErrors {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Assembly {
     /// IMEM words 0..: the 12-entry table, then the code (ready for `RenderOptions::imem`).
-    pub imem: Vec<Instruction>,
+    pub imem: Vec<Word>,
     /// What the original hardware would not do as written (the program still assembles).
     pub warnings: Vec<Diagnostic>,
     /// Every label with its code address (entry labels included).
@@ -128,12 +128,12 @@ pub struct Assembly {
 
 impl Assembly {
     /// The entry-point table (IMEM words 0..11).
-    pub fn entry_table(&self) -> &[Instruction] {
+    pub fn entry_table(&self) -> &[Word] {
         &self.imem[..ENTRY_TABLE_LEN]
     }
 
     /// The user code (IMEM words 12..), starting at 0x800C.
-    pub fn code(&self) -> &[Instruction] {
+    pub fn code(&self) -> &[Word] {
         &self.imem[ENTRY_TABLE_LEN..]
     }
 
@@ -165,7 +165,7 @@ impl Assembly {
 /// An assembled ROM image (address 0..).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct RomAssembly {
-    pub words: Vec<Instruction>,
+    pub words: Vec<Word>,
     pub warnings: Vec<Diagnostic>,
     pub labels: BTreeMap<String, u16>,
     /// The 1-based source line of each word.
@@ -175,7 +175,7 @@ pub struct RomAssembly {
 /// Assembles a user program: entry table plus code for IMEM.
 pub fn assemble(source: &str, file: &Path) -> Result<Assembly, AsmErrors> {
     let out = Assembler::new(Mode::User, file).run(source)?;
-    let mut imem: Vec<Instruction> = out.entries.to_vec();
+    let mut imem: Vec<Word> = out.entries.to_vec();
     imem.extend(&out.words);
     Ok(Assembly {
         imem,
@@ -249,8 +249,8 @@ struct EntryDef<'a> {
 }
 
 struct Output {
-    entries: [Instruction; ENTRY_TABLE_LEN],
-    words: Vec<Instruction>,
+    entries: [Word; ENTRY_TABLE_LEN],
+    words: Vec<Word>,
     warnings: Vec<Diagnostic>,
     labels: BTreeMap<String, u16>,
     lines: Vec<usize>,
@@ -321,9 +321,7 @@ impl<'a> Assembler<'a> {
         let mut lines = Vec::with_capacity(statements.len());
         let mut texts = Vec::with_capacity(statements.len());
         for statement in &statements {
-            let word = self
-                .encode(statement)
-                .map_or(Instruction::default(), Instr::word);
+            let word = self.encode(statement).map_or(Word::default(), Instr::word);
             words.push(word);
             lines.push(statement.line);
             let text: Vec<&str> = (0..4)
@@ -598,8 +596,8 @@ impl<'a> Assembler<'a> {
 
     /// The 12 table words: overridden entries, defaults for the rest. Resolves `.entry`
     /// values (labels are all known now), so operands naming an entry see its address.
-    fn entry_table(&mut self) -> [Instruction; ENTRY_TABLE_LEN] {
-        let mut table = [Instruction::default(); ENTRY_TABLE_LEN];
+    fn entry_table(&mut self) -> [Word; ENTRY_TABLE_LEN] {
+        let mut table = [Word::default(); ENTRY_TABLE_LEN];
         for entry in EntryPoint::ALL {
             let i = entry as usize;
             if let Some(EntryDef {
@@ -615,14 +613,14 @@ impl<'a> Assembler<'a> {
                     self.error(line, token.column, message);
                     0
                 });
-                table[i] = Instruction(value);
+                table[i] = Word(value);
                 // The control unit uses the low 16 bits.
                 self.entries[i] = Some(EntryDef {
                     setting: EntrySetting::Label(value as u16),
                     line,
                 });
             } else {
-                table[i] = Instruction(self.entry_address(entry) as u64);
+                table[i] = Word(self.entry_address(entry) as u64);
             }
         }
         table
@@ -895,7 +893,7 @@ impl<'a> Assembler<'a> {
                 return None;
             }
         };
-        let instr = Instr::decode(Instruction(value));
+        let instr = Instr::decode(Word(value));
         self.check_hardware(instr, line, head, operands);
         Some(instr)
     }

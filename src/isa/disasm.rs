@@ -19,7 +19,7 @@
 use std::collections::BTreeMap;
 use std::fmt::{self, Write as _};
 
-use super::encoding::Instruction;
+use super::encoding::Word;
 use super::instr::Instr;
 use super::opcodes::{InputA, InputB, Shape, Writes};
 use super::registers::{
@@ -27,7 +27,7 @@ use super::registers::{
 };
 
 /// One instruction word in assembler syntax, jump targets in hex.
-pub fn disassemble(word: Instruction) -> String {
+pub fn disassemble(word: Word) -> String {
     Instr::decode(word).to_string()
 }
 
@@ -135,7 +135,7 @@ fn generated_label(address: u16) -> String {
 /// its address as a comment. Targets inside the code get generated labels.
 fn render_code(
     out: &mut String,
-    code: &[Instruction],
+    code: &[Word],
     base: u16,
     entry_labels: &BTreeMap<u16, Vec<EntryPoint>>,
 ) {
@@ -184,7 +184,7 @@ fn render_code(
 /// table word's upper bits are set: the hardware uses only the low 16 bits). An image shorter
 /// than the table is listed as if its missing entries held their defaults, which is what
 /// the machine assumes too; so the re-assembled image then has the full 12 entries.
-pub fn listing(imem: &[Instruction]) -> String {
+pub fn listing(imem: &[Word]) -> String {
     let code = imem.get(ENTRY_TABLE_LEN..).unwrap_or(&[]);
     let code_end = USER_CODE_START as usize + code.len();
     let mut out = String::new();
@@ -214,7 +214,7 @@ pub fn listing(imem: &[Instruction]) -> String {
 
 /// A ROM image (address 0..) as ROM-mode source: entry labels at the default routine
 /// addresses, generated labels for branch targets inside the ROM.
-pub fn rom_listing(rom: &[Instruction]) -> String {
+pub fn rom_listing(rom: &[Word]) -> String {
     let mut out = String::new();
     let _ = writeln!(out, "// THEIA ROM: {} words from address 0", rom.len());
     let mut entry_labels: BTreeMap<u16, Vec<EntryPoint>> = BTreeMap::new();
@@ -235,7 +235,7 @@ mod tests {
     use super::*;
 
     fn dis(word: u64) -> String {
-        disassemble(Instruction(word))
+        disassemble(Word(word))
     }
 
     #[test]
@@ -286,16 +286,16 @@ mod tests {
 
     #[test]
     fn listing_labels_entries_and_branch_targets() {
-        let mut imem: Vec<Instruction> = EntryPoint::ALL
+        let mut imem: Vec<Word> = EntryPoint::ALL
             .iter()
-            .map(|e| Instruction(e.default_address() as u64))
+            .map(|e| Word(e.default_address() as u64))
             .collect();
-        imem[EntryPoint::PixelShader as usize] = Instruction(0x800C);
-        imem[EntryPoint::Psu2 as usize] = Instruction(0x00E8);
+        imem[EntryPoint::PixelShader as usize] = Word(0x800C);
+        imem[EntryPoint::Psu2 as usize] = Word(0x00E8);
         imem.extend([
-            Instruction(0x0009_800E_0047_0040), // JLX 0x800E R1 C1
-            Instruction(0x0059_009D_0000_0000), // CALL 157
-            Instruction(0x0040_0000_0000_0001),
+            Word(0x0009_800E_0047_0040), // JLX 0x800E R1 C1
+            Word(0x0059_009D_0000_0000), // CALL 157
+            Word(0x0040_0000_0000_0001),
         ]);
         assert_eq!(
             listing(&imem),

@@ -1,24 +1,33 @@
-//! The 64-bit instruction word (spec isa_and_formats §1.1):
-//! `OPCODE[63:48] DST[47:32] SRC1[31:16] SRC2[15:0]` (type I) or
-//! `OPCODE[63:48] DST[47:32] IMM32[31:0]` (type II, opcode bit 6 set).
+//! The 64-bit instruction word, [`Word`] (spec isa_and_formats §1.1); its typed reading is
+//! [`Instr`](super::Instr).
+//!
+//! ```text
+//!  63         48 47         32 31         16 15          0
+//! +-------------+-------------+-------------+-------------+
+//! |   OPCODE    |     DST     |    SRC1     |    SRC2     |  type I
+//! +-------------+-------------+-------------+-------------+
+//! |   OPCODE    |     DST     |           IMM32           |  type II (opcode bit 6 set)
+//! +-------------+-------------+---------------------------+
+//! ```
+//!
+//! DST is also a jump's or CALL's target; type II's A input is (IMM32, 0, 0) and its B
+//! input the register DST names.
 
 use super::opcodes::Opcode;
 
 /// One raw instruction word.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
-pub struct Instruction(pub u64);
+pub struct Word(pub u64);
 
-impl Instruction {
+impl Word {
     /// Encodes a type I instruction.
-    pub fn type1(opcode: Opcode, dst: u16, src1: u16, src2: u16) -> Instruction {
-        Instruction(
-            (opcode.code() as u64) << 48 | (dst as u64) << 32 | (src1 as u64) << 16 | src2 as u64,
-        )
+    pub fn type1(opcode: Opcode, dst: u16, src1: u16, src2: u16) -> Word {
+        Word((opcode.code() as u64) << 48 | (dst as u64) << 32 | (src1 as u64) << 16 | src2 as u64)
     }
 
     /// Encodes a type II instruction (32-bit immediate in bits 31..0).
-    pub fn type2(opcode: Opcode, dst: u16, imm: u32) -> Instruction {
-        Instruction((opcode.code() as u64) << 48 | (dst as u64) << 32 | imm as u64)
+    pub fn type2(opcode: Opcode, dst: u16, imm: u32) -> Word {
+        Word((opcode.code() as u64) << 48 | (dst as u64) << 32 | imm as u64)
     }
 
     /// Bits 63..48, as the hardware matches them (all 16 bits).
@@ -66,13 +75,13 @@ impl Instruction {
         ((self.0 >> 32) as u32, self.0 as u32)
     }
 
-    pub fn from_words(high: u32, low: u32) -> Instruction {
-        Instruction((high as u64) << 32 | low as u64)
+    pub fn from_words(high: u32, low: u32) -> Word {
+        Word((high as u64) << 32 | low as u64)
     }
 }
 
 /// What the ROM returns for an address it does not define: opcode 0x00FF, which hangs.
-pub const UNDEFINED_ROM_WORD: Instruction = Instruction(0x00FF_FFFF_FFFF_FFFF);
+pub const UNDEFINED_ROM_WORD: Word = Word(0x00FF_FFFF_FFFF_FFFF);
 
 #[cfg(test)]
 mod tests {
@@ -81,21 +90,21 @@ mod tests {
     #[test]
     fn fields_of_a_type1_word() {
         // OMWRITE OREG_PIXEL_COLOR CREG_CURRENT_OUTPUT_PIXEL CREG_TEXTURE_COLOR
-        let word = Instruction(0x002F_0080_0078_006E);
+        let word = Word(0x002F_0080_0078_006E);
         assert_eq!(word.opcode(), Some(Opcode::Omwrite));
         assert_eq!((word.dst(), word.src1(), word.src2()), (0x80, 0x78, 0x6E));
         assert!(!word.is_type2());
-        assert_eq!(Instruction::type1(Opcode::Omwrite, 0x80, 0x78, 0x6E), word);
+        assert_eq!(Word::type1(Opcode::Omwrite, 0x80, 0x78, 0x6E), word);
     }
 
     #[test]
     fn fields_of_a_type2_word() {
-        let word = Instruction::type2(Opcode::Setx, 0x5F, 0x01F4_0000);
+        let word = Word::type2(Opcode::Setx, 0x5F, 0x01F4_0000);
         assert_eq!(word.0, 0x0041_005F_01F4_0000);
         assert!(word.is_type2());
         assert_eq!(word.imm(), 0x01F4_0000);
         assert_eq!(word.words(), (0x0041_005F, 0x01F4_0000));
-        assert_eq!(Instruction::from_words(0x0041_005F, 0x01F4_0000), word);
+        assert_eq!(Word::from_words(0x0041_005F, 0x01F4_0000), word);
     }
 
     #[test]

@@ -4,7 +4,7 @@
 //! it. What an instruction reads, writes and does to control flow comes from its opcode's
 //! row in [`super::OPCODES`].
 
-use super::encoding::Instruction;
+use super::encoding::Word;
 use super::opcodes::{Flow, InputA, InputB, Opcode, OpcodeInfo, Operation, Writes};
 
 /// One instruction. Every 64-bit word decodes to exactly one `Instr` and encodes back to
@@ -21,12 +21,12 @@ pub enum Instr {
     /// Type II (opcode bit 6 set): `OPCODE DST IMM32`.
     Immediate { opcode: Opcode, dst: u16, imm: u32 },
     /// A word whose opcode field the hardware does not define: the core hangs on it.
-    Undefined(Instruction),
+    Undefined(Word),
 }
 
 impl Instr {
     /// Decodes a word, as the hardware's decoder does.
-    pub fn decode(word: Instruction) -> Instr {
+    pub fn decode(word: Word) -> Instr {
         match word.opcode() {
             None => Instr::Undefined(word),
             Some(opcode) if opcode.is_type2() => Instr::Immediate {
@@ -44,15 +44,15 @@ impl Instr {
     }
 
     /// The instruction word.
-    pub fn word(self) -> Instruction {
+    pub fn word(self) -> Word {
         match self {
             Instr::Registers {
                 opcode,
                 dst,
                 src1,
                 src2,
-            } => Instruction::type1(opcode, dst, src1, src2),
-            Instr::Immediate { opcode, dst, imm } => Instruction::type2(opcode, dst, imm),
+            } => Word::type1(opcode, dst, src1, src2),
+            Instr::Immediate { opcode, dst, imm } => Word::type2(opcode, dst, imm),
             Instr::Undefined(word) => word,
         }
     }
@@ -123,14 +123,14 @@ impl Instr {
     }
 }
 
-impl From<Instruction> for Instr {
-    fn from(word: Instruction) -> Instr {
+impl From<Word> for Instr {
+    fn from(word: Word) -> Instr {
         Instr::decode(word)
     }
 }
 
-impl From<Instr> for Instruction {
-    fn from(instr: Instr) -> Instruction {
+impl From<Instr> for Word {
+    fn from(instr: Instr) -> Word {
         instr.word()
     }
 }
@@ -141,7 +141,7 @@ mod tests {
 
     #[test]
     fn words_decode_by_type_and_round_trip() {
-        let omwrite = Instruction(0x002F_0080_0078_006E);
+        let omwrite = Word(0x002F_0080_0078_006E);
         assert_eq!(
             Instr::decode(omwrite),
             Instr::Registers {
@@ -151,7 +151,7 @@ mod tests {
                 src2: 0x6E
             }
         );
-        let setx = Instruction(0x0041_005F_01F4_0000);
+        let setx = Word(0x0041_005F_01F4_0000);
         assert_eq!(
             Instr::decode(setx),
             Instr::Immediate {
@@ -160,15 +160,15 @@ mod tests {
                 imm: 0x01F4_0000
             }
         );
-        let hang = Instruction(0x00FF_FFFF_FFFF_FFFF);
+        let hang = Word(0x00FF_FFFF_FFFF_FFFF);
         assert_eq!(Instr::decode(hang), Instr::Undefined(hang));
         for word in [
             omwrite,
             setx,
             hang,
-            Instruction(0x0058_8010_0000_0007),
-            Instruction(0x0000_0047_0000_0000),
-            Instruction(0x0100_0000_0000_0000),
+            Word(0x0058_8010_0000_0007),
+            Word(0x0000_0047_0000_0000),
+            Word(0x0100_0000_0000_0000),
         ] {
             assert_eq!(Instr::decode(word).word(), word, "{:016X}", word.0);
         }
@@ -176,21 +176,21 @@ mod tests {
 
     #[test]
     fn operands_follow_the_table() {
-        let setx = Instr::decode(Instruction(0x0041_005F_01F4_0000));
+        let setx = Instr::decode(Word(0x0041_005F_01F4_0000));
         assert_eq!((setx.a(), setx.b()), (InputA::Imm, InputB::Dst));
         assert_eq!(setx.reads(), (false, true));
         assert_eq!(setx.input_addresses(), (0x01F4, 0x5F));
         assert_eq!(setx.target(), None);
-        let branch = Instr::decode(Instruction(0x000A_002B_0076_0077));
+        let branch = Instr::decode(Word(0x000A_002B_0076_0077));
         assert_eq!(branch.reads(), (true, true));
         assert_eq!(branch.input_addresses(), (0x76, 0x77));
         assert_eq!((branch.target(), branch.flow()), (Some(0x2B), Flow::Branch));
         assert_eq!(branch.writes(), Writes::Nothing);
-        let ret = Instr::decode(Instruction(0x005A_0076_0000_0001));
+        let ret = Instr::decode(Word(0x005A_0076_0000_0001));
         assert_eq!((ret.flow(), ret.writes()), (Flow::Ret, Writes::Forwarding));
-        let call = Instr::decode(Instruction(0x0059_009D_0000_0000));
+        let call = Instr::decode(Word(0x0059_009D_0000_0000));
         assert_eq!((call.target(), call.reads()), (Some(0x9D), (false, false)));
-        let hang = Instr::decode(Instruction(0x00FF_FFFF_FFFF_FFFF));
+        let hang = Instr::decode(Word(0x00FF_FFFF_FFFF_FFFF));
         assert_eq!(
             (hang.operation(), hang.flow()),
             (Operation::Hang, Flow::Hang)

@@ -11,7 +11,7 @@ pub mod registers;
 
 pub use asm::{assemble, assemble_rom, AsmErrors, Assembly, Diagnostic, RomAssembly, Severity};
 pub use disasm::{disassemble, listing, rom_listing};
-pub use encoding::{Instruction, UNDEFINED_ROM_WORD};
+pub use encoding::{Word, UNDEFINED_ROM_WORD};
 pub use instr::Instr;
 pub use opcodes::{
     Flow, Hardware, InputA, InputB, Opcode, OpcodeInfo, Operation, Shape, Writes, OPCODES,

@@ -51,7 +51,7 @@ use crate::core::alu::{self, Vec3};
 use crate::core::program::Program;
 use crate::core::{CoreState, Triangle};
 use crate::isa::registers::{address, EntryPoint};
-use crate::isa::Instruction;
+use crate::isa::Word;
 
 /// The words MAIN (37..=43) and BIU's reject paths (157..=178) consist of, as the culling
 /// argument assumes them (spec rom_words.txt).
@@ -192,7 +192,7 @@ impl Culler {
             return Err(Refusal::UserMain { address: main });
         }
         for &(address, word) in &REJECT_PATH_WORDS {
-            if program.word(address) != Instruction(word) {
+            if program.word(address) != Word(word) {
                 return Err(Refusal::ChangedWord { address });
             }
         }
@@ -707,7 +707,7 @@ mod tests {
         for variant in [RomVariant::Faithful, RomVariant::Fixed] {
             let words = rom(variant);
             for &(address, word) in &REJECT_PATH_WORDS {
-                assert_eq!(words[address as usize], Instruction(word), "{address}");
+                assert_eq!(words[address as usize], Word(word), "{address}");
             }
         }
     }
@@ -717,14 +717,14 @@ mod tests {
         let triangles = [[[0; 3]; 7]];
         let config = [[0; 3]; 6];
         let mut imem = Program::default_imem();
-        imem[EntryPoint::Main as usize] = Instruction(0x800C);
+        imem[EntryPoint::Main as usize] = Word(0x800C);
         let program = Program::new(rom(RomVariant::Faithful), &imem);
         assert_eq!(
             Culler::new(&program, &triangles, &config).unwrap_err(),
             Refusal::UserMain { address: 0x800C }
         );
         let mut words = rom(RomVariant::Faithful).to_vec();
-        words[170] = Instruction(0);
+        words[170] = Word(0);
         let program = Program::new(&words, &Program::default_imem());
         assert_eq!(
             Culler::new(&program, &triangles, &config).unwrap_err(),

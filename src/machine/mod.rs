@@ -26,7 +26,7 @@ use crate::core::rom::{rom, RomVariant};
 use crate::core::CoreState;
 use crate::core::OutputMemory;
 use crate::isa::registers::{address, EntryPoint};
-use crate::isa::Instruction;
+use crate::isa::Word;
 use crate::scene::{Partition, Scene};
 use crate::stage::{PixelStage, ShadingCore, TheiaPixelShader};
 use accel::{Accel, AccelRefusal, RowVerdicts};
@@ -41,7 +41,7 @@ pub struct RenderOptions {
     /// `Some(n)`: split the image into `n` row bands; `None`: the scene's own partitions.
     pub cores: Option<u32>,
     /// Instruction memory (entry table + user code) replacing the scene's.
-    pub imem: Option<Vec<Instruction>>,
+    pub imem: Option<Vec<Word>>,
     /// Per-pixel instruction budget; `None` picks one from the triangle count.
     pub max_steps: Option<u64>,
     /// Skip MAIN for triangles BIU provably rejects, leaving the core in the state MAIN

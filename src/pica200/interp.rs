@@ -424,8 +424,8 @@ impl Code {
         decoded: &Decoded,
         pc: u32,
         scopes: &mut Scopes,
-    ) -> Result<Option<Step>, Fault> {
-        let step = Step::to(pc + 1);
+    ) -> Result<Option<Next>, Fault> {
+        let step = Next::to(pc + 1);
         match decoded {
             Decoded::Arith {
                 op,
@@ -462,14 +462,14 @@ impl Code {
 /// Where control goes after one instruction: `next`, unless a scope ends; `is_break`
 /// leaves the innermost loop.
 #[derive(Clone, Copy)]
-struct Step {
+struct Next {
     next: u32,
     is_break: bool,
 }
 
-impl Step {
-    fn to(next: u32) -> Step {
-        Step {
+impl Next {
+    fn to(next: u32) -> Next {
+        Next {
             next,
             is_break: false,
         }
@@ -493,32 +493,32 @@ impl Scopes {
     }
 
     /// Enters a procedure `dst..dst + num` from `pc`.
-    fn call(&mut self, pc: u32, dst: u32, num: u32) -> Step {
+    fn call(&mut self, pc: u32, dst: u32, num: u32) -> Next {
         self.calls.push(CallScope {
             end_at: dst + num,
             return_to: pc + 1,
         });
-        Step::to(dst)
+        Next::to(dst)
     }
 
     /// An IF whose condition is `taken`: into the IF branch (up to `dst`, then the else
     /// branch of `num` words is skipped), or straight to the else branch at `dst`.
-    fn branch(&mut self, pc: u32, taken: bool, dst: u32, num: u32) -> Step {
+    fn branch(&mut self, pc: u32, taken: bool, dst: u32, num: u32) -> Next {
         if !taken {
-            return Step::to(dst);
+            return Next::to(dst);
         }
         self.ifs.push(IfScope {
             else_at: dst,
             end_at: dst + num,
         });
-        Step::to(pc + 1)
+        Next::to(pc + 1)
     }
 
     /// The pc after the instruction at `old` went to `step`. Scope ends are checked
     /// against the instruction's own successor so that a jump at the end of a scope is
     /// never taken: CALL (up to four at once; the fourth does not move the PC), then IF,
     /// then LOOP.
-    fn close(&mut self, state: &mut State, old: u32, step: Step) -> u32 {
+    fn close(&mut self, state: &mut State, old: u32, step: Next) -> u32 {
         let mut pc = step.next;
         let mut successor = old + 1;
         for i in 0..4 {
@@ -566,11 +566,11 @@ fn control(
     word: &Word,
     pc: u32,
     scopes: &mut Scopes,
-) -> Result<Option<Step>, Fault> {
-    let next = Step::to(pc + 1);
+) -> Result<Option<Next>, Fault> {
+    let next = Next::to(pc + 1);
     Ok(Some(match *word {
         Word::Zero { op: Op::End } => return Ok(None),
-        Word::Zero { op: Op::Break } => Step {
+        Word::Zero { op: Op::Break } => Next {
             is_break: true,
             ..next
         },
@@ -593,11 +593,11 @@ fn control(
             let taken = op == Op::Call || condition(state, refx, refy, condop);
             let (dst, num) = (dst as u32, num as u32);
             match op {
-                Op::Breakc => Step {
+                Op::Breakc => Next {
                     is_break: taken,
                     ..next
                 },
-                Op::Jmpc if taken => Step::to(dst),
+                Op::Jmpc if taken => Next::to(dst),
                 Op::Call | Op::Callc if taken => scopes.call(pc, dst, num),
                 Op::Ifc => scopes.branch(pc, taken, dst, num),
                 _ => next,
@@ -607,7 +607,7 @@ fn control(
             let (dst, num) = (dst as u32, num as u32);
             let flag = state.bools >> id & 1 == 1;
             match op {
-                Op::Jmpu if flag == (num & 1 == 0) => Step::to(dst),
+                Op::Jmpu if flag == (num & 1 == 0) => Next::to(dst),
                 Op::Callu if flag => scopes.call(pc, dst, num),
                 Op::Ifu => scopes.branch(pc, flag, dst, num),
                 Op::Loop => {

@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 
 use super::{Partition, Scene, SceneError, Triangle, Vec3, TRIANGLE_VECTORS};
 use crate::isa::registers::IMEM_WORDS;
-use crate::isa::Instruction;
+use crate::isa::Word;
 
 /// One hexadecimal word and where it stood.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -204,16 +204,16 @@ pub fn read_control_register(path: &Path) -> Result<u32, SceneError> {
 
 /// Reads Instructions.mem: word 0 is a count the emulator ignores (it is written in decimal
 /// and read as hex); then one instruction per pair of words, high word first.
-pub fn read_instructions(path: &Path) -> Result<Vec<Instruction>, SceneError> {
+pub fn read_instructions(path: &Path) -> Result<Vec<Word>, SceneError> {
     instructions_from_words(&read_words(path)?, path)
 }
 
 /// [`read_instructions`] on text already read; `file` names it in messages.
-pub fn parse_instructions(text: &str, file: &Path) -> Result<Vec<Instruction>, SceneError> {
+pub fn parse_instructions(text: &str, file: &Path) -> Result<Vec<Word>, SceneError> {
     instructions_from_words(&read_hex_words(text, file)?, file)
 }
 
-fn instructions_from_words(words: &[Token], path: &Path) -> Result<Vec<Instruction>, SceneError> {
+fn instructions_from_words(words: &[Token], path: &Path) -> Result<Vec<Word>, SceneError> {
     let body = words.get(1..).unwrap_or_default();
     if body.len() % 2 == 1 {
         return Err(SceneError::Invalid {
@@ -222,9 +222,9 @@ fn instructions_from_words(words: &[Token], path: &Path) -> Result<Vec<Instructi
             message: "odd number of instruction words: each instruction is two words".into(),
         });
     }
-    let instructions: Vec<Instruction> = body
+    let instructions: Vec<Word> = body
         .chunks_exact(2)
-        .map(|pair| Instruction::from_words(pair[0].value, pair[1].value))
+        .map(|pair| Word::from_words(pair[0].value, pair[1].value))
         .collect();
     if instructions.len() > IMEM_WORDS {
         return Err(SceneError::Invalid {
@@ -287,7 +287,7 @@ impl MemFiles {
     /// The files for `scene` rendered by `partitions` with instruction memory `imem` (entry
     /// table and user code). Each file reads back through this module's readers to the
     /// same scene.
-    pub fn new(scene: &Scene, partitions: &[Partition], imem: &[Instruction]) -> MemFiles {
+    pub fn new(scene: &Scene, partitions: &[Partition], imem: &[Word]) -> MemFiles {
         MemFiles {
             params: params_text(scene, partitions),
             vertex: vertex_text(&scene.triangles),
@@ -372,7 +372,7 @@ fn textures_text(texture: &[u32]) -> String {
 /// Instructions.mem: word 0 is where the host stops reading (it starts at word 1 and reads
 /// it as hex), so exactly the listed instructions are sent; then each instruction as two
 /// words, high word first.
-fn instructions_text(imem: &[Instruction]) -> String {
+fn instructions_text(imem: &[Word]) -> String {
     use std::fmt::Write;
     let mut out = format!(
         "{:x} // words sent: 1 + 2 per instruction\n",

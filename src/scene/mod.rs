@@ -7,7 +7,7 @@ pub mod obj;
 
 use std::path::PathBuf;
 
-use crate::isa::Instruction;
+use crate::isa::Word;
 
 pub use crate::core::alu::Vec3;
 pub use crate::core::triangle::{Triangle, TRIANGLE_VECTORS};
@@ -136,7 +136,7 @@ pub struct Scene {
     /// Creg.mem: latched by the hardware but read by nothing.
     pub control_register: u32,
     /// Instructions.mem (entry table + user code), if the scene has one.
-    pub program: Option<Vec<Instruction>>,
+    pub program: Option<Vec<Word>>,
 }
 
 impl Scene {

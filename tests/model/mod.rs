@@ -145,7 +145,7 @@ ENTRYPOINT_ADRR_PIXELSHADER:
 ";
 
 /// [`HIT_SHADER`] assembled.
-pub fn hit_shader() -> Vec<theia::isa::Instruction> {
+pub fn hit_shader() -> Vec<theia::isa::Word> {
     theia::isa::asm::assemble(HIT_SHADER, std::path::Path::new("hits.shdr"))
         .expect("the hit shader assembles")
         .imem

@@ -16,7 +16,7 @@ use std::collections::BTreeSet;
 use theia::core::rom::{rom, RomVariant};
 use theia::core::{NoObserver, Observer, Step};
 use theia::isa::registers::{core_writable, EntryPoint, IMEM_WORDS};
-use theia::isa::{Instruction, Opcode, OPCODES};
+use theia::isa::{Opcode, Word, OPCODES};
 use theia::machine::accel::RowVerdicts;
 use theia::machine::{Machine, RenderOptions};
 use theia::scene::{Partition, Scene, Triangle};
@@ -120,7 +120,7 @@ pub struct Use {
 /// A generated case.
 pub struct Case {
     pub scene: Scene,
-    pub imem: Vec<Instruction>,
+    pub imem: Vec<Word>,
     pub uses: Vec<Use>,
     /// For [`Flavor::Unfinished`]: the unfinished opcode (and SWIZZLE3D code) it runs.
     pub unfinished: Option<(Opcode, u32)>,
@@ -224,7 +224,7 @@ struct Label(usize);
 /// User code under construction: instruction words (user code starts at IMEM index 12,
 /// address 0x800C), with jump targets patched once their labels are placed.
 struct Code {
-    words: Vec<Instruction>,
+    words: Vec<Word>,
     labels: Vec<Option<usize>>,
     fixups: Vec<(usize, Label)>,
 }
@@ -247,7 +247,7 @@ impl Code {
         self.labels[label.0] = Some(self.words.len());
     }
 
-    fn push(&mut self, word: Instruction) {
+    fn push(&mut self, word: Word) {
         self.words.push(word);
     }
 
@@ -255,17 +255,17 @@ impl Code {
     fn jump(&mut self, op: Opcode, a: u16, b: u16, label: Label) {
         self.fixups.push((self.words.len(), label));
         if op.is_type2() {
-            self.push(Instruction::type2(op, 0, 0));
+            self.push(Word::type2(op, 0, 0));
         } else {
-            self.push(Instruction::type1(op, 0, a, b));
+            self.push(Word::type1(op, 0, a, b));
         }
     }
 
-    fn finish(mut self) -> Vec<Instruction> {
+    fn finish(mut self) -> Vec<Word> {
         for &(at, label) in &self.fixups {
             let target = Code::address(self.labels[label.0].expect("every label is placed"));
             let word = self.words[at].0 & !(0xFFFF << 32);
-            self.words[at] = Instruction(word | (target as u64) << 32);
+            self.words[at] = Word(word | (target as u64) << 32);
         }
         self.words
     }
@@ -379,7 +379,7 @@ impl Gen<'_> {
     }
 
     /// Appends `word`, noting what it writes for later sources.
-    fn emit(&mut self, word: Instruction, writes: Option<u16>) {
+    fn emit(&mut self, word: Word, writes: Option<u16>) {
         let writes = writes.filter(|&r| core_writable(r)).map(|r| r & 0x7F);
         self.written.push(writes);
         self.last_dst = Some(word.dst());
@@ -395,7 +395,7 @@ impl Gen<'_> {
                 self.rng.next() as u32 >> self.rng.below(20)
             };
             self.record(op, classify(register), self.distance(register));
-            self.emit(Instruction::type2(op, register, value), Some(register));
+            self.emit(Word::type2(op, register, value), Some(register));
         }
     }
 
@@ -412,7 +412,7 @@ impl Gen<'_> {
             };
             self.record(op, dst_class, self.distance(dst));
             let writes = (info.writes == theia::isa::Writes::Dst).then_some(dst);
-            self.emit(Instruction::type2(op, dst, imm), writes);
+            self.emit(Word::type2(op, dst, imm), writes);
             return;
         }
         let (a, a_class, a_distance) = self.source();
@@ -425,7 +425,7 @@ impl Gen<'_> {
         }
         self.record(op, dst_class, 0);
         let writes = (info.writes == theia::isa::Writes::Dst).then_some(dst);
-        self.emit(Instruction::type1(op, dst, a, b), writes);
+        self.emit(Word::type1(op, dst, a, b), writes);
     }
 
     /// TMREAD from an address register the generator sets: consecutive words, shared banks,
@@ -448,7 +448,7 @@ impl Gen<'_> {
             .zip(pattern)
         {
             self.emit(
-                Instruction::type2(*op, address_register, value),
+                Word::type2(*op, address_register, value),
                 Some(address_register),
             );
         }
@@ -462,7 +462,7 @@ impl Gen<'_> {
             let (dst, class) = self.destination();
             self.record(Opcode::Tmread, class, self.distance(address_register));
             self.emit(
-                Instruction::type1(Opcode::Tmread, dst, address_register, 0),
+                Word::type1(Opcode::Tmread, dst, address_register, 0),
                 Some(dst),
             );
         }
@@ -508,10 +508,7 @@ impl Gen<'_> {
             16 => {
                 let (src, class, distance) = self.source();
                 self.record(Opcode::Omwrite, class, distance);
-                self.emit(
-                    Instruction::type1(Opcode::Omwrite, 0, CREG_OUTPUT, src),
-                    None,
-                );
+                self.emit(Word::type1(Opcode::Omwrite, 0, CREG_OUTPUT, src), None);
             }
             _ => self.alu(),
         }
@@ -527,7 +524,7 @@ impl Gen<'_> {
     fn bounded_loop(&mut self, counter: u16) {
         let count = self.rng.range(1, 3) as u32;
         self.emit(
-            Instruction::type2(Opcode::Setx, counter, count << 17),
+            Word::type2(Opcode::Setx, counter, count << 17),
             Some(counter),
         );
         let top = self.code.label();
@@ -536,10 +533,7 @@ impl Gen<'_> {
         let n = self.rng.range(2, 6) as usize;
         self.block(n);
         self.record(Opcode::Dec, Class::General, self.distance(counter));
-        self.emit(
-            Instruction::type1(Opcode::Dec, counter, counter, 0),
-            Some(counter),
-        );
+        self.emit(Word::type1(Opcode::Dec, counter, counter, 0), Some(counter));
         self.record(Opcode::Jgx, Class::General, 1);
         self.code.jump(Opcode::Jgx, counter, CREG_ZERO, top);
         self.written.push(None);
@@ -554,12 +548,9 @@ impl Gen<'_> {
             self.writable_scratch()
         };
         self.record(Opcode::Omwrite, classify(colour), self.distance(colour));
-        self.emit(
-            Instruction::type1(Opcode::Omwrite, 0, CREG_OUTPUT, colour),
-            None,
-        );
+        self.emit(Word::type1(Opcode::Omwrite, 0, CREG_OUTPUT, colour), None);
         self.record(Opcode::Return, Class::Config, 4);
-        self.emit(Instruction::type2(Opcode::Return, 0, value), None);
+        self.emit(Word::type2(Opcode::Return, 0, value), None);
     }
 
     fn room(&self) -> usize {
@@ -682,7 +673,7 @@ pub fn case(seed: u64, flavor: Flavor, size: Size) -> Case {
         let r = gen.writable_scratch();
         gen.set_vector(r);
     }
-    gen.emit(Instruction::type2(Opcode::Return, 0, 1), None);
+    gen.emit(Word::type2(Opcode::Return, 0, 1), None);
 
     if flavor == Flavor::Main {
         user_main(&mut gen, address_register, &mut entries);
@@ -719,7 +710,7 @@ pub fn case(seed: u64, flavor: Flavor, size: Size) -> Case {
         let (ret_dst, class) = gen.destination();
         gen.record(Opcode::Ret, class, gen.distance(ret_dst));
         let imm = gen.rng.pick(&EDGES);
-        gen.emit(Instruction::type2(Opcode::Ret, ret_dst, imm), None);
+        gen.emit(Word::type2(Opcode::Ret, ret_dst, imm), None);
         // A CALL that lands on a CALL: whichever return address the second one leaves, the
         // code after it rejoins the shader's end.
         gen.code.place(trampoline);
@@ -746,12 +737,12 @@ pub fn case(seed: u64, flavor: Flavor, size: Size) -> Case {
         "seed {seed}: {} instructions do not fit the instruction memory",
         code.len()
     );
-    let mut imem: Vec<Instruction> = EntryPoint::ALL
+    let mut imem: Vec<Word> = EntryPoint::ALL
         .iter()
-        .map(|e| Instruction(e.default_address() as u64))
+        .map(|e| Word(e.default_address() as u64))
         .collect();
     for (entry, address) in entries {
-        imem[entry as usize] = Instruction(address as u64);
+        imem[entry as usize] = Word(address as u64);
     }
     imem.extend(code);
     Case {
@@ -830,12 +821,12 @@ fn user_main(gen: &mut Gen<'_>, address_register: u16, entries: &mut Vec<(EntryP
     for _ in 0..gen.rng.range(0, 3) {
         gen.alu();
     }
-    gen.code.push(Instruction::type2(Opcode::Call, BIU, 0));
+    gen.code.push(Word::type2(Opcode::Call, BIU, 0));
     gen.written.push(None);
     gen.record(Opcode::Jeqx, Class::General, 1);
     gen.code.jump(Opcode::Jeqx, R99, CREG_ZERO, miss);
     gen.written.push(None);
-    gen.code.push(Instruction::type2(Opcode::Call, TCC, 0));
+    gen.code.push(Word::type2(Opcode::Call, TCC, 0));
     gen.written.push(None);
     // At least one instruction between TCC's RET and the RETURN, as the ROM's MAIN has its
     // NOP: a RETURN reached straight from a RET can lose its value on the RTL, a timing
@@ -844,10 +835,10 @@ fn user_main(gen: &mut Gen<'_>, address_register: u16, entries: &mut Vec<(EntryP
         gen.alu();
     }
     let hit_value = gen.rng.pick(&[1, 1, 1, 3, 0, 2]);
-    gen.emit(Instruction::type2(Opcode::Return, 0, hit_value), None);
+    gen.emit(Word::type2(Opcode::Return, 0, hit_value), None);
     gen.code.place(miss);
     let miss_value = gen.rng.pick(&[0, 0, 0, 2, 1, 0xFFFF_FFFE]);
-    gen.emit(Instruction::type2(Opcode::Return, 0, miss_value), None);
+    gen.emit(Word::type2(Opcode::Return, 0, miss_value), None);
 
     if gen.rng.chance(50) {
         gen.written.clear();
@@ -856,7 +847,7 @@ fn user_main(gen: &mut Gen<'_>, address_register: u16, entries: &mut Vec<(EntryP
         for _ in 0..gen.rng.range(1, 3) {
             gen.alu();
         }
-        gen.emit(Instruction::type2(Opcode::Return, 0, 1), None);
+        gen.emit(Word::type2(Opcode::Return, 0, 1), None);
     }
 }
 
@@ -876,11 +867,11 @@ fn unfinished_instruction(gen: &mut Gen<'_>) -> (Opcode, u32) {
     let (op, code) = gen.rng.pick(&choices);
     let dst = gen.writable_scratch();
     if op == Opcode::Swizzle3d {
-        gen.emit(Instruction::type2(op, dst, code), Some(dst));
+        gen.emit(Word::type2(op, dst, code), Some(dst));
     } else {
         let (a, _, _) = gen.source();
         let (b, _, _) = gen.source();
-        gen.emit(Instruction::type1(op, dst, a, b), Some(dst));
+        gen.emit(Word::type1(op, dst, a, b), Some(dst));
     }
     (op, code)
 }

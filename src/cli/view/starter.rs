@@ -2,7 +2,7 @@
 //! the scene's own look, held in memory until the page saves it to a file.
 
 use theia::isa::disasm::listing;
-use theia::isa::Instruction;
+use theia::isa::Word;
 use theia::scene::obj::{lighting_program, LIGHTING_SHADER, LIGHTING_SHADER_PATH};
 
 /// `shaders/passthrough.shdr`: the ROM's own pixel shader written out (the texture or
@@ -23,7 +23,7 @@ impl Starter {
     /// ROM's pixel shader then runs: `--flat`, the built-in scene, a scene directory
     /// without Instructions.mem), and the disassembly of any other program (a scene
     /// directory's Instructions.mem), which assembles back to the same words.
-    pub fn for_program(program: Option<&[Instruction]>, scene: &str) -> Starter {
+    pub fn for_program(program: Option<&[Word]>, scene: &str) -> Starter {
         match program {
             None => Starter::passthrough(&format!(
                 "{scene} has no pixel shader of its own: the ROM's, written out."

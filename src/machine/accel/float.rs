@@ -422,7 +422,7 @@ impl Collector {
 /// Whether the vector kernel can run here.
 #[cfg(target_arch = "x86_64")]
 fn vector_kernel() -> bool {
-    std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma")
+    crate::cpu::has_avx2_and_fma()
 }
 
 /// Descends from the root's group while `forms`' verdict is unsettled: candidates at the

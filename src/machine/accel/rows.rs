@@ -10,7 +10,7 @@ use crate::core::alu::{self, Vec3};
 use crate::machine::cull::{Culler, Exit};
 
 /// Pixels per tile row: one lane each.
-pub const LANES: usize = TILE as usize;
+pub const ROW_PIXELS: usize = TILE as usize;
 
 /// A candidate one pixel must look at.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -30,9 +30,9 @@ pub struct Open {
 pub struct RowVerdicts {
     /// The tile and the pixel row computed, if any.
     key: Option<(usize, u32)>,
-    open: [Vec<Open>; LANES],
+    open: [Vec<Open>; ROW_PIXELS],
     /// What the rejected candidates after each lane's last open one cost.
-    tail_instructions: [u64; LANES],
+    tail_instructions: [u64; ROW_PIXELS],
 }
 
 impl RowVerdicts {
@@ -44,7 +44,7 @@ impl RowVerdicts {
             let x0 = x - x % TILE;
             // Lanes past the image's edge repeat its last ray; nobody reads them.
             let last = accel.width - 1;
-            let rays: [Vec3; LANES] = std::array::from_fn(|lane| {
+            let rays: [Vec3; ROW_PIXELS] = std::array::from_fn(|lane| {
                 let x = (x0 + lane as u32).min(last);
                 accel.ray(x, y).expect("inside the image")
             });
@@ -56,13 +56,13 @@ impl RowVerdicts {
     }
 
     /// Tests `candidates` under one ray per lane.
-    pub fn compute(&mut self, culler: &Culler, candidates: &[u32], rays: &[Vec3; LANES]) {
+    pub fn compute(&mut self, culler: &Culler, candidates: &[u32], rays: &[Vec3; ROW_PIXELS]) {
         self.key = None;
         for open in &mut self.open {
             open.clear();
         }
         #[cfg(target_arch = "x86_64")]
-        if std::arch::is_x86_feature_detected!("avx2") {
+        if crate::cpu::has_avx2() {
             // SAFETY: the CPU has AVX2, checked just above.
             unsafe { avx2::compute(self, culler, candidates, rays) };
             return;
@@ -72,7 +72,7 @@ impl RowVerdicts {
 
     /// [`RowVerdicts::compute`] lane by lane, with the scalar test (which leaves nothing
     /// untested).
-    fn compute_portable(&mut self, culler: &Culler, candidates: &[u32], rays: &[Vec3; LANES]) {
+    fn compute_portable(&mut self, culler: &Culler, candidates: &[u32], rays: &[Vec3; ROW_PIXELS]) {
         for (lane, &ray) in rays.iter().enumerate() {
             let mut skipped = 0u64;
             for (position, &index) in candidates.iter().enumerate() {
@@ -96,7 +96,7 @@ impl RowVerdicts {
     /// `skipped` is, per lane, what the rejected candidates since that lane's previous open
     /// one cost.
     #[inline(always)]
-    fn push_open(&mut self, position: usize, open: u32, untested: u32, skipped: [u64; LANES]) {
+    fn push_open(&mut self, position: usize, open: u32, untested: u32, skipped: [u64; ROW_PIXELS]) {
         for (lane, list) in self.open.iter_mut().enumerate() {
             if open >> lane & 1 == 1 {
                 list.push(Open {
@@ -125,7 +125,7 @@ mod avx2 {
 
     use std::arch::x86_64::*;
 
-    use super::{alu, Culler, RowVerdicts, Vec3, EXIT_COSTS, LANES};
+    use super::{alu, Culler, RowVerdicts, Vec3, EXIT_COSTS, ROW_PIXELS};
 
     const BIAS: i64 = 1 << 45;
 
@@ -313,7 +313,7 @@ mod avx2 {
 
     #[inline]
     #[target_feature(enable = "avx2")]
-    fn lanes_of(v: __m256i) -> [u64; LANES] {
+    fn lanes_of(v: __m256i) -> [u64; ROW_PIXELS] {
         [
             _mm256_extract_epi64::<0>(v) as u64,
             _mm256_extract_epi64::<1>(v) as u64,
@@ -328,7 +328,7 @@ mod avx2 {
         out: &mut RowVerdicts,
         culler: &Culler,
         candidates: &[u32],
-        rays: &[Vec3; LANES],
+        rays: &[Vec3; ROW_PIXELS],
     ) {
         // Rays are exact multiplicands (Accel::build checks), sign-extended per lane.
         let ray: [__m256i; 3] = std::array::from_fn(|i| {
@@ -386,7 +386,7 @@ mod avx2 {
 
         /// One word per lane, zero-extended.
         #[target_feature(enable = "avx2")]
-        fn lanes(words: [u32; LANES]) -> __m256i {
+        fn lanes(words: [u32; ROW_PIXELS]) -> __m256i {
             let w = words.map(i64::from);
             _mm256_set_epi64x(w[3], w[2], w[1], w[0])
         }
@@ -396,7 +396,7 @@ mod avx2 {
         #[test]
         #[cfg_attr(not(avx2_host), ignore = "needs AVX2")]
         fn vector_verdicts_are_the_exact_ones_at_the_edges() {
-            assert!(std::arch::is_x86_feature_detected!("avx2"), "no AVX2");
+            assert!(crate::cpu::has_avx2(), "no AVX2");
             let mut cases = Vec::new();
             for &delta in &EDGES {
                 for &h2 in &EDGES {
@@ -414,7 +414,7 @@ mod avx2 {
                     }
                 }
             }
-            for chunk in cases.chunks(LANES) {
+            for chunk in cases.chunks(ROW_PIXELS) {
                 let case = |lane: usize| chunk[lane.min(chunk.len() - 1)];
                 let words =
                     |pick: fn((u32, u32, u32)) -> u32| std::array::from_fn(|l| pick(case(l)));
@@ -442,7 +442,7 @@ mod avx2 {
         #[test]
         #[cfg_attr(not(avx2_host), ignore = "needs AVX2")]
         fn vector_products_are_the_alus_at_the_edges() {
-            assert!(std::arch::is_x86_feature_detected!("avx2"), "no AVX2");
+            assert!(crate::cpu::has_avx2(), "no AVX2");
             let exact: Vec<u32> = EDGES
                 .into_iter()
                 .filter(|&w| alu::exact_multiplicand(w))
@@ -460,7 +460,7 @@ mod avx2 {
                         ],
                         h1: 0,
                     };
-                    let rays: [Vec3; LANES] = std::array::from_fn(|l| {
+                    let rays: [Vec3; ROW_PIXELS] = std::array::from_fn(|l| {
                         [
                             exact[l],
                             exact[(l + n) % exact.len()],
@@ -594,7 +594,7 @@ mod tests {
         let (mut open_seen, mut untested_seen, mut exits_seen) = (0, 0, [0u32; 3]);
         for case in 0..3_000 {
             let base = rng.vec(17);
-            let rays: [Vec3; LANES] = std::array::from_fn(|_| {
+            let rays: [Vec3; ROW_PIXELS] = std::array::from_fn(|_| {
                 std::array::from_fn(|i| (base[i] as i32).wrapping_add(rng.raw(8)) as u32)
             });
             let constants: Vec<_> = (0..24).map(|_| triangle(&mut rng, rays[0])).collect();
