@@ -74,7 +74,7 @@ fn run_with(code: &[Word], texture: &[u32], budget: u64) -> Run {
         registers: (0..128).map(|a| core.register(a)).collect(),
         returned,
         output: core.output.clone(),
-        instructions: core.instructions,
+        instructions: core.instructions(),
     }
 }
 

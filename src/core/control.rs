@@ -17,26 +17,7 @@
 use super::alu::{self, Vec3};
 use super::output::OutputMemory;
 use super::program::{Op, Program, LATCH_ROW, TARGET_IS_CALL};
-
-/// One core's register rows and control-path latches, wherever they are stored: a lone
-/// [`Core`](super::Core), or one lane of a lock-step group.
-pub(super) trait Lane {
-    /// Storage row `row` (see [`storage_row`](super::program::storage_row)).
-    fn row(&self, row: u8) -> Vec3;
-    fn set_row(&mut self, row: u8, value: Vec3);
-    /// The previous instruction's DST field (the forwarding address).
-    fn set_last_dst(&mut self, last_dst: u16);
-    /// The row holding the previous instruction's result.
-    fn last_row(&self) -> u8;
-    fn set_last_row(&mut self, last_row: u8);
-    /// CALL's single return register (no stack), as a program slot.
-    fn return_slot(&self) -> u32;
-    fn set_return_slot(&mut self, return_slot: u32);
-    /// Instructions left before the watchdog stops the current pixel.
-    fn budget_left(&self) -> u64;
-    /// Books `executed` instructions and leaves `budget_left` of the budget.
-    fn settle(&mut self, executed: u64, budget_left: u64);
-}
+use super::state::CoreState;
 
 /// What the control unit keeps for a core while it runs a routine, besides the program
 /// counter and the forwarding latches.
@@ -52,17 +33,18 @@ pub(super) struct Routine {
 /// Decoding assumes a routine starts with the result latch in the latch row (true after
 /// every RETURN; moving it covers a core resumed after a fault).
 #[inline(always)]
-pub(super) fn start(lane: &mut impl Lane) -> Routine {
-    lane.set_last_dst(0);
-    let last_row = lane.last_row();
+pub(super) fn start(core: &mut impl CoreState) -> Routine {
+    core.latches_mut().last_dst = 0;
+    let last_row = core.latches().last_row;
     if last_row != LATCH_ROW {
-        let result = lane.row(last_row);
-        lane.set_row(LATCH_ROW, result);
-        lane.set_last_row(LATCH_ROW);
+        let result = core.row(last_row as usize);
+        core.set_row(LATCH_ROW as usize, result);
+        core.latches_mut().last_row = LATCH_ROW;
     }
+    let latches = core.latches();
     Routine {
-        ret: lane.return_slot() as u16,
-        budget_at_start: lane.budget_left(),
+        ret: latches.return_slot as u16,
+        budget_at_start: latches.budget_left,
     }
 }
 
@@ -140,11 +122,16 @@ pub(super) fn omwrite(output: &mut OutputMemory, addresses: Vec3, values: Vec3) 
 /// the next routine's first instruction may read it through address 0 after the host has
 /// written rows; the routine ends with bit 0 of the immediate.
 #[inline(always)]
-pub(super) fn finish(lane: &mut impl Lane, op: &Op, routine: Routine, budget_left: u64) -> bool {
+pub(super) fn finish(
+    core: &mut impl CoreState,
+    op: &Op,
+    routine: Routine,
+    budget_left: u64,
+) -> bool {
     let result = [op.imm; 3];
-    lane.set_row(op.d_row, result);
-    lane.set_row(LATCH_ROW, result);
-    stop(lane, op.dst, LATCH_ROW, routine, budget_left);
+    core.set_row(op.d_row as usize, result);
+    core.set_row(LATCH_ROW as usize, result);
+    stop(core, op.dst, LATCH_ROW, routine, budget_left);
     op.imm & 1 == 1
 }
 
@@ -152,16 +139,18 @@ pub(super) fn finish(lane: &mut impl Lane, op: &Op, routine: Routine, budget_lef
 /// `last_row`) and return register, and books what the routine executed.
 #[inline(always)]
 pub(super) fn stop(
-    lane: &mut impl Lane,
+    core: &mut impl CoreState,
     last_dst: u16,
     last_row: u8,
     routine: Routine,
     budget_left: u64,
 ) {
-    lane.set_last_dst(last_dst);
-    lane.set_last_row(last_row);
-    lane.set_return_slot(routine.ret as u32);
-    lane.settle(routine.budget_at_start - budget_left, budget_left);
+    let latches = core.latches_mut();
+    latches.last_dst = last_dst;
+    latches.last_row = last_row;
+    latches.return_slot = routine.ret as u32;
+    latches.instructions += routine.budget_at_start - budget_left;
+    latches.budget_left = budget_left;
 }
 
 /// DIV for `N` cores at once, component by component (`a[c][lane]`); a lone core is

@@ -11,7 +11,7 @@ use super::program::{
     FORWARD_B_ROW, LATCH_ROW, REGISTER_ARRAY_ROWS, RET_BEFORE_CALL, SAVES_OLD, SLOW_BEFORE_CALL,
     STALE_ROW, TARGET_IS_CALL,
 };
-use super::state::{storage::Storage, CoreState};
+use super::state::{CoreState, Latches};
 use super::tmem;
 use crate::isa::registers::EntryPoint;
 use crate::isa::{InputA, InputB, Instr, Word};
@@ -97,24 +97,9 @@ pub struct Core<'a> {
     /// Storage rows (see [`storage_row`]); rows past the 160 real ones are the write sink
     /// and padding, so that any `u8` row indexes without a bounds check.
     pub(super) regs: [Vec3; REGISTER_ARRAY_ROWS],
-    /// 0 or 1: which copy of the swap memory the execution unit sees.
-    pub(super) parity: usize,
-    /// The previous instruction's DST field, and the row holding its ALU result (the
-    /// forwarding path): its destination row, or the latch row when it wrote nothing.
-    pub(super) last_dst: u16,
-    pub(super) last_row: u8,
-    /// CALL's single return register (no stack), as a program slot.
-    pub(super) return_slot: u32,
-    /// The words the texture interface last latched for x, y and z ([`tmem::read`]).
-    pub(super) tmem_latch: Vec3,
-    /// Instructions left before the watchdog stops the current pixel.
-    pub(super) budget_left: u64,
+    pub(super) latches: Latches,
     pub(super) budget: u64,
-    /// Instructions executed since the core started (culled routines included).
-    pub instructions: u64,
-    /// Routines booked without being interpreted (culling).
-    pub culled_routines: u64,
-    /// Of those, routines booked at an upper bound of their cost because their exit was
+    /// Of the routines booked without being interpreted, routines booked at an upper bound of their cost because their exit was
     /// not known (the acceleration structure): `instructions` is then not exact.
     pub unknown_cost_routines: u64,
     pub output: OutputMemory,
@@ -126,16 +111,9 @@ impl<'a> Core<'a> {
             program,
             texture,
             regs: [ZERO; REGISTER_ARRAY_ROWS],
-            parity: 0,
-            last_dst: 0,
-            last_row: LATCH_ROW,
             // The return register starts at address 0 (slot 0).
-            return_slot: program.slot_of(0).unwrap_or(0),
-            tmem_latch: ZERO,
-            budget_left: u64::MAX,
+            latches: Latches::boot(program.slot_of(0).unwrap_or(0)),
             budget: u64::MAX,
-            instructions: 0,
-            culled_routines: 0,
             unknown_cost_routines: 0,
             output: OutputMemory::new(output_words),
         }
@@ -144,7 +122,17 @@ impl<'a> Core<'a> {
     /// Sets the per-pixel instruction budget and refills it.
     pub fn set_budget(&mut self, budget: u64) {
         self.budget = budget;
-        self.budget_left = budget;
+        self.latches.budget_left = budget;
+    }
+
+    /// Instructions executed since the core started (culled routines included).
+    pub fn instructions(&self) -> u64 {
+        self.latches.instructions
+    }
+
+    /// Routines booked without being interpreted (culling).
+    pub fn culled_routines(&self) -> u64 {
+        self.latches.culled_routines
     }
 
     /// The texture memory TMREAD reads.
@@ -159,26 +147,26 @@ impl<'a> Core<'a> {
 
     /// The address CALL's return register holds.
     pub fn return_address(&self) -> u16 {
-        self.program.slot_info(self.return_slot).address
+        self.program.slot_info(self.latches.return_slot).address
     }
 
     /// The previous instruction's ALU result (what address 0 reads at a routine's start).
     pub fn last_result(&self) -> Vec3 {
-        self.regs[self.last_row as usize]
+        self.regs[self.latches.last_row as usize]
     }
 
     /// Whether two cores are in the same architectural state: every register as the
     /// execution unit and the host see it (so swap parity itself does not matter), the
     /// forwarding latches and the return register. Output memory and counters excluded.
     pub fn same_state(&self, other: &Core<'_>) -> bool {
-        let exe = |core: &Core<'_>, row: u16| core.regs[storage_row(row, core.parity)];
+        let exe = |core: &Core<'_>, row: u16| core.regs[storage_row(row, core.parity())];
         let io = |core: &Core<'_>, row: usize| core.regs[core.io_swap_base() + row];
         (0..128).all(|row| exe(self, row) == exe(other, row))
             && (0..32).all(|row| io(self, row) == io(other, row))
-            && self.last_dst == other.last_dst
+            && self.latches.last_dst == other.latches.last_dst
             && self.last_result() == other.last_result()
             && self.return_address() == other.return_address()
-            && self.tmem_latch == other.tmem_latch
+            && self.latches.tmem_latch == other.latches.tmem_latch
     }
 
     /// Runs one routine from the entry-point table until its RETURN; returns bit 0 of it.
@@ -192,10 +180,10 @@ impl<'a> Core<'a> {
             pc: self.program.entry_slot(entry) as u16,
             ld: 0,
             last_row: LATCH_ROW,
-            budget_left: self.budget_left,
+            budget_left: self.latches.budget_left,
             arrival: control::Arrival::Sequential,
         };
-        let first_run = self.program.ops(self.parity)[state.pc as usize].run as u64;
+        let first_run = self.program.ops(self.parity())[state.pc as usize].run as u64;
         let value = if control::charge(&mut state.budget_left, first_run) {
             self.execute::<O, false>(state, routine, observer)
         } else {
@@ -224,7 +212,7 @@ impl<'a> Core<'a> {
         observer: &mut O,
     ) -> Result<bool, Fault> {
         let program = self.program;
-        let ops = program.ops(self.parity);
+        let ops = program.ops(self.parity());
         let texture = self.texture;
         let LoopState {
             mut pc,
@@ -327,7 +315,7 @@ impl<'a> Core<'a> {
                 }
                 Operation::Tmread => {
                     let a = a!();
-                    (tmem::read(texture, &mut self.tmem_latch, a), None)
+                    (tmem::read(texture, &mut self.latches.tmem_latch, a), None)
                 }
                 Operation::Jmp => {
                     if op.flags & TARGET_IS_CALL != 0 {
@@ -431,56 +419,7 @@ impl<'a> Core<'a> {
     }
 }
 
-/// A lone core is one lane.
-impl control::Lane for Core<'_> {
-    #[inline(always)]
-    fn row(&self, row: u8) -> Vec3 {
-        self.regs[row as usize]
-    }
-
-    #[inline(always)]
-    fn set_row(&mut self, row: u8, value: Vec3) {
-        self.regs[row as usize] = value;
-    }
-
-    #[inline(always)]
-    fn set_last_dst(&mut self, last_dst: u16) {
-        self.last_dst = last_dst;
-    }
-
-    #[inline(always)]
-    fn last_row(&self) -> u8 {
-        self.last_row
-    }
-
-    #[inline(always)]
-    fn set_last_row(&mut self, last_row: u8) {
-        self.last_row = last_row;
-    }
-
-    #[inline(always)]
-    fn return_slot(&self) -> u32 {
-        self.return_slot
-    }
-
-    #[inline(always)]
-    fn set_return_slot(&mut self, return_slot: u32) {
-        self.return_slot = return_slot;
-    }
-
-    #[inline(always)]
-    fn budget_left(&self) -> u64 {
-        self.budget_left
-    }
-
-    #[inline(always)]
-    fn settle(&mut self, executed: u64, budget_left: u64) {
-        self.instructions += executed;
-        self.budget_left = budget_left;
-    }
-}
-
-impl Storage for Core<'_> {
+impl CoreState for Core<'_> {
     #[inline(always)]
     fn row(&self, row: usize) -> Vec3 {
         self.regs[row]
@@ -492,46 +431,21 @@ impl Storage for Core<'_> {
     }
 
     #[inline(always)]
-    fn parity(&self) -> usize {
-        self.parity
+    fn latches(&self) -> &Latches {
+        &self.latches
     }
 
     #[inline(always)]
-    fn flip_parity(&mut self) {
-        self.parity ^= 1;
+    fn latches_mut(&mut self) -> &mut Latches {
+        &mut self.latches
     }
 
     fn program(&self) -> &Program {
         self.program
     }
 
-    fn set_latches(&mut self, last_dst: u16, last_row: u8, return_slot: u32) {
-        self.last_dst = last_dst;
-        self.last_row = last_row;
-        self.return_slot = return_slot;
-    }
-}
-
-impl CoreState for Core<'_> {
-    #[inline(always)]
-    fn budget_left(&self) -> u64 {
-        self.budget_left
-    }
-
-    #[inline(always)]
-    fn set_budget_left(&mut self, budget: u64) {
-        self.budget_left = budget;
-    }
-
-    #[inline(always)]
     fn budget(&self) -> u64 {
         self.budget
-    }
-
-    #[inline(always)]
-    fn book(&mut self, instructions: u64, culled_routines: u64) {
-        self.instructions += instructions;
-        self.culled_routines += culled_routines;
     }
 }
 
@@ -893,16 +807,16 @@ pub(crate) mod tests {
             for row in 0..160 {
                 each.regs[row] = [row as u32, seed, 1];
             }
-            each.parity = parity;
+            each.latches.parity = parity as u8;
             let mut at_once = Core::new(&program, &[], 0);
             at_once.regs = each.regs;
-            at_once.parity = parity;
+            at_once.latches.parity = parity as u8;
             for triangle in &triangles {
                 each.load_triangle(triangle);
             }
             at_once.load_triangles(&triangles);
             prop_assert!(each.same_state(&at_once));
-            prop_assert_eq!(each.parity, at_once.parity);
+            prop_assert_eq!(each.parity(), at_once.parity());
         }
     }
 
@@ -962,7 +876,7 @@ pub(crate) mod tests {
             // Two routines with a swap flip between them: the second one sees the first
             // one's result latch, return register and a different swap copy.
             for _round in 0..2 {
-                let traced_before = traced.instructions;
+                let traced_before = traced.instructions();
                 let expected = reference.run(&program, &texture, 0x800C);
                 let got = core.run(EntryPoint::PixelShader, &mut NoObserver);
                 let mut recorder = Recorder::default();
@@ -973,15 +887,15 @@ pub(crate) mod tests {
                 };
                 prop_assert_eq!(normalise(got), expected);
                 prop_assert_eq!(normalise(traced_result), expected);
-                prop_assert_eq!(core.instructions, reference.instructions);
-                prop_assert_eq!(recorder.steps.len() as u64, traced.instructions - traced_before);
+                prop_assert_eq!(core.instructions(), reference.instructions);
+                prop_assert_eq!(recorder.steps.len() as u64, traced.instructions() - traced_before);
                 prop_assert_eq!(core.budget_left(), reference.budget_left);
                 let reference_view: Vec<Vec3> = (0..128).map(|a| reference.regs[reference.row(a)]).collect();
                 prop_assert_eq!(registers(&core), reference_view);
                 prop_assert!(core.same_state(&traced));
                 prop_assert_eq!(core.last_result(), reference.last_result);
                 prop_assert_eq!(core.return_address(), reference.return_address);
-                prop_assert_eq!(core.tmem_latch, reference.tmem_latch);
+                prop_assert_eq!(core.latches.tmem_latch, reference.tmem_latch);
                 let written: Vec<(usize, u32)> = (0..4096).filter_map(|i| core.output.read(i).map(|w| (i, w))).collect();
                 let mut expected_output = std::collections::BTreeMap::new();
                 for &(address, value) in &reference.output {

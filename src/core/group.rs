@@ -32,7 +32,7 @@ use super::program::{
     FORWARD_B_ROW, LATCH_ROW, REGISTER_ARRAY_ROWS, RET_BEFORE_CALL, SAVES_OLD, SLOW_BEFORE_CALL,
     STALE_ROW, TARGET_IS_CALL,
 };
-use super::state::{storage::Storage, triangle_rows, CoreState};
+use super::state::{triangle_rows, CoreState, Latches};
 use super::tmem;
 use super::triangle::Triangle;
 use crate::isa::registers::EntryPoint;
@@ -137,77 +137,49 @@ pub struct CoreGroup<'a> {
     texture: &'a [u32],
     rows: Box<[Row; REGISTER_ARRAY_ROWS]>,
     lanes: usize,
-    parity: [u8; LANES],
-    latches: Latches,
-    budget_left: [u64; LANES],
+    /// Lane `l`'s latches, as [`Core`] keeps its own.
+    latches: [Latches; LANES],
     budget: u64,
-    culled_routines: [u64; LANES],
     outputs: Vec<OutputMemory>,
 }
 
-/// Each lane's control-path latches and instruction counters, as a [`Core`] keeps its own.
-struct Latches {
-    last_dst: [u16; LANES],
-    last_row: [u8; LANES],
-    return_slot: [u32; LANES],
-    /// What each lane's texture interface last latched ([`tmem::read`]).
-    tmem_latch: [Vec3; LANES],
-    instructions: [u64; LANES],
-}
-
-/// Lane `lane` of a group's rows and latches: one core, as the control unit reaches it.
+/// Lane `lane` of a group's rows with its latches: one core, as the control unit reaches
+/// it inside the interpreter loop (which holds the group's fields apart).
 struct LaneRegisters<'g> {
     rows: &'g mut [Row; REGISTER_ARRAY_ROWS],
     latches: &'g mut Latches,
-    budget_left: &'g mut [u64; LANES],
+    program: &'g Program,
+    budget: u64,
     lane: usize,
 }
 
-impl control::Lane for LaneRegisters<'_> {
+impl CoreState for LaneRegisters<'_> {
     #[inline(always)]
-    fn row(&self, row: u8) -> Vec3 {
-        self.rows[row as usize].lane(self.lane)
+    fn row(&self, row: usize) -> Vec3 {
+        self.rows[row].lane(self.lane)
     }
 
     #[inline(always)]
-    fn set_row(&mut self, row: u8, value: Vec3) {
-        self.rows[row as usize].set_lane(self.lane, value);
+    fn set_row(&mut self, row: usize, value: Vec3) {
+        self.rows[row].set_lane(self.lane, value);
     }
 
     #[inline(always)]
-    fn set_last_dst(&mut self, last_dst: u16) {
-        self.latches.last_dst[self.lane] = last_dst;
+    fn latches(&self) -> &Latches {
+        self.latches
     }
 
     #[inline(always)]
-    fn last_row(&self) -> u8 {
-        self.latches.last_row[self.lane]
+    fn latches_mut(&mut self) -> &mut Latches {
+        self.latches
     }
 
-    #[inline(always)]
-    fn set_last_row(&mut self, last_row: u8) {
-        self.latches.last_row[self.lane] = last_row;
+    fn program(&self) -> &Program {
+        self.program
     }
 
-    #[inline(always)]
-    fn return_slot(&self) -> u32 {
-        self.latches.return_slot[self.lane]
-    }
-
-    #[inline(always)]
-    fn set_return_slot(&mut self, return_slot: u32) {
-        self.latches.return_slot[self.lane] = return_slot;
-    }
-
-    #[inline(always)]
-    fn budget_left(&self) -> u64 {
-        self.budget_left[self.lane]
-    }
-
-    #[inline(always)]
-    fn settle(&mut self, executed: u64, budget_left: u64) {
-        self.latches.instructions[self.lane] += executed;
-        self.budget_left[self.lane] = budget_left;
+    fn budget(&self) -> u64 {
+        self.budget
     }
 }
 
@@ -231,17 +203,8 @@ impl<'a> CoreGroup<'a> {
             texture: first.texture,
             rows: Box::new([Row::ZERO; REGISTER_ARRAY_ROWS]),
             lanes: cores.len(),
-            parity: [0; LANES],
-            latches: Latches {
-                last_dst: [0; LANES],
-                last_row: [LATCH_ROW; LANES],
-                return_slot: [0; LANES],
-                tmem_latch: [[0; 3]; LANES],
-                instructions: [0; LANES],
-            },
-            budget_left: [0; LANES],
+            latches: [first.latches; LANES],
             budget: first.budget,
-            culled_routines: [0; LANES],
             outputs: Vec::with_capacity(cores.len()),
         };
         for (lane, core) in cores.into_iter().enumerate() {
@@ -252,14 +215,7 @@ impl<'a> CoreGroup<'a> {
             for (row, value) in core.regs.iter().enumerate() {
                 group.rows[row].set_lane(lane, *value);
             }
-            group.parity[lane] = core.parity as u8;
-            group.latches.last_dst[lane] = core.last_dst;
-            group.latches.last_row[lane] = core.last_row;
-            group.latches.return_slot[lane] = core.return_slot;
-            group.latches.tmem_latch[lane] = core.tmem_latch;
-            group.budget_left[lane] = core.budget_left;
-            group.latches.instructions[lane] = core.instructions;
-            group.culled_routines[lane] = core.culled_routines;
+            group.latches[lane] = core.latches;
             group.outputs.push(core.output);
         }
         group
@@ -279,7 +235,7 @@ impl<'a> CoreGroup<'a> {
     fn odd_lanes(&self, lanes: LaneMask) -> LaneMask {
         let mut odd = 0;
         for lane in lanes_of(lanes) {
-            odd |= (self.parity[lane] as LaneMask) << lane;
+            odd |= (self.latches[lane].parity as LaneMask) << lane;
         }
         odd
     }
@@ -323,7 +279,7 @@ impl<'a> CoreGroup<'a> {
                 }
             }
             for lane in lanes_of(mask) {
-                self.parity[lane] ^= 1;
+                self.latches[lane].parity ^= 1;
             }
         }
     }
@@ -338,15 +294,8 @@ impl<'a> CoreGroup<'a> {
                 for (row, value) in core.regs.iter_mut().enumerate() {
                     *value = self.rows[row].lane(lane);
                 }
-                core.parity = self.parity[lane] as usize;
-                core.last_dst = self.latches.last_dst[lane];
-                core.last_row = self.latches.last_row[lane];
-                core.return_slot = self.latches.return_slot[lane];
-                core.tmem_latch = self.latches.tmem_latch[lane];
+                core.latches = self.latches[lane];
                 core.budget = self.budget;
-                core.budget_left = self.budget_left[lane];
-                core.instructions = self.latches.instructions[lane];
-                core.culled_routines = self.culled_routines[lane];
                 core.output = output;
                 core
             })
@@ -408,7 +357,7 @@ impl<'a> CoreGroup<'a> {
         let ops = program.ops(parity);
         let rows = &mut *self.rows;
         let latches = &mut self.latches;
-        let budget_left = &mut self.budget_left;
+        let budget = self.budget;
         let start = program.entry_slot(entry) as u16;
         let start_run = ops[start as usize].run as u64;
         // Per lane: the slot it waits at (lanes outside the group), its previous DST and
@@ -422,15 +371,16 @@ impl<'a> CoreGroup<'a> {
         for lane in lanes_of(lanes) {
             let mut core = LaneRegisters {
                 rows,
-                latches,
-                budget_left,
+                latches: &mut latches[lane],
+                program,
+                budget,
                 lane,
             };
             Routine {
                 ret: ret[lane],
                 budget_at_start: budget_at_start[lane],
             } = control::start(&mut core);
-            if !control::charge(&mut budget_left[lane], start_run) {
+            if !control::charge(&mut latches[lane].budget_left, start_run) {
                 return Err(Abandoned);
             }
         }
@@ -488,7 +438,7 @@ impl<'a> CoreGroup<'a> {
                 Operation::Tmread => {
                     let mut result = Row::ZERO;
                     for lane in lanes_of(group) {
-                        let latch = &mut latches.tmem_latch[lane];
+                        let latch = &mut latches[lane].tmem_latch;
                         result.set_lane(lane, tmem::read(texture, latch, a.lane(lane)));
                     }
                     Next::Straight(result)
@@ -601,7 +551,7 @@ impl<'a> CoreGroup<'a> {
                 }
                 Next::Jump(result, target) => {
                     rows[d_row].blend(&result, &active);
-                    charge(budget_left, group, ops[target as usize].run as u64)?;
+                    charge(latches, group, ops[target as usize].run as u64)?;
                     (ld, last_row, uniform) = (op.dst, op.d_row, true);
                     if target < meeting {
                         pc = target;
@@ -614,11 +564,7 @@ impl<'a> CoreGroup<'a> {
                 Next::Split(result) => {
                     rows[d_row].blend(&result, &active);
                     for lane in lanes_of(group) {
-                        charge(
-                            budget_left,
-                            1 << lane,
-                            ops[lane_pc[lane] as usize].run as u64,
-                        )?;
+                        charge(latches, 1 << lane, ops[lane_pc[lane] as usize].run as u64)?;
                     }
                 }
                 Next::Return => {
@@ -628,11 +574,12 @@ impl<'a> CoreGroup<'a> {
                             ret: ret[lane],
                             budget_at_start: budget_at_start[lane],
                         };
-                        let left = budget_left[lane];
+                        let left = latches[lane].budget_left;
                         let mut core = LaneRegisters {
                             rows,
-                            latches,
-                            budget_left,
+                            latches: &mut latches[lane],
+                            program,
+                            budget,
                             lane,
                         };
                         value = control::finish(&mut core, op, routine, left);
@@ -696,9 +643,9 @@ fn lowest(lane_pc: &[u16; LANES], mask: LaneMask) -> u16 {
 /// [`control::charge`] on every lane of `mask`, which must cover the run: a lane it does
 /// not cover faults within that run.
 #[inline(always)]
-fn charge(budget_left: &mut [u64; LANES], mask: LaneMask, run: u64) -> Result<(), Abandoned> {
+fn charge(latches: &mut [Latches; LANES], mask: LaneMask, run: u64) -> Result<(), Abandoned> {
     for lane in lanes_of(mask) {
-        if !control::charge(&mut budget_left[lane], run) {
+        if !control::charge(&mut latches[lane].budget_left, run) {
             return Err(Abandoned);
         }
     }
@@ -773,7 +720,7 @@ fn cross(a: &Row, b: &Row, active: &Wide) -> Row {
     out
 }
 
-impl Storage for LaneMut<'_, '_> {
+impl CoreState for LaneMut<'_, '_> {
     #[inline(always)]
     fn row(&self, row: usize) -> Vec3 {
         self.group.rows[row].lane(self.lane)
@@ -785,46 +732,21 @@ impl Storage for LaneMut<'_, '_> {
     }
 
     #[inline(always)]
-    fn parity(&self) -> usize {
-        self.group.parity[self.lane] as usize
+    fn latches(&self) -> &Latches {
+        &self.group.latches[self.lane]
     }
 
     #[inline(always)]
-    fn flip_parity(&mut self) {
-        self.group.parity[self.lane] ^= 1;
+    fn latches_mut(&mut self) -> &mut Latches {
+        &mut self.group.latches[self.lane]
     }
 
     fn program(&self) -> &Program {
         self.group.program
     }
 
-    fn set_latches(&mut self, last_dst: u16, last_row: u8, return_slot: u32) {
-        self.group.latches.last_dst[self.lane] = last_dst;
-        self.group.latches.last_row[self.lane] = last_row;
-        self.group.latches.return_slot[self.lane] = return_slot;
-    }
-}
-
-impl CoreState for LaneMut<'_, '_> {
-    #[inline(always)]
-    fn budget_left(&self) -> u64 {
-        self.group.budget_left[self.lane]
-    }
-
-    #[inline(always)]
-    fn set_budget_left(&mut self, budget: u64) {
-        self.group.budget_left[self.lane] = budget;
-    }
-
-    #[inline(always)]
     fn budget(&self) -> u64 {
         self.group.budget
-    }
-
-    #[inline(always)]
-    fn book(&mut self, instructions: u64, culled_routines: u64) {
-        self.group.latches.instructions[self.lane] += instructions;
-        self.group.culled_routines[self.lane] += culled_routines;
     }
 }
 
@@ -929,9 +851,7 @@ mod tests {
             let back = group.into_cores();
             for (core, back) in alone.iter().zip(&back) {
                 prop_assert!(core.same_state(back));
-                prop_assert_eq!(core.parity, back.parity);
-                prop_assert_eq!(core.instructions, back.instructions);
-                prop_assert_eq!(core.budget_left, back.budget_left);
+                prop_assert_eq!(core.latches, back.latches);
                 prop_assert_eq!(outputs(core), outputs(back));
             }
         }

@@ -1,6 +1,6 @@
-//! What the host (and culling) does to a core between routines, written once for both
-//! places a core's state can live: a lone [`Core`](super::Core) and one lane of a
-//! lock-step [`CoreGroup`](super::group::CoreGroup).
+//! A core's state as one trait, for both places it can live: a lone [`Core`](super::Core)
+//! and one lane of a lock-step [`CoreGroup`](super::group::CoreGroup). What the control
+//! unit, the host and culling do to a core is written once, against it.
 
 use super::alu::Vec3;
 use super::program::{storage_row, Program, LATCH_ROW, SHADOW_SWAP_ROW};
@@ -32,45 +32,100 @@ fn io_swap_base(parity: usize) -> usize {
 
 const ZERO: Vec3 = [0; 3];
 
-/// Where a core's state lives, as the core's own code addresses it: register-array rows
-/// (see [`storage_row`]), the swap parity, the latches as program slots. Only `core`
-/// implements and names it; everything outside speaks [`CoreState`]'s architectural
-/// terms (register addresses, code addresses).
-pub(in crate::core) mod storage {
-    use super::{Program, Vec3};
+/// What a core keeps besides its register rows: the swap parity, the control path's
+/// latches, the texture interface's latch and the watchdog's and the statistics' counters.
+/// A lone [`Core`](super::Core) holds one; a lock-step group one per lane, so moving a core
+/// into a group and back copies it whole.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Latches {
+    /// 0 or 1: which copy of the swap memory the execution unit sees.
+    pub(super) parity: u8,
+    /// The previous instruction's DST field (the forwarding address), and the row holding
+    /// its ALU result: its destination row, or the latch row when it wrote nothing.
+    pub(super) last_dst: u16,
+    pub(super) last_row: u8,
+    /// CALL's single return register (no stack), as a program slot.
+    pub(super) return_slot: u32,
+    /// The words the texture interface last latched for x, y and z ([`tmem::read`]).
+    ///
+    /// [`tmem::read`]: super::tmem::read
+    pub(super) tmem_latch: Vec3,
+    /// Instructions left before the watchdog stops the current pixel.
+    pub(super) budget_left: u64,
+    /// Instructions executed since the core started (culled routines included).
+    pub(super) instructions: u64,
+    /// Routines booked without being interpreted (culling).
+    pub(super) culled_routines: u64,
+}
 
-    pub trait Storage {
-        /// Storage row `row`.
-        fn row(&self, row: usize) -> Vec3;
-        fn set_row(&mut self, row: usize, value: Vec3);
-        /// 0 or 1: which copy of the swap memory the execution unit sees.
-        fn parity(&self) -> usize;
-        fn flip_parity(&mut self);
-        fn program(&self) -> &Program;
-        /// Sets the forwarding latches (the previous DST and the row of its result) and
-        /// CALL's return register, as a program slot.
-        fn set_latches(&mut self, last_dst: u16, last_row: u8, return_slot: u32);
-
-        /// The first row of the swap copy the execution unit does not see (the IO side).
-        fn io_swap_base(&self) -> usize {
-            super::io_swap_base(self.parity())
+impl Latches {
+    /// A core at boot, its return register at slot `return_slot` (address 0's).
+    pub(super) fn boot(return_slot: u32) -> Latches {
+        Latches {
+            parity: 0,
+            last_dst: 0,
+            last_row: LATCH_ROW,
+            return_slot,
+            tmem_latch: ZERO,
+            budget_left: u64::MAX,
+            instructions: 0,
+            culled_routines: 0,
         }
     }
 }
 
-use storage::Storage;
-
-/// A core's registers, control-path latches and instruction budget, as the host (and
-/// culling) sees them: by register and code address.
-pub trait CoreState: Storage {
-    /// Instructions left before the watchdog stops the current pixel.
-    fn budget_left(&self) -> u64;
-    fn set_budget_left(&mut self, budget: u64);
+/// A core's registers, control-path latches and instruction budget, wherever they are
+/// stored (a lone [`Core`](super::Core), one lane of a lock-step group): what the control
+/// unit, the host and culling do to a core between and at the ends of routines, written
+/// once. Implementors give the storage rows and the [`Latches`]; everything else is
+/// provided, in architectural terms (register and code addresses).
+pub trait CoreState {
+    /// Storage row `row`: the register array as the core stores it, banks and both swap
+    /// copies (addresses map to rows by `program::storage_row`).
+    fn row(&self, row: usize) -> Vec3;
+    fn set_row(&mut self, row: usize, value: Vec3);
+    fn latches(&self) -> &Latches;
+    fn latches_mut(&mut self) -> &mut Latches;
+    fn program(&self) -> &Program;
     /// The per-pixel budget [`CoreState::refill_budget`] restores.
     fn budget(&self) -> u64;
+
+    /// 0 or 1: which copy of the swap memory the execution unit sees.
+    #[inline(always)]
+    fn parity(&self) -> usize {
+        self.latches().parity as usize
+    }
+
+    #[inline(always)]
+    fn flip_parity(&mut self) {
+        self.latches_mut().parity ^= 1;
+    }
+
+    /// The first row of the swap copy the execution unit does not see (the IO side).
+    #[inline(always)]
+    fn io_swap_base(&self) -> usize {
+        io_swap_base(self.parity())
+    }
+
+    /// Instructions left before the watchdog stops the current pixel.
+    #[inline(always)]
+    fn budget_left(&self) -> u64 {
+        self.latches().budget_left
+    }
+
+    #[inline(always)]
+    fn set_budget_left(&mut self, budget_left: u64) {
+        self.latches_mut().budget_left = budget_left;
+    }
+
     /// Books `instructions` executed and `culled_routines` routines that were booked
     /// without being interpreted (culling).
-    fn book(&mut self, instructions: u64, culled_routines: u64);
+    #[inline(always)]
+    fn book(&mut self, instructions: u64, culled_routines: u64) {
+        let latches = self.latches_mut();
+        latches.instructions += instructions;
+        latches.culled_routines += culled_routines;
+    }
 
     /// A register as the execution unit would read it from the file (no forwarding).
     #[inline(always)]
@@ -134,8 +189,7 @@ pub trait CoreState: Storage {
 
     /// Refills the per-pixel instruction budget.
     fn refill_budget(&mut self) {
-        let budget = self.budget();
-        self.set_budget_left(budget);
+        self.set_budget_left(self.budget());
     }
 
     /// Books one routine of `instructions` the core is known to have executed without
@@ -150,8 +204,7 @@ pub trait CoreState: Storage {
     #[inline(always)]
     fn charge_skipped(&mut self, routines: u64, instructions: u64) {
         debug_assert!(instructions <= self.budget_left());
-        let left = self.budget_left() - instructions;
-        self.set_budget_left(left);
+        self.set_budget_left(self.budget_left() - instructions);
         self.book(instructions, routines);
     }
 
@@ -164,12 +217,15 @@ pub trait CoreState: Storage {
             .program()
             .slot_of(return_address)
             .expect("a CALL's return point has a slot");
-        self.set_latches(return_dst, LATCH_ROW, return_slot);
+        let latches = self.latches_mut();
+        latches.last_dst = return_dst;
+        latches.last_row = LATCH_ROW;
+        latches.return_slot = return_slot;
     }
 }
 
 /// A borrowed core is a core.
-impl<C: Storage + ?Sized> Storage for &mut C {
+impl<C: CoreState + ?Sized> CoreState for &mut C {
     #[inline(always)]
     fn row(&self, row: usize) -> Vec3 {
         (**self).row(row)
@@ -179,38 +235,19 @@ impl<C: Storage + ?Sized> Storage for &mut C {
         (**self).set_row(row, value)
     }
     #[inline(always)]
-    fn parity(&self) -> usize {
-        (**self).parity()
+    fn latches(&self) -> &Latches {
+        (**self).latches()
     }
     #[inline(always)]
-    fn flip_parity(&mut self) {
-        (**self).flip_parity()
+    fn latches_mut(&mut self) -> &mut Latches {
+        (**self).latches_mut()
     }
     #[inline(always)]
     fn program(&self) -> &Program {
         (**self).program()
     }
     #[inline(always)]
-    fn set_latches(&mut self, last_dst: u16, last_row: u8, return_slot: u32) {
-        (**self).set_latches(last_dst, last_row, return_slot)
-    }
-}
-
-impl<C: CoreState + ?Sized> CoreState for &mut C {
-    #[inline(always)]
-    fn budget_left(&self) -> u64 {
-        (**self).budget_left()
-    }
-    #[inline(always)]
-    fn set_budget_left(&mut self, budget: u64) {
-        (**self).set_budget_left(budget)
-    }
-    #[inline(always)]
     fn budget(&self) -> u64 {
         (**self).budget()
-    }
-    #[inline(always)]
-    fn book(&mut self, instructions: u64, culled_routines: u64) {
-        (**self).book(instructions, culled_routines)
     }
 }

@@ -590,7 +590,7 @@ mod tests {
             };
             prop_assert_eq!(got, expected);
             prop_assert!(culled.same_state(&interpreted));
-            prop_assert_eq!(culled.instructions, interpreted.instructions);
+            prop_assert_eq!(culled.instructions(), interpreted.instructions());
             prop_assert_eq!(culled.budget_left(), interpreted.budget_left());
             if culler.rejects(0, ray).is_none() && zero == 0 && budget >= 1_000 {
                 prop_assert_eq!(expected, Ok(true));

@@ -661,11 +661,9 @@ impl<'a> Machine<'a> {
         // Skipped exits that depend on the pixel are charged at their most, so the pixel
         // shader has at most the budget brute force leaves it: a frame that faults is
         // rendered again without the structure (Machine::render).
-        let left = core.budget_left() - skipped_cost;
-        core.set_budget_left(left);
-        core.book(
-            skipped_cost,
+        core.charge_skipped(
             u64::from(tile.skipped) + u64::from(tile.skipped_unknown),
+            skipped_cost,
         );
         core.unknown_cost_routines += u64::from(tile.skipped_unknown);
         Ok(Some(hit))
@@ -946,10 +944,10 @@ struct CoreRun {
 impl CoreRun {
     fn new(core: Core<'_>, hits: Vec<PixelHit>) -> CoreRun {
         CoreRun {
-            culled: core.culled_routines,
+            culled: core.culled_routines(),
             unknown_cost: core.unknown_cost_routines,
+            instructions: core.instructions(),
             output: core.output,
-            instructions: core.instructions,
             hits,
         }
     }
