@@ -368,6 +368,9 @@ impl<'a> CoreGroup<'a> {
         let mut ret = [0u16; LANES];
         let mut arrival = [Arrival::Sequential; LANES];
         let mut budget_at_start = [0u64; LANES];
+        // The budgets, lane by lane while the routine runs (they go back to the latches
+        // when a lane returns).
+        let mut budget_left = [0u64; LANES];
         for lane in lanes_of(lanes) {
             let mut core = LaneRegisters {
                 rows,
@@ -380,7 +383,8 @@ impl<'a> CoreGroup<'a> {
                 ret: ret[lane],
                 budget_at_start: budget_at_start[lane],
             } = control::start(&mut core);
-            if !control::charge(&mut latches[lane].budget_left, start_run) {
+            budget_left[lane] = budget_at_start[lane];
+            if !control::charge(&mut budget_left[lane], start_run) {
                 return Err(Abandoned);
             }
         }
@@ -551,7 +555,7 @@ impl<'a> CoreGroup<'a> {
                 }
                 Next::Jump(result, target) => {
                     rows[d_row].blend(&result, &active);
-                    charge(latches, group, ops[target as usize].run as u64)?;
+                    charge(&mut budget_left, group, ops[target as usize].run as u64)?;
                     (ld, last_row, uniform) = (op.dst, op.d_row, true);
                     if target < meeting {
                         pc = target;
@@ -564,7 +568,11 @@ impl<'a> CoreGroup<'a> {
                 Next::Split(result) => {
                     rows[d_row].blend(&result, &active);
                     for lane in lanes_of(group) {
-                        charge(latches, 1 << lane, ops[lane_pc[lane] as usize].run as u64)?;
+                        charge(
+                            &mut budget_left,
+                            1 << lane,
+                            ops[lane_pc[lane] as usize].run as u64,
+                        )?;
                     }
                 }
                 Next::Return => {
@@ -574,7 +582,7 @@ impl<'a> CoreGroup<'a> {
                             ret: ret[lane],
                             budget_at_start: budget_at_start[lane],
                         };
-                        let left = latches[lane].budget_left;
+                        let left = budget_left[lane];
                         let mut core = LaneRegisters {
                             rows,
                             latches: &mut latches[lane],
@@ -643,9 +651,9 @@ fn lowest(lane_pc: &[u16; LANES], mask: LaneMask) -> u16 {
 /// [`control::charge`] on every lane of `mask`, which must cover the run: a lane it does
 /// not cover faults within that run.
 #[inline(always)]
-fn charge(latches: &mut [Latches; LANES], mask: LaneMask, run: u64) -> Result<(), Abandoned> {
+fn charge(budget_left: &mut [u64; LANES], mask: LaneMask, run: u64) -> Result<(), Abandoned> {
     for lane in lanes_of(mask) {
-        if !control::charge(&mut latches[lane].budget_left, run) {
+        if !control::charge(&mut budget_left[lane], run) {
             return Err(Abandoned);
         }
     }
