@@ -490,6 +490,53 @@ fn fingerprints() -> Vec<(String, String)> {
             load_obj_text(&text, Path::new(name), &files, &small),
         );
     }
+    // More triangles than one chunk of the parallel conversion (16,384): triangles left out
+    // across chunks, and the first of two errors in later chunks.
+    let inside = ObjOptions {
+        inside: true,
+        ..small.clone()
+    };
+    add(
+        "generated/icosphere_5_inside".into(),
+        load_obj_text(
+            &displaced_icosphere_obj(5, 0.08),
+            Path::new("i.obj"),
+            &files,
+            &inside,
+        ),
+    );
+    let sphere = uv_sphere_obj(200, 100);
+    // One texture (so texture coordinates pass unchanged) and, when `bad`, two triangles
+    // whose u is beyond Q15.17, after the 20,000th and the 30,000th face.
+    let textured = |bad: bool| {
+        let mut text = "mtllib a.mtl\nusemtl m2\n".to_string();
+        let mut faces = 0;
+        for line in sphere.lines() {
+            if line.starts_with('f') {
+                if faces == 0 {
+                    text.push_str("vt 0 0\nvt 30000.25 0\nvt 20000.5 0\n");
+                }
+                if bad && faces == 20_000 {
+                    text.push_str("f 1/-3 2/-2 3/-2\n");
+                }
+                if bad && faces == 30_000 {
+                    text.push_str("f 1/-3 2/-1 3/-1\n");
+                }
+                faces += 1;
+            }
+            text.push_str(line);
+            text.push('\n');
+        }
+        text
+    };
+    add(
+        "generated/uv_sphere_textured_inside".into(),
+        load_obj_text(&textured(false), Path::new("u.obj"), &files, &inside),
+    );
+    add(
+        "generated/uv_sphere_two_bad_triangles".into(),
+        load_obj_text(&textured(true), Path::new("u.obj"), &files, &small),
+    );
     for (name, options) in [
         ("default", ObjOptions::default()),
         (
