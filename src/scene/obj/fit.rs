@@ -156,10 +156,11 @@ fn orbit(offset: DVec3, degrees: f64) -> DVec3 {
 
 impl View {
     /// Frames `positions` (the vertices the triangles use) per `framing`; `triangles`
-    /// index `positions`.
+    /// index `positions`. A position may appear more than once: [`View::behind_camera`]
+    /// counts distinct ones.
     pub fn fit(
         positions: &[DVec3],
-        triangles: &[[usize; 3]],
+        triangles: impl IntoIterator<Item = [usize; 3]>,
         framing: &Framing,
     ) -> Result<View, FitError> {
         let (min, max) = positions.iter().fold(
@@ -229,7 +230,12 @@ impl View {
 
         // Measure at scale 1, then pick the scale.
         let local: Vec<DVec3> = positions.iter().map(|p| view.transform(*p)).collect();
-        view.behind_camera = local.iter().filter(|p| p.z >= distance).count();
+        // Bit-equal positions are one vertex (an OBJ may repeat a `v` line).
+        let behind: std::collections::HashSet<[u64; 3]> = (local.iter().zip(positions))
+            .filter(|(p, _)| p.z >= distance)
+            .map(|(_, p)| p.to_array().map(f64::to_bits))
+            .collect();
+        view.behind_camera = behind.len();
         let farthest = local
             .iter()
             .map(|p| (*p - view.camera).length())
@@ -332,7 +338,7 @@ mod tests {
         ];
         let view = View::fit(
             &square,
-            &[[0, 1, 2]],
+            [[0, 1, 2]],
             &framing(Some(DVec3::new(0.0, 0.0, 4.0))),
         )
         .unwrap();
@@ -349,7 +355,7 @@ mod tests {
             DVec3::new(1.0, 0.0, 0.0),
             DVec3::new(0.0, 1.0, 0.0),
         ];
-        let view = View::fit(&big, &[[0, 1, 2]], &framing(None)).unwrap();
+        let view = View::fit(&big, [[0, 1, 2]], &framing(None)).unwrap();
         let hw: Vec<DVec3> = big.iter().map(|p| view.to_hardware(*p)).collect();
         let reach = (view.camera - hw[0]).length();
         assert!(reach * (hw[1] - hw[0]).length() * (hw[2] - hw[0]).length() <= CONDITION_LIMIT);
@@ -366,18 +372,14 @@ mod tests {
             DVec3::new(1.0, 0.0, 0.0),
             DVec3::new(0.0, 1.0, 0.0),
         ];
-        let far = View::fit(
-            &big,
-            &[[0, 1, 2]],
-            &framing(Some(DVec3::new(0.0, 0.0, 1e5))),
-        );
+        let far = View::fit(&big, [[0, 1, 2]], &framing(Some(DVec3::new(0.0, 0.0, 1e5))));
         assert!(matches!(far, Err(FitError::TooFar { .. })), "{far:?}");
         assert_eq!(
-            View::fit(&big, &[[0, 1, 2]], &framing(Some(DVec3::ZERO))).err(),
+            View::fit(&big, [[0, 1, 2]], &framing(Some(DVec3::ZERO))).err(),
             Some(FitError::CameraAtTarget)
         );
         assert_eq!(
-            View::fit(&[DVec3::ONE; 3], &[[0, 1, 2]], &framing(None)).err(),
+            View::fit(&[DVec3::ONE; 3], [[0, 1, 2]], &framing(None)).err(),
             Some(FitError::NoExtent)
         );
     }

@@ -1,9 +1,8 @@
-//! The OBJ and its MTL materials as tobj loads them (triangulated, each mesh with its
-//! material), after [`super::parse`] has checked them, in the shape the loader uses: one
-//! list of triangles in file order over shared positions and texture coordinates.
+//! The checked OBJ ([`super::parse`]) and its MTL materials in the shape the loader uses:
+//! one list of triangles in file order over the OBJ's positions and texture coordinates,
+//! each triangle with its material. The MTL libraries are read with tobj, after
+//! [`parse::validate_mtl`] has checked them.
 
-use std::cell::{Cell, RefCell};
-use std::collections::HashMap;
 use std::path::Path;
 
 use super::parse::{self, ValidObj};
@@ -11,65 +10,77 @@ use super::Assets;
 use crate::scene::generate::Mesh;
 use crate::scene::SceneError;
 
+/// No index: a corner without a texture coordinate, a triangle without a material. Indices
+/// are u32 so that a triangle takes 28 bytes (a million-triangle scan loads in little
+/// memory); the parser refuses more `v` or `vt` lines than that indexes.
+pub const NO_INDEX: u32 = u32::MAX;
+
 /// One corner of a triangle: indices into the model's positions and texture coordinates.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Corner {
-    pub position: usize,
-    pub texcoord: Option<usize>,
+    pub position: u32,
+    /// [`NO_INDEX`] when the face gives none.
+    pub texcoord: u32,
+}
+
+impl Corner {
+    pub fn position(self) -> usize {
+        self.position as usize
+    }
+
+    pub fn texcoord(self) -> Option<usize> {
+        (self.texcoord != NO_INDEX).then_some(self.texcoord as usize)
+    }
 }
 
 /// A triangle of the OBJ and the `usemtl` name in force when it was read.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Copy, Debug, PartialEq)]
 pub struct ObjTriangle {
     pub corners: [Corner; 3],
-    /// Index into [`ValidObj::material_names`]; None without a `usemtl` or when no
-    /// library defines the name.
-    pub material: Option<usize>,
+    /// Index into [`ValidObj::material_names`]; [`NO_INDEX`] without a `usemtl` or (after
+    /// [`load`]) when no library defines the name.
+    pub material: u32,
+}
+
+impl ObjTriangle {
+    pub fn material(&self) -> Option<usize> {
+        (self.material != NO_INDEX).then_some(self.material as usize)
+    }
 }
 
 /// The OBJ's triangles in file order.
 #[derive(Clone, Debug, Default)]
 pub struct ObjModel {
-    /// Distinct positions (bit for bit) the faces use.
+    /// Every `v`, in file order (the triangles use some of them).
     pub positions: Vec<[f64; 3]>,
     pub texcoords: Vec<[f64; 2]>,
     pub triangles: Vec<ObjTriangle>,
 }
 
 impl ObjModel {
-    /// The model [`load`] gives for `mesh`'s OBJ text: bit-equal positions shared, each
-    /// corner with its position's texture coordinate (when the mesh has them), no material.
-    pub fn from_mesh(mesh: &Mesh) -> ObjModel {
-        let mut model = ObjModel {
-            texcoords: mesh.texcoords.clone(),
-            ..ObjModel::default()
-        };
-        let mut position_index: HashMap<[u64; 3], usize> = HashMap::new();
-        let positions: Vec<usize> = mesh
-            .positions
-            .iter()
-            .map(|&p| {
-                *position_index
-                    .entry(p.map(f64::to_bits))
-                    .or_insert_with(|| {
-                        model.positions.push(p);
-                        model.positions.len() - 1
-                    })
-            })
-            .collect();
+    /// The model [`load`] gives for `mesh`'s OBJ text: each corner with its position's
+    /// texture coordinate (when the mesh has them), no material. None when the mesh has too
+    /// many positions for u32 indices.
+    pub fn from_mesh(mesh: &Mesh) -> Option<ObjModel> {
+        if mesh.positions.len() >= NO_INDEX as usize {
+            return None;
+        }
         let textured = !mesh.texcoords.is_empty();
-        model.triangles = mesh
-            .faces
-            .iter()
-            .map(|face| ObjTriangle {
-                corners: face.map(|i| Corner {
-                    position: positions[i],
-                    texcoord: textured.then_some(i),
-                }),
-                material: None,
-            })
-            .collect();
-        model
+        Some(ObjModel {
+            positions: mesh.positions.clone(),
+            texcoords: mesh.texcoords.clone(),
+            triangles: mesh
+                .faces
+                .iter()
+                .map(|face| ObjTriangle {
+                    corners: face.map(|i| Corner {
+                        position: i as u32,
+                        texcoord: if textured { i as u32 } else { NO_INDEX },
+                    }),
+                    material: NO_INDEX,
+                })
+                .collect(),
+        })
     }
 }
 
@@ -91,67 +102,60 @@ pub struct Loaded {
     pub materials: Vec<Option<Material>>,
 }
 
-/// Loads checked OBJ text and its MTL libraries (read through `assets`) with tobj; notes
-/// missing libraries and undefined materials. `path` names the OBJ in messages.
+/// Reads the MTL libraries of a checked OBJ (through `assets`) and gives each triangle its
+/// material; notes missing libraries and undefined materials. `path` names the OBJ in
+/// messages.
 pub fn load(
-    valid: &ValidObj,
+    valid: ValidObj,
     path: &Path,
     assets: &dyn Assets,
     notes: &mut Vec<String>,
 ) -> Result<Loaded, SceneError> {
-    let options = tobj::LoadOptions {
-        triangulate: true,
-        ignore_points: true,
-        ignore_lines: true,
-        ..Default::default()
-    };
-    // tobj asks for the libraries in the order of `valid.libraries`; the callback cannot
-    // return our errors, so it keeps them here.
-    let library = Cell::new(0);
-    let mtl_error = RefCell::new(None);
-    let missing_library = Cell::new(false);
-    let library_notes = RefCell::new(Vec::new());
-    let loaded = tobj::load_obj_buf(&mut valid.text.as_bytes(), &options, |_| {
-        let Some((name, line)) = valid.libraries.get(library.get()) else {
-            return Err(tobj::LoadError::GenericFailure);
-        };
-        library.set(library.get() + 1);
+    let ValidObj {
+        mut model,
+        libraries,
+        material_names,
+        ..
+    } = valid;
+    // Every library is read, in order, even after one fails: the first syntax error wins,
+    // and a library that is missing or does not load leaves its materials out.
+    let mut mtl_error = None;
+    let mut missing_library = false;
+    let mut library_notes = Vec::new();
+    let mut library: Vec<tobj::Material> = Vec::new();
+    for (name, line) in &libraries {
         let Some(bytes) = assets.read(name) else {
-            missing_library.set(true);
-            library_notes.borrow_mut().push(format!(
+            missing_library = true;
+            library_notes.push(format!(
                 "warning: {}:{line}: material library {} not found; its materials show white",
                 path.display(),
                 assets.display(name)
             ));
-            return Err(tobj::LoadError::OpenFileFailed);
+            continue;
         };
         let text = String::from_utf8_lossy(&bytes);
         match parse::validate_mtl(&text, Path::new(&assets.display(name))) {
-            Ok(checked) => tobj::load_mtl_buf(&mut checked.as_bytes()),
+            Ok(checked) => {
+                if let Ok((materials, _)) = tobj::load_mtl_buf(&mut checked.as_bytes()) {
+                    library.extend(materials);
+                }
+            }
             Err(error) => {
-                mtl_error.borrow_mut().get_or_insert(error);
-                Err(tobj::LoadError::MaterialParseError)
+                mtl_error.get_or_insert(error);
             }
         }
-    });
-    if let Some(error) = mtl_error.into_inner() {
+    }
+    if let Some(error) = mtl_error {
         return Err(error);
     }
-    notes.extend(library_notes.into_inner());
-    let (meshes, library) = loaded.map_err(|error| SceneError::Unsupported {
-        file: path.to_path_buf(),
-        message: format!("tobj cannot load the checked OBJ: {error}"),
-    })?;
-    // tobj reports an error only when no library loaded, and that is noted above.
-    let library = library.unwrap_or_default();
+    notes.extend(library_notes);
 
-    let materials: Vec<Option<Material>> = valid
-        .material_names
+    let materials: Vec<Option<Material>> = material_names
         .iter()
         .map(|(name, line)| {
             // The last definition wins, as in tobj and most OBJ readers.
             let found = library.iter().rev().find(|m| &m.name == name);
-            if found.is_none() && !missing_library.get() {
+            if found.is_none() && !missing_library {
                 notes.push(format!(
                     "warning: {}:{line}: material `{name}` is not defined in any material library; it shows white",
                     path.display()
@@ -164,55 +168,12 @@ pub fn load(
             })
         })
         .collect();
-    let name_index: HashMap<&str, usize> = valid
-        .material_names
-        .iter()
-        .enumerate()
-        .map(|(index, (name, _))| (name.as_str(), index))
-        .collect();
-
-    let mut model = ObjModel::default();
-    let mut position_index: HashMap<[u64; 3], usize> = HashMap::new();
-    for tobj::Model { mesh, .. } in &meshes {
-        let material = mesh
-            .material_id
-            .and_then(|id| library.get(id))
-            .and_then(|m| name_index.get(m.name.as_str()).copied());
-        let positions: Vec<usize> = mesh
-            .positions
-            .chunks_exact(3)
-            .map(|p| {
-                let p = [p[0], p[1], p[2]];
-                *position_index
-                    .entry(p.map(f64::to_bits))
-                    .or_insert_with(|| {
-                        model.positions.push(p);
-                        model.positions.len() - 1
-                    })
-            })
-            .collect();
-        let texcoord_offset = model.texcoords.len();
-        model
-            .texcoords
-            .extend(mesh.texcoords.chunks_exact(2).map(|t| [t[0], t[1]]));
-        for (index, triangle) in mesh.indices.chunks_exact(3).enumerate() {
-            let has_texcoord = valid
-                .has_texcoord
-                .get(model.triangles.len())
-                .copied()
-                .unwrap_or_default();
-            let corner = |c: usize| Corner {
-                position: positions[triangle[c] as usize],
-                texcoord: mesh
-                    .texcoord_indices
-                    .get(3 * index + c)
-                    .filter(|_| has_texcoord[c])
-                    .map(|&t| texcoord_offset + t as usize),
-            };
-            model.triangles.push(ObjTriangle {
-                corners: [corner(0), corner(1), corner(2)],
-                material,
-            });
+    // A name no library defines is no material at all.
+    if materials.iter().any(Option::is_none) {
+        for triangle in &mut model.triangles {
+            if triangle.material().is_some_and(|m| materials[m].is_none()) {
+                triangle.material = NO_INDEX;
+            }
         }
     }
     Ok(Loaded { model, materials })
@@ -223,31 +184,30 @@ mod tests {
     use super::*;
     use crate::scene::obj::MemoryAssets;
 
-    fn load_text(text: &str, assets: &dyn Assets) -> (ValidObj, Loaded, Vec<String>) {
+    fn load_text(text: &str, assets: &dyn Assets) -> (Loaded, Vec<String>) {
         let valid = parse::validate_obj(text, Path::new("t.obj")).unwrap();
         let mut notes = Vec::new();
-        let loaded = load(&valid, Path::new("t.obj"), assets, &mut notes).unwrap();
-        (valid, loaded, notes)
+        let loaded = load(valid, Path::new("t.obj"), assets, &mut notes).unwrap();
+        (loaded, notes)
     }
 
     fn corner_positions(model: &ObjModel) -> Vec<[[f64; 3]; 3]> {
         let triangles = model.triangles.iter();
         triangles
-            .map(|t| t.corners.map(|c| model.positions[c.position]))
+            .map(|t| t.corners.map(|c| model.positions[c.position()]))
             .collect()
     }
 
-    /// tobj's triangles are the validator's fans, in file order, with the materials of
-    /// their `usemtl` and texture coordinates only where the face gives them.
+    /// The triangles are the faces' fans, in file order, with the materials of their
+    /// `usemtl` and texture coordinates only where the face gives them.
     #[test]
-    fn tobj_and_the_validator_agree_on_polygons_and_negative_indices() {
+    fn polygons_fan_and_negative_indices_count_back() {
         const MTL: &[u8] = b"newmtl a\nmap_Kd a.png\nnewmtl b\n";
         let obj = "mtllib m.mtl\nv 0 0 0\nv 1 0 0\nv 1 1 0\nv 0 1 0\nvt 0 0\nvt 1 1\n\
                    usemtl b\nf -4/1 -3/2 -2 -1/1\nusemtl a\nf 1 2 3\nusemtl b\nf 4 -1 3\n";
-        let (valid, loaded, notes) = load_text(obj, &MemoryAssets(&[("m.mtl", MTL)]));
+        let (loaded, notes) = load_text(obj, &MemoryAssets(&[("m.mtl", MTL)]));
         assert_eq!(notes, Vec::<String>::new());
         let model = &loaded.model;
-        assert_eq!(valid.has_texcoord.len(), model.triangles.len());
         let (o, x, xy, y) = ([0.0; 3], [1.0, 0.0, 0.0], [1.0, 1.0, 0.0], [0.0, 1.0, 0.0]);
         assert_eq!(
             corner_positions(model),
@@ -256,19 +216,14 @@ mod tests {
         let texcoords: Vec<_> = model
             .triangles
             .iter()
-            .map(|t| t.corners.map(|c| c.texcoord.map(|i| model.texcoords[i])))
+            .map(|t| t.corners.map(|c| c.texcoord().map(|i| model.texcoords[i])))
             .collect();
         assert_eq!(texcoords[0], [Some([0.0, 0.0]), Some([1.0, 1.0]), None]);
         assert_eq!(texcoords[1], [Some([0.0, 0.0]), None, Some([0.0, 0.0])]);
         assert_eq!(texcoords[2], [None; 3]);
-        for (triangle, has_texcoord) in model.triangles.iter().zip(&valid.has_texcoord) {
-            assert_eq!(
-                triangle.corners.map(|c| c.texcoord.is_some()),
-                *has_texcoord
-            );
-        }
+        assert_eq!(texcoords[3], [None; 3]);
         // material_names: b then a.
-        let materials: Vec<_> = model.triangles.iter().map(|t| t.material).collect();
+        let materials: Vec<_> = model.triangles.iter().map(|t| t.material()).collect();
         assert_eq!(materials, vec![Some(0), Some(0), Some(1), Some(0)]);
         let b = loaded.materials[0].as_ref().unwrap();
         let a = loaded.materials[1].as_ref().unwrap();
@@ -279,11 +234,11 @@ mod tests {
         assert_eq!(a.texture.as_deref(), Some("a.png"));
     }
 
-    /// The default scene's triangles through tobj are its faces' fans, corner by corner.
+    /// The default scene's triangles are its faces' fans, corner by corner.
     #[test]
-    fn tobj_and_the_validator_agree_on_the_default_scene() {
+    fn the_default_scene_s_triangles_are_its_faces_fans() {
         let obj = include_str!("../../../scenes/default.obj");
-        let (valid, loaded, _) = load_text(obj, &MemoryAssets(&[]));
+        let (loaded, _) = load_text(obj, &MemoryAssets(&[]));
         // The fans, read independently (the scene's faces use absolute indices).
         let lines = obj.lines().map(str::split_whitespace);
         let mut positions = Vec::new();
@@ -307,7 +262,6 @@ mod tests {
             }
         }
         assert_eq!(expected.len(), 142);
-        assert_eq!(valid.has_texcoord.len(), 142);
         assert_eq!(corner_positions(&loaded.model), expected);
     }
 }

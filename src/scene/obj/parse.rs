@@ -1,34 +1,37 @@
-//! Validation of the OBJ and MTL subset the loader reads, by hand, so that every error
-//! names the file, line and column and says what was expected.
+//! The OBJ reader, and validation of the MTL subset the loader reads, by hand, so that every
+//! error names the file, line and column and says what was expected.
 //!
-//! Why both this and tobj: the project loads OBJ and MTL with tobj (triangulation, material
-//! assignment, `map_Kd`), but tobj reports errors without a line or column, and it panics
-//! on some malformed input (a relative `vt`/`vn` index before the first `vt`/`vn`
-//! overflows; a `Kd` with fewer than three numbers unwraps). So every statement tobj will
-//! read is checked here first, and tobj gets the checked statements in a form it reads as
-//! this loader means them ([`ValidObj::text`], [`validate_mtl`]).
+//! OBJ files are read here in one pass, straight into the model's positions, texture
+//! coordinates and triangles: no copy of the text, no intermediate per-face lists, so that
+//! a scan of a million triangles reads fast and small. (The loader used to check the text
+//! here and hand tobj a cleaned copy to read; `tests/obj_exact.rs` pins that every outcome
+//! is still the same, including tobj's fan triangulation and material assignment.)
+//!
+//! MTL files are still read with tobj (`Kd`, `map_Kd`), which reports errors without a line
+//! or column and panics on some malformed input (a `Kd` with fewer than three numbers
+//! unwraps). So every statement tobj will read is checked here first, and tobj gets the
+//! checked statements in a form it reads as this loader means them ([`validate_mtl`]).
 //!
 //! OBJ: `v`, `vt`, `vn` (counted only), `f` (any polygon, fan-triangulated; `v`, `v/vt`,
 //! `v//vn`, `v/vt/vn`, negative indices count back from the last vertex; the renderer never
-//! uses normals, so a `vn` index that does not exist is a warning, and tobj never sees one),
-//! `usemtl`, `mtllib`. `o`, `g`, `s`, lines and points are ignored; other statements are
-//! listed once in the notes. MTL: `newmtl`, `Kd`, `map_Kd` (its options are skipped);
-//! everything else (lighting, other maps) means nothing to the hardware and is ignored.
+//! uses normals, so a `vn` index that does not exist is a warning), `usemtl`, `mtllib`. `o`,
+//! `g`, `s`, lines and points are ignored; other statements are listed once in the notes.
+//! MTL: `newmtl`, `Kd`, `map_Kd` (its options are skipped); everything else (lighting,
+//! other maps) means nothing to the hardware and is ignored.
 
 use std::path::Path;
 
+use super::load::{Corner, ObjModel, ObjTriangle, NO_INDEX};
 use crate::scene::SceneError;
 
-/// A checked OBJ: the text for tobj and what the loader needs that tobj does not keep.
+/// A checked OBJ: its triangles and what the loader needs besides them.
 #[derive(Clone, Debug, Default)]
 pub struct ValidObj {
-    /// The statements tobj reads, comments and ignored statements removed: every `mtllib`
-    /// first, one file each with `/` for `\` (tobj resolves `usemtl` against the
-    /// libraries read so far and takes the rest of the line as one name); `v x y z` (tobj
-    /// would divide by a `w` or take colours); `vt u v` (v is 0 when absent); `f` with
-    /// every corner's `vn` index dropped (normals are not used); `usemtl` as written.
-    pub text: String,
-    /// `mtllib` file names with the line that named them, in the order tobj reads them.
+    /// Every `v` and `vt` (v is 0 when absent) and the faces' fans in file order, each
+    /// triangle with the index into `material_names` of the `usemtl` in force.
+    pub model: ObjModel,
+    /// `mtllib` file names with the line that named them, in the order they are read
+    /// (all before any `usemtl` is resolved, wherever the statements stand).
     pub libraries: Vec<(String, usize)>,
     /// Distinct `usemtl` names with the first line that used them.
     pub material_names: Vec<(String, usize)>,
@@ -37,9 +40,6 @@ pub struct ValidObj {
     /// What was wrong but changes nothing the renderer uses (a `vn` index that does not
     /// exist), as `file:line:col: message`: the first case, and how many there were.
     pub ignored: Option<(String, usize)>,
-    /// Which corners have a `vt` index, per triangle of the fans in file order (tobj
-    /// repeats the previous texture coordinate for a corner without one).
-    pub has_texcoord: Vec<[bool; 3]>,
 }
 
 struct Line<'a> {
@@ -97,8 +97,15 @@ pub fn validate_obj_counting(
     checked: &AtomicU64,
 ) -> Result<ValidObj, SceneError> {
     let mut valid = ValidObj::default();
-    let mut statements = String::new();
-    let (mut positions, mut texcoords, mut normals) = (0usize, 0usize, 0usize);
+    let model = &mut valid.model;
+    // One triangle per `f` line is the common case; polygons grow the list.
+    model.triangles.reserve(count_faces(text));
+    let mut normals = 0usize;
+    // The `usemtl` in force, as an index into `material_names`.
+    let mut material = NO_INDEX;
+    // Reused for every line, so that reading a line allocates nothing.
+    let mut fields: Vec<&str> = Vec::new();
+    let mut corners: Vec<Corner> = Vec::new();
     let text = text.strip_prefix('\u{feff}').unwrap_or(text);
     let mut uncounted = 0;
     for (index, text) in text.lines().enumerate() {
@@ -111,11 +118,11 @@ pub fn validate_obj_counting(
             number: index + 1,
             text,
         };
-        let mut fields = tokens(text);
-        let Some(keyword) = fields.next() else {
+        fields.clear();
+        fields.extend(tokens(text));
+        let Some((&keyword, fields)) = fields.split_first() else {
             continue;
         };
-        let fields: Vec<&str> = fields.collect();
         match keyword {
             "v" => {
                 if fields.len() < 3 {
@@ -128,11 +135,13 @@ pub fn validate_obj_counting(
                         ),
                     ));
                 }
-                for (token, name) in fields.iter().zip(["x", "y", "z"]) {
-                    line.number(token, name)?;
+                let x = line.number(fields[0], "x")?;
+                let y = line.number(fields[1], "y")?;
+                let z = line.number(fields[2], "z")?;
+                if model.positions.len() >= NO_INDEX as usize {
+                    return Err(line.error(keyword, too_many("v")));
                 }
-                positions += 1;
-                statements.push_str(&format!("v {}\n", fields[..3].join(" ")));
+                model.positions.push([x, y, z]);
             }
             "vt" => {
                 if fields.is_empty() {
@@ -141,16 +150,15 @@ pub fn validate_obj_counting(
                         "expected `vt` followed by two numbers (u v), found none".into(),
                     ));
                 }
-                line.number(fields[0], "u")?;
+                let u = line.number(fields[0], "u")?;
                 let v = match fields.get(1) {
-                    Some(token) => {
-                        line.number(token, "v")?;
-                        token
-                    }
-                    None => "0",
+                    Some(token) => line.number(token, "v")?,
+                    None => 0.0,
                 };
-                texcoords += 1;
-                statements.push_str(&format!("vt {} {v}\n", fields[0]));
+                if model.texcoords.len() >= NO_INDEX as usize {
+                    return Err(line.error(keyword, too_many("vt")));
+                }
+                model.texcoords.push([u, v]);
             }
             "vn" => normals += 1,
             "f" => {
@@ -163,26 +171,24 @@ pub fn validate_obj_counting(
                         ),
                     ));
                 }
-                let mut has_texcoord = Vec::with_capacity(fields.len());
-                let mut corners = Vec::with_capacity(fields.len());
-                for token in &fields {
-                    let corner = check_corner(&line, token, [positions, texcoords, normals])?;
-                    if let Some(warning) = corner.ignored {
+                corners.clear();
+                let counts = [model.positions.len(), model.texcoords.len(), normals];
+                for token in fields {
+                    let (corner, ignored) = check_corner(&line, token, counts)?;
+                    if let Some(warning) = ignored {
                         let (_, count) = valid.ignored.get_or_insert((warning.to_string(), 0));
                         *count += 1;
                     }
-                    has_texcoord.push(corner.texcoord.is_some());
-                    corners.push(match corner.texcoord {
-                        Some(vt) => format!("{}/{vt}", corner.position),
-                        None => corner.position.to_string(),
+                    corners.push(corner);
+                }
+                // A fan around the first corner (tobj's triangulation, which this loader
+                // used to read OBJ with), exact for the convex polygons OBJ exporters write.
+                for pair in corners[1..].windows(2) {
+                    model.triangles.push(ObjTriangle {
+                        corners: [corners[0], pair[0], pair[1]],
+                        material,
                     });
                 }
-                // tobj's triangulation: a fan around the first corner, exact for the
-                // convex polygons OBJ exporters write.
-                for pair in has_texcoord[1..].windows(2) {
-                    valid.has_texcoord.push([has_texcoord[0], pair[0], pair[1]]);
-                }
-                statements.push_str(&format!("f {}\n", corners.join(" ")));
             }
             "usemtl" => {
                 let name = rest_after(text, keyword);
@@ -192,10 +198,11 @@ pub fn validate_obj_counting(
                         "expected `usemtl` followed by a material name".into(),
                     ));
                 }
-                if !valid.material_names.iter().any(|(n, _)| n == name) {
+                let known = valid.material_names.iter().position(|(n, _)| n == name);
+                material = known.unwrap_or_else(|| {
                     valid.material_names.push((name.to_string(), line.number));
-                }
-                statements.push_str(&format!("usemtl {name}\n"));
+                    valid.material_names.len() - 1
+                }) as u32;
             }
             "mtllib" => {
                 if fields.is_empty() {
@@ -217,62 +224,85 @@ pub fn validate_obj_counting(
             }
         }
     }
-    for (name, _) in &valid.libraries {
-        valid.text.push_str(&format!("mtllib {name}\n"));
-    }
-    valid.text.push_str(&statements);
     Ok(valid)
 }
 
-/// One checked `f` field: its `v` and `vt` indices as written, and a `vn` index that did not
-/// check out (a warning: normals are not used).
-struct Corner<'a> {
-    position: &'a str,
-    texcoord: Option<&'a str>,
-    ignored: Option<SceneError>,
+/// The number of lines that start with `f ` (an estimate of the triangles, to allocate them
+/// at once).
+fn count_faces(text: &str) -> usize {
+    let bytes = text.as_bytes();
+    let starts = bytes.starts_with(b"f ") as usize;
+    starts
+        + bytes
+            .windows(3)
+            .filter(|w| w[0] == b'\n' && w[1] == b'f' && w[2] == b' ')
+            .count()
+}
+
+fn too_many(keyword: &str) -> String {
+    format!(
+        "more than {} `{keyword}` lines: too many to index",
+        NO_INDEX - 1
+    )
 }
 
 /// Checks one `f` field (`v`, `v/vt`, `v//vn` or `v/vt/vn`) against the `v`, `vt` and `vn`
-/// counts so far. A bad `v` or `vt` index is an error; a bad `vn` index only a warning.
-fn check_corner<'a>(
+/// counts so far and resolves its `v` and `vt` indices. A bad `v` or `vt` index is an
+/// error; a bad `vn` index only a warning (normals are not used), returned beside it.
+fn check_corner(
     line: &Line,
-    token: &'a str,
+    token: &str,
     counts: [usize; 3],
-) -> Result<Corner<'a>, SceneError> {
-    let parts: Vec<&str> = token.split('/').collect();
+) -> Result<(Corner, Option<SceneError>), SceneError> {
     let shape_error = || {
         line.error(
             token,
             format!("expected a face vertex like 1, 1/2, 1//3 or 1/2/3, found `{token}`"),
         )
     };
-    if parts.len() > 3 || parts[0].is_empty() || (parts.len() == 2 && parts[1].is_empty()) {
+    let mut parts = [""; 3];
+    let mut len = 0;
+    for part in token.split('/') {
+        if len == 3 {
+            return Err(shape_error());
+        }
+        parts[len] = part;
+        len += 1;
+    }
+    if parts[0].is_empty() || (len == 2 && parts[1].is_empty()) {
         return Err(shape_error());
     }
     let mut ignored = None;
-    for ((part, count), kind) in parts.iter().zip(counts).zip(["v", "vt", "vn"]) {
+    let mut resolved = [NO_INDEX; 2];
+    for (kind, (part, count)) in parts[..len].iter().zip(counts).enumerate() {
         if part.is_empty() {
             continue;
         }
+        let name = ["v", "vt", "vn"][kind];
         let problem = match part.parse::<i64>() {
-            Err(_) if kind == "vn" => Some(format!("expected a normal index, found `{part}`")),
+            Err(_) if kind == 2 => Some(format!("expected a normal index, found `{part}`")),
             Err(_) => return Err(shape_error()),
             Ok(index) => {
-                let resolved = if index < 0 {
+                let at = if index < 0 {
                     count as i64 + index
                 } else {
                     index - 1
                 };
-                (index == 0 || resolved < 0 || resolved >= count as i64).then(|| {
-                    format!(
-                        "{kind} index {index} does not exist: {count} `{kind}` line{} so far",
+                if index == 0 || at < 0 || at >= count as i64 {
+                    Some(format!(
+                        "{name} index {index} does not exist: {count} `{name}` line{} so far",
                         if count == 1 { "" } else { "s" }
-                    )
-                })
+                    ))
+                } else {
+                    if kind < 2 {
+                        resolved[kind] = at as u32;
+                    }
+                    None
+                }
             }
         };
         match problem {
-            Some(message) if kind == "vn" => {
+            Some(message) if kind == 2 => {
                 ignored = Some(line.error(
                     part,
                     format!("{message}; normals are not used, so it is ignored"),
@@ -282,11 +312,8 @@ fn check_corner<'a>(
             None => {}
         }
     }
-    Ok(Corner {
-        position: parts[0],
-        texcoord: parts.get(1).copied().filter(|part| !part.is_empty()),
-        ignored,
-    })
+    let [position, texcoord] = resolved;
+    Ok((Corner { position, texcoord }, ignored))
 }
 
 /// Checks MTL text; `file` names it in errors. Returns the statements tobj reads:
@@ -405,18 +432,30 @@ mod tests {
         validate_obj(text, Path::new("t.obj")).map_err(|e| e.to_string())
     }
 
+    fn corner(position: u32, texcoord: u32) -> Corner {
+        Corner { position, texcoord }
+    }
+
     #[test]
-    fn obj_text_for_tobj_has_libraries_first_and_only_what_the_loader_reads() {
+    fn the_model_has_what_the_loader_reads() {
         let valid = obj("# c\nv 0 0 0 2 # w\nvt 1\nvn x y z\ng a\nusemtl m n\nf 1/1 -1/1/\t1\nmtllib a\\b.mtl c.mtl\nbevel on\n").unwrap();
+        // `w` is ignored, `vt u` means v = 0.
+        assert_eq!(valid.model.positions, vec![[0.0; 3]]);
+        assert_eq!(valid.model.texcoords, vec![[1.0, 0.0]]);
         assert_eq!(
-            valid.text,
-            "mtllib a/b.mtl\nmtllib c.mtl\nv 0 0 0\nvt 1 0\nusemtl m n\nf 1/1 -1/1 1\n"
+            valid.model.triangles,
+            vec![ObjTriangle {
+                corners: [corner(0, 0), corner(0, 0), corner(0, NO_INDEX)],
+                material: 0
+            }]
         );
         assert_eq!(valid.ignored, None);
         assert_eq!(valid.material_names, vec![("m n".to_string(), 6)]);
-        assert_eq!(valid.libraries[1], ("c.mtl".to_string(), 8));
+        assert_eq!(
+            valid.libraries,
+            vec![("a/b.mtl".to_string(), 8), ("c.mtl".to_string(), 8)]
+        );
         assert_eq!(valid.unknown, vec!["bevel".to_string()]);
-        assert_eq!(valid.has_texcoord, vec![[true, true, false]]);
     }
 
     #[test]
@@ -424,9 +463,17 @@ mod tests {
         // `f 1/1/1` with no `vn` at all, as some exporters write it.
         let valid =
             obj("v 0 0 0\nv 1 0 0\nv 0 1 0\nvt 0 0\nf 1/1/1 2/1/1 3/1/1\nf 1//x 2 3\n").unwrap();
+        let corners: Vec<_> = valid.model.triangles.iter().map(|t| t.corners).collect();
         assert_eq!(
-            valid.text,
-            "v 0 0 0\nv 1 0 0\nv 0 1 0\nvt 0 0\nf 1/1 2/1 3/1\nf 1 2 3\n"
+            corners,
+            vec![
+                [corner(0, 0), corner(1, 0), corner(2, 0)],
+                [
+                    corner(0, NO_INDEX),
+                    corner(1, NO_INDEX),
+                    corner(2, NO_INDEX)
+                ]
+            ]
         );
         assert_eq!(
             valid.ignored,
@@ -437,7 +484,14 @@ mod tests {
         );
         // Normals that exist are dropped too, silently.
         let valid = obj("v 0 0 0\nv 1 0 0\nv 0 1 0\nvn 0 0 1\nf 1//1 2//1 3//-1\n").unwrap();
-        assert_eq!(valid.text, "v 0 0 0\nv 1 0 0\nv 0 1 0\nf 1 2 3\n");
+        assert_eq!(
+            valid.model.triangles[0].corners,
+            [
+                corner(0, NO_INDEX),
+                corner(1, NO_INDEX),
+                corner(2, NO_INDEX)
+            ]
+        );
         assert_eq!(valid.ignored, None);
         // What the image depends on stays an error.
         assert_eq!(
@@ -468,7 +522,7 @@ mod tests {
             obj("v 0 0\n").unwrap_err(),
             "t.obj:1:1: expected `v` followed by three numbers (x y z), found 2 numbers"
         );
-        // The indices that make tobj overflow.
+        // The indices that made tobj overflow.
         assert_eq!(
             obj("v 4 0 4\nvt 0 8\nf 1/-7 1 1").unwrap_err(),
             "t.obj:3:3: vt index -7 does not exist: 1 `vt` line so far"
