@@ -60,6 +60,15 @@ fn files_of(case: &Case) -> MemFiles {
     MemFiles::new(&case.scene, &case.scene.partitions, &case.imem)
 }
 
+/// Writes `scene`, which carries its own program, as a case directory for the RTL.
+fn write_program_case(dir: &Path, scene: &theia::scene::Scene) {
+    let program = scene
+        .program
+        .as_ref()
+        .expect("the scene carries its program");
+    write_case(dir, &MemFiles::new(scene, &scene.partitions, program));
+}
+
 /// Runs one case on the RTL and the emulator. The emulator reads the case back from the
 /// files the RTL read, as `theia render DIR` would.
 fn check(case: &Case, dir: &Path) -> Verdict {
@@ -507,10 +516,7 @@ fn rule_programs_equal_the_rtl() {
     for (index, (name, source, _)) in rule_programs().into_iter().enumerate() {
         scene.program = Some(assembled(name, &source));
         let dir = case_dir(900_000 + index as u64);
-        write_case(
-            &dir,
-            &MemFiles::new(&scene, &scene.partitions, scene.program.as_ref().unwrap()),
-        );
+        write_program_case(&dir, &scene);
         let run = run_rtl(Host::Fixed, &dir, TIMEOUT_CYCLES);
         let RtlOutcome::Words(rtl) = run.outcome else {
             panic!("{name}: the RTL did not finish")
@@ -536,10 +542,7 @@ fn back_to_back_tmreads_hang_the_rtl_and_one_instruction_between_does_not() {
     for (between, hangs) in [("", true), ("NOP\n", false)] {
         scene.program = Some(assembled("tmread", &reads(between)));
         let dir = case_dir(910_000 + u64::from(hangs));
-        write_case(
-            &dir,
-            &MemFiles::new(&scene, &scene.partitions, scene.program.as_ref().unwrap()),
-        );
+        write_program_case(&dir, &scene);
         let run = run_rtl(Host::Fixed, &dir, 400_000);
         match (run.outcome, hangs) {
             (RtlOutcome::Timeout, true) => {}
@@ -596,10 +599,7 @@ fn bank_0_s_triangle_rows_change_under_main_on_the_rtl() {
 ENTRYPOINT_ADRR_PIXELSHADER:\nOMWRITE OREG_PIXEL_COLOR CREG_CURRENT_OUTPUT_PIXEL C3\nRETURN RT_TRUE\n";
     scene.program = Some(assembled("bank0", source));
     let dir = case_dir(930_000);
-    write_case(
-        &dir,
-        &MemFiles::new(&scene, &scene.partitions, scene.program.as_ref().unwrap()),
-    );
+    write_program_case(&dir, &scene);
     let run = run_rtl(Host::Fixed, &dir, TIMEOUT_CYCLES);
     let RtlOutcome::Words(rtl) = run.outcome else {
         panic!("the RTL did not finish")
