@@ -4,8 +4,9 @@
 
 use std::fmt;
 use std::path::{Path, PathBuf};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
+use crate::core::RomVariant;
 use crate::machine::{AccelMode, Lockstep, Machine, Render, RenderError, RenderOptions};
 use crate::scene::generate::{self, Mesh};
 use crate::scene::obj::{self, ObjOptions};
@@ -373,6 +374,69 @@ pub fn run(options: &BenchOptions) -> Result<BenchTable, BenchError> {
     Ok(BenchTable {
         threads: pools.threads,
         rows,
+    })
+}
+
+/// The meshes of the cost-growth table (`theia bench --scaling`): bumpy icospheres of
+/// subdivisions 4, 6, 7 and 8, that is 5,120, 81,920, 327,680 and 1,310,720 triangles.
+pub const SCALING_SUBDIVISIONS: [u32; 4] = [4, 6, 7, 8];
+
+/// The sizes of the cost-growth table.
+pub const SCALING_SIZES: [(u32, u32); 2] = [(256, 256), (1920, 1080)];
+
+/// Triangles of the bumpy icosphere of `subdivisions` subdivisions.
+pub fn icosphere_triangles(subdivisions: u32) -> usize {
+    20 << (2 * subdivisions)
+}
+
+/// One row of the cost-growth table: a generated mesh at one size with one ROM, loaded,
+/// its acceleration structure built, and one frame rendered on all the pool's threads.
+#[derive(Clone, Debug)]
+pub struct ScalingRow {
+    pub triangles: usize,
+    /// Turning the generated mesh into a scene (the OBJ loader's work after parsing).
+    pub load: Duration,
+    /// Building the acceleration structure (zero without one).
+    pub build: Duration,
+    /// The frame, structure excluded.
+    pub frame: Duration,
+    /// The structure's mean candidates per 4x4 tile, when it has one.
+    pub candidates_per_tile: Option<f64>,
+}
+
+/// Measures one row of the cost-growth table (see [`ScalingRow`]).
+pub fn scaling_row(
+    subdivisions: u32,
+    (width, height): (u32, u32),
+    rom: RomVariant,
+) -> Result<ScalingRow, BenchError> {
+    let mesh = generate::displaced_icosphere(subdivisions, 0.08);
+    let options = ObjOptions {
+        width,
+        height,
+        flat: true,
+        ..Default::default()
+    };
+    let start = Instant::now();
+    let scene = obj::load_mesh(&mesh, Path::new("bumpy_icosphere.obj"), &options)?.scene;
+    let load = start.elapsed();
+    drop(mesh);
+    let render_options = RenderOptions {
+        rom,
+        ..Default::default()
+    };
+    let machine = Machine::new(&scene, &render_options)?;
+    let candidates_per_tile = match &machine.accel {
+        Ok(Some(accel)) => Some(accel.mean_candidates()),
+        _ => None,
+    };
+    let render = machine.render(None)?;
+    Ok(ScalingRow {
+        triangles: scene.triangles.len(),
+        load,
+        build: machine.accel_build,
+        frame: render.elapsed,
+        candidates_per_tile,
     })
 }
 

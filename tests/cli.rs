@@ -472,3 +472,72 @@ fn accel_modes_and_no_cull_give_the_same_image() {
         );
     }
 }
+
+/// `theia bench --scaling`: one row per mesh, size and ROM, each measured in a child
+/// process; here only the smallest mesh (the whole table takes over a minute).
+#[test]
+#[cfg_attr(
+    debug_assertions,
+    ignore = "a 1920x1080 frame takes most of a minute in debug builds: cargo test --release --test cli"
+)]
+fn bench_scaling_prints_a_row_per_mesh_size_and_rom() {
+    let dir = tempfile::tempdir().unwrap();
+    let output = theia(
+        dir.path(),
+        &["bench", "--scaling", "--max-triangles", "5120"],
+    );
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    let stdout = text(&output.stdout);
+    let lines: Vec<&str> = stdout.lines().collect();
+    assert!(
+        lines[0].starts_with("triangles       size       ROM  process s"),
+        "{stdout}"
+    );
+    let rows: Vec<Vec<&str>> = lines[1..5]
+        .iter()
+        .map(|l| l.split_whitespace().collect())
+        .collect();
+    let keys: Vec<(&str, &str, &str)> = rows.iter().map(|r| (r[0], r[1], r[2])).collect();
+    assert_eq!(
+        keys,
+        [
+            ("5120", "256x256", "fixed"),
+            ("5120", "256x256", "faithful"),
+            ("5120", "1920x1080", "fixed"),
+            ("5120", "1920x1080", "faithful"),
+        ]
+    );
+    for row in &rows {
+        // process s, load ms, structure ms, frame s, peak MB, candidates per tile
+        assert_eq!(row.len(), 9, "{row:?}");
+        for value in &row[3..] {
+            assert!(value.parse::<f64>().is_ok(), "{row:?}");
+        }
+    }
+    // The same mesh has the same structure whatever the ROM.
+    assert_eq!(rows[0][8], rows[1][8]);
+    assert_eq!(
+        lines[5],
+        "meshes over 5120 triangles left out (--max-triangles)"
+    );
+}
+
+#[test]
+fn bench_scaling_row_names_what_it_expected() {
+    let dir = tempfile::tempdir().unwrap();
+    let output = theia(dir.path(), &["bench", "--scaling-row", "4,16"]);
+    assert_eq!(output.status.code(), Some(2));
+    assert!(
+        text(&output.stderr)
+            .contains("--scaling-row: expected SUBDIVISIONS,WIDTH,HEIGHT,ROM, got `4,16`"),
+        "{}",
+        text(&output.stderr)
+    );
+    let output = theia(dir.path(), &["bench", "--max-triangles", "10"]);
+    assert_eq!(output.status.code(), Some(2));
+    assert!(
+        text(&output.stderr).contains("--scaling"),
+        "{}",
+        text(&output.stderr)
+    );
+}

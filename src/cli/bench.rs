@@ -28,9 +28,27 @@ pub struct BenchArgs {
     /// Time the UV sphere and the mesh in this mode only: auto, cull or off
     #[arg(long, value_name = "MODE")]
     accel: Option<AccelMode>,
+    /// Print the cost-growth table instead: generated meshes of 5k to 1.3M triangles at
+    /// 256x256 and 1920x1080 with both ROMs, each row in a process of its own (minutes)
+    #[arg(long, conflicts_with_all = ["scene", "frames", "all_modes", "accel"])]
+    scaling: bool,
+    /// With --scaling: leave out the meshes of more triangles than this
+    #[arg(long, value_name = "N", requires = "scaling")]
+    max_triangles: Option<usize>,
+    /// One row of the cost-growth table, measured in this process (what --scaling runs)
+    #[arg(long, hide = true, value_name = "SUBDIVISIONS,WIDTH,HEIGHT,ROM")]
+    scaling_row: Option<String>,
 }
 
 pub fn run(args: BenchArgs) -> anyhow::Result<Outcome> {
+    if let Some(row) = &args.scaling_row {
+        scaling::child(row)?;
+        return Ok(Outcome::Success);
+    }
+    if args.scaling {
+        print!("{}", scaling::table(args.max_triangles)?);
+        return Ok(Outcome::Success);
+    }
     let conformance_scene = args.scene.or_else(|| {
         let default = PathBuf::from(CONFORMANCE_SCENE);
         if default.is_dir() {
@@ -53,4 +71,195 @@ pub fn run(args: BenchArgs) -> anyhow::Result<Outcome> {
     };
     print!("{}", run_bench(&options)?);
     Ok(Outcome::Success)
+}
+
+/// `theia bench --scaling`: how frame time, structure and memory grow with the triangle
+/// count. Each row runs in a child process (`--scaling-row`), so that its peak memory is
+/// its own.
+mod scaling {
+    use std::fmt::Write as _;
+    use std::process::{Command, Stdio};
+    use std::time::{Duration, Instant};
+
+    use theia::bench::{icosphere_triangles, scaling_row, SCALING_SIZES, SCALING_SUBDIVISIONS};
+    use theia::core::RomVariant;
+
+    /// Rows estimated (from the row before, scaled by the triangle count) to take longer
+    /// than this, or to need more memory than [`MEMORY_LIMIT`], are skipped.
+    const TIME_LIMIT: Duration = Duration::from_secs(60);
+    const MEMORY_LIMIT: f64 = 4.0 * (1u64 << 30) as f64;
+
+    /// What a child reports of its row.
+    struct Measured {
+        load_ms: f64,
+        build_ms: f64,
+        frame_s: f64,
+        candidates: Option<f64>,
+        peak_mb: Option<f64>,
+        whole_s: f64,
+    }
+
+    /// Measures one row (`SUBDIVISIONS,WIDTH,HEIGHT,ROM`) and prints it as `key=value`
+    /// pairs on one line.
+    pub fn child(spec: &str) -> anyhow::Result<()> {
+        let fields: Vec<&str> = spec.split(',').collect();
+        let [subdivisions, width, height, rom] = fields[..] else {
+            anyhow::bail!("--scaling-row: expected SUBDIVISIONS,WIDTH,HEIGHT,ROM, got `{spec}`");
+        };
+        let rom: RomVariant = rom.parse().map_err(anyhow::Error::msg)?;
+        let row = scaling_row(
+            subdivisions.parse()?,
+            (width.parse()?, height.parse()?),
+            rom,
+        )?;
+        let candidates = row
+            .candidates_per_tile
+            .map_or("-".to_string(), |c| format!("{c:.0}"));
+        let peak = peak_memory_kb().map_or("-".to_string(), |kb| kb.to_string());
+        println!(
+            "triangles={} load_ms={:.0} build_ms={:.0} frame_s={:.3} candidates={candidates} peak_kb={peak}",
+            row.triangles,
+            row.load.as_secs_f64() * 1e3,
+            row.build.as_secs_f64() * 1e3,
+            row.frame.as_secs_f64(),
+        );
+        Ok(())
+    }
+
+    /// The process's peak resident memory (Linux); `None` elsewhere.
+    fn peak_memory_kb() -> Option<u64> {
+        let status = std::fs::read_to_string("/proc/self/status").ok()?;
+        let line = status.lines().find(|line| line.starts_with("VmHWM:"))?;
+        line.split_whitespace().nth(1)?.parse().ok()
+    }
+
+    /// Runs every row in a child process and prints the table.
+    pub fn table(max_triangles: Option<usize>) -> anyhow::Result<String> {
+        let exe = std::env::current_exe()?;
+        let mut out = String::new();
+        writeln!(
+            out,
+            "{:>9}  {:>9}  {:>8}  {:>9}  {:>7}  {:>12}  {:>8}  {:>7}  {:>15}",
+            "triangles",
+            "size",
+            "ROM",
+            "process s",
+            "load ms",
+            "structure ms",
+            "frame s",
+            "peak MB",
+            "candidates/tile"
+        )?;
+        let mut left_out = false;
+        for (width, height) in SCALING_SIZES {
+            for rom in [RomVariant::Fixed, RomVariant::Faithful] {
+                let mut previous: Option<(usize, Measured)> = None;
+                let mut skipped = false;
+                for subdivisions in SCALING_SUBDIVISIONS {
+                    let triangles = icosphere_triangles(subdivisions);
+                    if max_triangles.is_some_and(|max| triangles > max) {
+                        left_out = true;
+                        continue;
+                    }
+                    let size = format!("{width}x{height}");
+                    let lead = format!("{triangles:>9}  {size:>9}  {:>8}", rom.name());
+                    if skipped {
+                        writeln!(out, "{lead}  skipped: the smaller mesh above was")?;
+                        continue;
+                    }
+                    if let Some(reason) = skip_reason(previous.as_ref(), triangles, width, height) {
+                        writeln!(out, "{lead}  skipped: {reason}")?;
+                        skipped = true;
+                        continue;
+                    }
+                    let spec = format!("{subdivisions},{width},{height},{}", rom.name());
+                    let measured = run_child(&exe, &spec)?;
+                    writeln!(
+                        out,
+                        "{lead}  {:>9.2}  {:>7.0}  {:>12.0}  {:>8.3}  {:>7}  {:>15}",
+                        measured.whole_s,
+                        measured.load_ms,
+                        measured.build_ms,
+                        measured.frame_s,
+                        measured
+                            .peak_mb
+                            .map_or("n/a".to_string(), |mb| format!("{mb:.0}")),
+                        measured
+                            .candidates
+                            .map_or("-".to_string(), |c| format!("{c:.0}")),
+                    )?;
+                    previous = Some((triangles, measured));
+                }
+            }
+        }
+        if left_out {
+            writeln!(
+                out,
+                "meshes over {} triangles left out (--max-triangles)",
+                max_triangles.unwrap_or(0)
+            )?;
+        }
+        writeln!(
+            out,
+            "bumpy icospheres, unlit; each row one process: load, structure and one frame on all cores"
+        )?;
+        Ok(out)
+    }
+
+    /// Why a row is not run: its estimate from the row before (same size and ROM, scaled by
+    /// the triangle count) is over a minute or over the memory limit.
+    fn skip_reason(
+        previous: Option<&(usize, Measured)>,
+        triangles: usize,
+        width: u32,
+        height: u32,
+    ) -> Option<String> {
+        let (previous_triangles, measured) = previous?;
+        let growth = triangles as f64 / *previous_triangles as f64;
+        let seconds = measured.whole_s * growth;
+        if seconds > TIME_LIMIT.as_secs_f64() {
+            return Some(format!(
+                "about {seconds:.0} s, estimated from the row above"
+            ));
+        }
+        let tiles = f64::from(width.div_ceil(4) * height.div_ceil(4));
+        let bytes = measured.candidates? * growth * tiles * 4.0;
+        (bytes > MEMORY_LIMIT).then(|| {
+            format!(
+                "its structure would hold about {:.0} GB of candidates, estimated from the row above",
+                bytes / f64::from(1u32 << 30)
+            )
+        })
+    }
+
+    fn run_child(exe: &std::path::Path, spec: &str) -> anyhow::Result<Measured> {
+        let start = Instant::now();
+        let output = Command::new(exe)
+            .args(["bench", "--scaling-row", spec])
+            .stdin(Stdio::null())
+            .output()?;
+        let whole_s = start.elapsed().as_secs_f64();
+        if !output.status.success() {
+            anyhow::bail!(
+                "the row {spec} failed: {}",
+                String::from_utf8_lossy(&output.stderr).trim()
+            );
+        }
+        let line = String::from_utf8_lossy(&output.stdout);
+        let value = |key: &str| -> Option<f64> {
+            line.split_whitespace()
+                .find_map(|pair| pair.strip_prefix(key)?.strip_prefix('='))
+                .and_then(|value| value.parse().ok())
+        };
+        let missing =
+            || anyhow::anyhow!("the row {spec} printed no measurement: `{}`", line.trim());
+        Ok(Measured {
+            load_ms: value("load_ms").ok_or_else(missing)?,
+            build_ms: value("build_ms").ok_or_else(missing)?,
+            frame_s: value("frame_s").ok_or_else(missing)?,
+            candidates: value("candidates"),
+            peak_mb: value("peak_kb").map(|kb| kb / 1024.0),
+            whole_s,
+        })
+    }
 }
