@@ -421,13 +421,8 @@ impl<'a> CoreGroup<'a> {
                 Operation::Copy => Next::Straight(a),
                 Operation::Nop | Operation::Zero => Next::Straight(Row::ZERO),
                 Operation::SetX | Operation::SetY | Operation::SetZ => {
-                    let component = match op.kind {
-                        Operation::SetX => 0,
-                        Operation::SetY => 1,
-                        _ => 2,
-                    };
                     let mut result = b;
-                    result.0[component] = [op.imm; LANES];
+                    result.0[op.kind.component()] = [op.imm; LANES];
                     Next::Straight(result)
                 }
                 Operation::Div => Next::Straight(Row(control::divide(&a.0, &b.0, &active))),
@@ -481,11 +476,7 @@ impl<'a> CoreGroup<'a> {
                     }
                 }
                 Operation::BranchX | Operation::BranchY | Operation::BranchZ => {
-                    let component = match op.kind {
-                        Operation::BranchX => 0,
-                        Operation::BranchY => 1,
-                        _ => 2,
-                    };
+                    let component = op.kind.component();
                     let taken = branch_taken(&a.0[component], &b.0[component], op.mask) & group;
                     if op.flags & TARGET_IS_CALL != 0 {
                         for lane in lanes_of(taken) {

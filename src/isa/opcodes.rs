@@ -175,6 +175,18 @@ pub enum Operation {
 }
 
 impl Operation {
+    /// The component a lane-specific operation increments (INCX), takes from B (XCHANGEX),
+    /// sets (SETX) or compares (the X branches): 0 for x, 1 for y, 2 for z; 0 for the
+    /// others.
+    pub const fn component(self) -> usize {
+        use Operation::*;
+        match self {
+            IncY | ExchangeY | SetY | BranchY => 1,
+            IncZ | ExchangeZ | SetZ | BranchZ => 2,
+            _ => 0,
+        }
+    }
+
     /// How this operation changes control flow.
     pub const fn flow(self) -> Flow {
         match self {
@@ -377,6 +389,44 @@ mod tests {
             assert_eq!(Opcode::from_mnemonic(row.mnemonic), Some(row.opcode));
             assert_eq!(row.opcode.info().mnemonic, row.mnemonic);
         }
+    }
+
+    /// The lane-specific operations' component is the last letter of their mnemonics
+    /// (INCY, XCHANGEZ, SETX, JGEY, ...); SWIZZLE3D and the rest have none of their own.
+    #[test]
+    fn lane_specific_operations_name_their_component() {
+        use Operation::*;
+        let mut lane_specific = 0;
+        for row in OPCODES {
+            let specific = matches!(
+                row.operation,
+                IncX | IncY
+                    | IncZ
+                    | ExchangeX
+                    | ExchangeY
+                    | ExchangeZ
+                    | SetX
+                    | SetY
+                    | SetZ
+                    | BranchX
+                    | BranchY
+                    | BranchZ
+            );
+            if specific {
+                lane_specific += 1;
+                let expected = match row.mnemonic.as_bytes().last() {
+                    Some(b'X') => 0,
+                    Some(b'Y') => 1,
+                    Some(b'Z') => 2,
+                    _ => panic!("{} names no component", row.mnemonic),
+                };
+                assert_eq!(row.operation.component(), expected, "{}", row.mnemonic);
+            } else {
+                assert_eq!(row.operation.component(), 0, "{}", row.mnemonic);
+            }
+        }
+        // INC, XCHANGE, SET: 3 each; 6 relations x 3 components of branches.
+        assert_eq!(lane_specific, 9 + 18);
     }
 
     #[test]
