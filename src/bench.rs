@@ -260,30 +260,44 @@ impl Pools {
     }
 }
 
-/// The large generated mesh of the benchmark: a bumpy icosphere, unlit.
+/// The large generated mesh of the benchmarks: a bumpy icosphere.
+fn bumpy_icosphere(subdivisions: u32) -> Mesh {
+    generate::displaced_icosphere(subdivisions, 0.08)
+}
+
+/// The bumpy icosphere as a square scene of `size` pixels, unlit.
 pub fn mesh_scene(subdivisions: u32, size: u32) -> Result<Scene, SceneError> {
-    let mesh = generate::displaced_icosphere(subdivisions, 0.08);
-    generated_scene(&mesh, "bumpy_icosphere.obj", size, true)
+    bumpy_icosphere_scene(&bumpy_icosphere(subdivisions), (size, size))
+}
+
+/// A bumpy icosphere mesh as a scene of `width` x `height` pixels, unlit.
+fn bumpy_icosphere_scene(mesh: &Mesh, size: (u32, u32)) -> Result<Scene, SceneError> {
+    generated_scene(mesh, "bumpy_icosphere.obj", size, true)
 }
 
 /// The UV sphere scene of the large-scene benchmark.
 pub fn sphere_scene(segments: u32, rings: u32, size: u32) -> Result<Scene, SceneError> {
     let mesh = generate::uv_sphere(segments, rings);
-    generated_scene(&mesh, "uv_sphere.obj", size, false)
+    generated_scene(&mesh, "uv_sphere.obj", (size, size), false)
 }
 
-/// The options a generated mesh is framed with: a square of `size` pixels.
-fn generated_options(size: u32, flat: bool) -> ObjOptions {
+/// The options a generated mesh is framed with: `width` x `height` pixels.
+fn generated_options((width, height): (u32, u32), flat: bool) -> ObjOptions {
     ObjOptions {
-        width: size,
-        height: size,
+        width,
+        height,
         flat,
         ..Default::default()
     }
 }
 
-/// A generated mesh as a square scene of `size` pixels, named `name`.
-fn generated_scene(mesh: &Mesh, name: &str, size: u32, flat: bool) -> Result<Scene, SceneError> {
+/// A generated mesh as a scene of `width` x `height` pixels, named `name`.
+fn generated_scene(
+    mesh: &Mesh,
+    name: &str,
+    size: (u32, u32),
+    flat: bool,
+) -> Result<Scene, SceneError> {
     let options = generated_options(size, flat);
     Ok(obj::load_mesh(mesh, Path::new(name), &options)?.scene)
 }
@@ -410,15 +424,9 @@ pub fn scaling_row(
     (width, height): (u32, u32),
     rom: RomVariant,
 ) -> Result<ScalingRow, BenchError> {
-    let mesh = generate::displaced_icosphere(subdivisions, 0.08);
-    let options = ObjOptions {
-        width,
-        height,
-        flat: true,
-        ..Default::default()
-    };
+    let mesh = bumpy_icosphere(subdivisions);
     let start = Instant::now();
-    let scene = obj::load_mesh(&mesh, Path::new("bumpy_icosphere.obj"), &options)?.scene;
+    let scene = bumpy_icosphere_scene(&mesh, (width, height))?;
     let load = start.elapsed();
     drop(mesh);
     let render_options = RenderOptions {
@@ -539,12 +547,12 @@ mod tests {
                 0x7d02_b322_df18_40f4,
             ),
         ] {
-            let direct = generated_scene(&mesh, name, size, flat).unwrap();
+            let direct = generated_scene(&mesh, name, (size, size), flat).unwrap();
             let text = obj::load_obj_text(
                 &mesh.to_obj("generated"),
                 Path::new(name),
                 &obj::MemoryAssets(&[]),
-                &generated_options(size, flat),
+                &generated_options((size, size), flat),
             )
             .unwrap()
             .scene;
