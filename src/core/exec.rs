@@ -99,8 +99,9 @@ pub struct Core<'a> {
     pub(super) regs: [Vec3; REGISTER_ARRAY_ROWS],
     pub(super) latches: Latches,
     pub(super) budget: u64,
-    /// Of the routines booked without being interpreted, routines booked at an upper bound of their cost because their exit was
-    /// not known (the acceleration structure): `instructions` is then not exact.
+    /// Of the routines booked without being interpreted, those booked at an upper bound of
+    /// their cost because their exit was not known (the acceleration structure):
+    /// `instructions` is then not exact.
     pub unknown_cost_routines: u64,
     pub output: OutputMemory,
 }
