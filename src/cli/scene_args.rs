@@ -64,8 +64,8 @@ pub struct SceneArgs {
     #[arg(long)]
     pub flat: bool,
     /// Microcode ROM: `faithful` (the hardware's, defects included) or `fixed` (correct
-    /// bilinear texel pairing, black background, no hits that only wrap-around or a
-    /// negative t make)
+    /// bilinear texel pairing, black background, a watertight intersection test, no hits
+    /// that only wrap-around or a negative t make)
     #[arg(long, value_name = "ROM", default_value = "faithful")]
     pub rom: RomVariant,
     /// Per-pixel instruction budget before the watchdog stops a runaway shader

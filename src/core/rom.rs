@@ -13,7 +13,7 @@ pub const ROM_SOURCE: &str = include_str!("../../shaders/rom/rom.shdr");
 /// Words in the ROM (addresses 0..279); other ROM addresses read an undefined word.
 pub const ROM_LEN: usize = 280;
 
-/// The `fixed` ROM's additions to BIU, assembled after [`ROM_SOURCE`] (addresses 280..).
+/// The `fixed` ROM's BIU tests, assembled after [`ROM_SOURCE`] (addresses 280..).
 pub const FIXED_EXTENSION_SOURCE: &str = include_str!("../../shaders/rom/fixed.shdr");
 
 /// The `fixed` variant (README decision 2; issue 9), as assembly: each line replaces the
@@ -26,8 +26,9 @@ pub const FIXES: [(&str, &str); 4] = [
     // Bilinear weights w1 and w4 on their own texels: c4 * w1 and c3 * w4.
     ("PSU2_WEIGHT1", "MUL R1 CREG_TEX_COLOR4 CREG_TEXWEIGHT1"),
     ("PSU2_WEIGHT4", "MUL R4 CREG_TEX_COLOR3 CREG_TEXWEIGHT4"),
-    // BIU: no hit that only wrap-around or a negative t makes (fixed.shdr).
-    ("LABEL_BIU3", "JMP FIXED_BIU_GUARDS VOID VOID"),
+    // BIU: a watertight inside test, and no hit that only wrap-around or a negative t
+    // makes (fixed.shdr).
+    ("LABEL_BIU_TESTS", "JMP FIXED_BIU_EDGES VOID VOID"),
 ];
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
@@ -122,20 +123,21 @@ mod tests {
     }
 
     #[test]
-    fn fixed_variant_differs_exactly_at_the_fixes_and_appends_biu_guards() {
+    fn fixed_variant_differs_exactly_at_the_fixes_and_appends_biu_tests() {
         let (faithful, fixed) = (rom(RomVariant::Faithful), rom(RomVariant::Fixed));
-        assert_eq!((faithful.len(), fixed.len()), (ROM_LEN, ROM_LEN + 23));
+        assert_eq!((faithful.len(), fixed.len()), (ROM_LEN, ROM_LEN + 48));
         let differ: Vec<usize> = (0..ROM_LEN).filter(|&i| faithful[i] != fixed[i]).collect();
-        assert_eq!(differ, [56, 179, 268, 271]);
+        assert_eq!(differ, [56, 172, 268, 271]);
         assert_eq!(fixed[56], Word::type2(Opcode::Setx, 110, 0));
         assert_eq!(fixed[268], Word::type1(Opcode::Mul, 71, 56, 112));
         assert_eq!(fixed[271], Word::type1(Opcode::Mul, 74, 55, 115));
-        // 179 (LABEL_BIU3) jumps to the first appended word; the last three are the
-        // "not closer" test, the jump back to 180 (LABEL_BIU_KEEP) and the wrap exit.
-        assert_eq!(fixed[179], Word::type1(Opcode::Jmp, 280, 0, 0));
-        assert_eq!(fixed[280], Word::type1(Opcode::Jlx, 282, 103, 73));
-        assert_eq!(fixed[300], faithful[179]);
-        assert_eq!(fixed[301], Word::type1(Opcode::Jmp, 180, 0, 0));
-        assert_eq!(fixed[302], Word::type1(Opcode::Ret, 118, 0, 0));
+        // 172 (LABEL_BIU_TESTS) jumps to the first appended word, CROSS R5 E2 T; the last
+        // three are the "not closer" test, the jump back to 180 (LABEL_BIU_KEEP) and the
+        // wrap exit.
+        assert_eq!(fixed[172], Word::type1(Opcode::Jmp, 280, 0, 0));
+        assert_eq!(fixed[280], Word::type1(Opcode::Cross, 75, 101, 88));
+        assert_eq!(fixed[325], faithful[179]);
+        assert_eq!(fixed[326], Word::type1(Opcode::Jmp, 180, 0, 0));
+        assert_eq!(fixed[327], Word::type1(Opcode::Ret, 118, 0, 0));
     }
 }

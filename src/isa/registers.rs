@@ -110,6 +110,8 @@ pub mod address {
     pub const R1: u16 = 71;
     pub const R2: u16 = 72;
     pub const R3: u16 = 73;
+    pub const R5: u16 = 75;
+    pub const R6: u16 = 76;
     pub const CREG_RAY_DIRECTION: u16 = 85;
     pub const CREG_T: u16 = 88;
     pub const CREG_P: u16 = 89;

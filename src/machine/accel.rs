@@ -49,13 +49,15 @@
 
 use rayon::prelude::*;
 
+mod fixed;
 mod float;
 mod rows;
 
 pub use rows::{Open, RowVerdicts};
 
-use super::cull::{Culler, Exit, TriangleConstants};
+use super::cull::{Biu, Culler, Exit, TriangleConstants};
 use crate::core::alu::{self, Vec3};
+use fixed::FixedForms;
 use float::{Collector, FloatForms};
 
 /// Pixels per tile side.
@@ -75,18 +77,20 @@ pub struct Tile {
     pub skipped_instructions: u64,
     pub skipped: u32,
     pub skipped_unknown: u32,
+    /// What the `skipped_unknown` triangles cost at most: each the BIU's costliest exit.
+    pub unknown_instructions: u64,
 }
 
 impl Tile {
     /// The most instructions the triangles this tile skips can cost.
     pub fn skipped_instructions_at_most(&self) -> u64 {
-        self.skipped_instructions + u64::from(self.skipped_unknown) * Exit::Sum.instructions()
+        self.skipped_instructions + self.unknown_instructions
     }
 }
 
 /// Per node during the build: how many triangles it skips, by [`Verdict::code`] (place 0
 /// stays unused).
-type Skipped = [u32; 5];
+type Skipped = [u32; 8];
 
 /// [`Verdict::code`] of no verdict.
 const UNSETTLED: u8 = 0;
@@ -262,10 +266,8 @@ impl Verdict {
     /// judges four nodes at a time by these.
     const fn code(self) -> u8 {
         match self {
-            Verdict::Exit(Exit::U) => 1,
-            Verdict::Exit(Exit::V) => 2,
-            Verdict::Exit(Exit::Sum) => 3,
-            Verdict::Rejected => 4,
+            Verdict::Exit(exit) => exit.code(),
+            Verdict::Rejected => 7,
         }
     }
 }
@@ -437,6 +439,7 @@ impl Accel {
         let all = nodes[root as usize].rays;
         let groups = float::groups(&nodes, root);
         let triangles = culler.constants();
+        let fixed_biu = culler.biu() == Biu::Fixed;
         // Triangles in contiguous chunks, so that merged candidate lists stay ascending.
         let chunk = triangles
             .len()
@@ -449,6 +452,18 @@ impl Accel {
             .map(|(c, part)| {
                 let mut collector = Collector::new(&groups);
                 for constants in part {
+                    if fixed_biu {
+                        match FixedForms::new(constants, &all) {
+                            Some(forms) => float::visit_nodes(
+                                &groups,
+                                &nodes,
+                                |around| forms.code(around),
+                                &mut collector,
+                            ),
+                            None => float::mark_all(&groups, &mut collector),
+                        }
+                        continue;
+                    }
                     match Forms::new(constants, &all) {
                         Some(forms) if forms.narrow(&all) => {
                             float::visit(&groups, &FloatForms::new(&forms), &mut collector)
@@ -457,7 +472,7 @@ impl Accel {
                         None => float::mark_all(&groups, &mut collector),
                     }
                 }
-                let mut skipped = vec![[0; 5]; nodes.len()];
+                let mut skipped = vec![[0; 8]; nodes.len()];
                 let found = collector.finish(&groups, &mut skipped);
                 // Sorted by tile here, where the part's candidates fit in the cache, so that
                 // the global sort below only copies runs.
@@ -491,7 +506,7 @@ impl Accel {
             })
             .collect();
         let mut tiles = vec![Tile::default(); tile_count];
-        let mut per_node: Vec<Skipped> = vec![[0; 5]; nodes.len()];
+        let mut per_node: Vec<Skipped> = vec![[0; 8]; nodes.len()];
         for part in &parts {
             for (tile, count) in tiles.iter_mut().zip(&part.per_tile) {
                 tile.len += count;
@@ -502,7 +517,7 @@ impl Accel {
                 }
             }
         }
-        push_down(&nodes, root, [0; 5], &per_node, &mut tiles);
+        push_down(&nodes, root, [0; 8], &per_node, culler.biu(), &mut tiles);
         let mut at = 0;
         for tile in &mut tiles {
             tile.start = at;
@@ -628,7 +643,14 @@ fn build_node(
     nodes.len() as u32 - 1
 }
 
-fn push_down(nodes: &[Node], at: u32, above: Skipped, per_node: &[Skipped], tiles: &mut [Tile]) {
+fn push_down(
+    nodes: &[Node],
+    at: u32,
+    above: Skipped,
+    per_node: &[Skipped],
+    biu: Biu,
+    tiles: &mut [Tile],
+) {
     let here = per_node[at as usize];
     let total: Skipped = std::array::from_fn(|code| above[code] + here[code]);
     match nodes[at as usize].kind {
@@ -636,16 +658,18 @@ fn push_down(nodes: &[Node], at: u32, above: Skipped, per_node: &[Skipped], tile
             let tile = &mut tiles[tile as usize];
             tile.skipped_instructions = 0;
             tile.skipped = 0;
-            for exit in [Exit::U, Exit::V, Exit::Sum] {
+            for &exit in biu.exits() {
                 let count = total[Verdict::Exit(exit).code() as usize];
                 tile.skipped_instructions += u64::from(count) * exit.instructions();
                 tile.skipped += count;
             }
             tile.skipped_unknown = total[Verdict::Rejected.code() as usize];
+            tile.unknown_instructions =
+                u64::from(tile.skipped_unknown) * biu.worst_exit().instructions();
         }
         NodeKind::Split(..) => {
             for &child in nodes[at as usize].kind.children() {
-                push_down(nodes, child, total, per_node, tiles);
+                push_down(nodes, child, total, per_node, biu, tiles);
             }
         }
     }

@@ -42,6 +42,15 @@
 //!    the budget covers the whole path; otherwise it is interpreted and faults exactly
 //!    where the watchdog stops it.
 //!
+//! 6. **The fixed ROM's BIU** ([`Biu::Fixed`]): the same MAIN and BIU 157..=171, then a
+//!    jump at 172 to its own tests (`shaders/rom/fixed.shdr`, words 280..=308 on the
+//!    rejecting paths, checked like the faithful ones): g2 = R·(E2 × T), D' = R·(E2 × E1)
+//!    (the cross products are per-triangle constants), g1 = D' − (g2 + H3); `D' <= 0`
+//!    picks the orientation, then |D'| > 128, g2 and H3 within 14 and g1 within 28 of that
+//!    side. A rejection leaves the faithful registers but R3.x, and R5 = g2, R6 = D',
+//!    R2 = g1, R3 = the orientation's bounds (x, y, z); [`Exit::Flat`] and the edge exits
+//!    cost 31 to 34 instructions.
+//!
 //! Tracing ([`crate::core::Observer`] enabled) never culls, so a trace shows every step.
 //! The tests render every conformance scene and the default OBJ scene with and without
 //! culling and compare every output word and the instruction counts, and a property test
@@ -49,6 +58,7 @@
 
 use crate::core::alu::{self, Vec3};
 use crate::core::program::Program;
+use crate::core::rom::{rom, RomVariant};
 use crate::core::{CoreState, Triangle};
 use crate::isa::registers::{address, EntryPoint};
 use crate::isa::Word;
@@ -92,8 +102,10 @@ const MAIN_ADDRESS: u16 = 37;
 /// Where BIU's `RET` returns to (the instruction after MAIN's `CALL`).
 const BIU_RETURN_POINT: u16 = 38;
 
-/// Jump relations as the opcodes encode them (bits 2..0): JGE and JLE.
+/// Jump relations as the opcodes encode them (bits 2..0): JGE and JLE, JL (`<=`).
 const JGE: u16 = 4;
+const JL: u16 = 1;
+const JG: u16 = 0;
 const JLE: u16 = 5;
 const JEQ: u16 = 2;
 
@@ -106,19 +118,82 @@ pub enum Exit {
     V,
     /// 178: u + v > 1.0 (R2 written).
     Sum,
+    /// The fixed BIU sees the triangle nearly edge-on: |D'| <= 128.
+    Flat,
+    /// The fixed BIU's test of edge V0V2 (g2) fails.
+    G2,
+    /// The fixed BIU's test of edge V0V1 (g3 = H3) fails.
+    G3,
+    /// The fixed BIU's test of edge V1V2 (g1) fails.
+    G1,
 }
 
 impl Exit {
-    /// Instructions a MAIN with this BIU exit executes: CALL, BIU 157..=172, the exit's
-    /// tests and RET, JEQX, RETURN.
+    /// Instructions a MAIN with this BIU exit executes: CALL, BIU 157..=171, then the
+    /// faithful exit's tests and RET (172..=178), or the fixed BIU's jump, its six edge
+    /// values, the orientation test, three constants, the flatness test and its edge tests
+    /// and RET; then JEQX, RETURN.
     pub const fn instructions(self) -> u64 {
         match self {
             Exit::U => 20,
             Exit::V => 21,
             Exit::Sum => 23,
+            Exit::Flat => 31,
+            Exit::G2 => 32,
+            Exit::G3 => 33,
+            Exit::G1 => 34,
+        }
+    }
+
+    /// A small number per exit of its BIU, from 1 (0 is free for "none"): its place in
+    /// [`Biu::exits`] plus one.
+    pub const fn code(self) -> u8 {
+        match self {
+            Exit::U | Exit::Flat => 1,
+            Exit::V | Exit::G2 => 2,
+            Exit::Sum | Exit::G3 => 3,
+            Exit::G1 => 4,
         }
     }
 }
+
+/// Which BIU code memory holds: the hardware's (faithful ROM) or the fixed ROM's
+/// watertight one (`shaders/rom/fixed.shdr`). MAIN and BIU 157..=171 are the same words in
+/// both.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Biu {
+    Faithful,
+    Fixed,
+}
+
+impl Biu {
+    /// The BIU's exits, in [`Exit::code`] order.
+    pub const fn exits(self) -> &'static [Exit] {
+        match self {
+            Biu::Faithful => &[Exit::U, Exit::V, Exit::Sum],
+            Biu::Fixed => &[Exit::Flat, Exit::G2, Exit::G3, Exit::G1],
+        }
+    }
+
+    /// The costliest exit: what a skipped MAIN whose exit depends on the ray is charged.
+    pub const fn worst_exit(self) -> Exit {
+        match self {
+            Biu::Faithful => Exit::Sum,
+            Biu::Fixed => Exit::G1,
+        }
+    }
+}
+
+/// The fixed ROM's words the culling argument is about besides MAIN and BIU 157..=171: the
+/// jump at 172 and its BIU tail up to the last rejecting RET (FIXED_BIU_EDGES ..
+/// FIXED_BIU_INSIDE; a test pins the labels).
+const FIXED_REJECT_PATH: [std::ops::RangeInclusive<u16>; 2] = [172..=172, 280..=308];
+
+/// The fixed BIU's tolerances (fixed.shdr): g2 and g3 within 14 raw units of the
+/// orientation's side, g1 within 28; and |D'| above 128 (not flat).
+pub const FIXED_TOLERANCE: u32 = 14;
+pub const FIXED_TOLERANCE_G1: u32 = 28;
+pub const FIXED_FLAT: u32 = 128;
 
 /// Why a frame renders without culling.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -155,6 +230,28 @@ pub struct TriangleConstants {
     pub t: Vec3,
     pub q: Vec3,
     pub h1: u32,
+    /// The fixed BIU's ray-last cross products: E2 × T (g2 = R·c2) and E2 × E1
+    /// (D' = R·c_delta).
+    pub c2: Vec3,
+    pub c_delta: Vec3,
+}
+
+impl TriangleConstants {
+    /// What BIU computes of the triangle (V0, V1, V2) seen from `camera` before the ray.
+    pub fn new(v0: Vec3, v1: Vec3, v2: Vec3, camera: Vec3) -> TriangleConstants {
+        let lanes = |a: Vec3, b: Vec3| [0, 1, 2].map(|i| alu::sub(a[i], b[i]));
+        let (e1, e2, t) = (lanes(v1, v0), lanes(v2, v0), lanes(camera, v0));
+        let q = alu::cross(t, e1);
+        TriangleConstants {
+            e1,
+            e2,
+            t,
+            q,
+            h1: alu::dot(q, e2),
+            c2: alu::cross(e2, t),
+            c_delta: alu::cross(e2, e1),
+        }
+    }
 }
 
 /// Everything a rejecting MAIN computes for one triangle and ray.
@@ -172,11 +269,16 @@ pub struct RejectState {
     pub t_hit: u32,
     pub u: u32,
     pub v: u32,
+    /// The fixed BIU's edge values and orientation (R5, R6, R2; unused by the faithful).
+    pub g2: u32,
+    pub delta_prime: u32,
+    pub g1: u32,
 }
 
 /// The per-frame culling tables.
 #[derive(Clone, Debug)]
 pub struct Culler {
+    biu: Biu,
     triangles: Vec<TriangleConstants>,
 }
 
@@ -187,39 +289,24 @@ impl Culler {
         triangles: &[Triangle],
         config: &[Vec3; 6],
     ) -> Result<Culler, Refusal> {
-        let main = program.entry(EntryPoint::Main);
-        if main != MAIN_ADDRESS {
-            return Err(Refusal::UserMain { address: main });
-        }
-        for &(address, word) in &REJECT_PATH_WORDS {
-            if program.word(address) != Word(word) {
-                return Err(Refusal::ChangedWord { address });
-            }
-        }
+        let biu = biu_of(program)?;
         let camera = config[address::CREG_CAMERA_POSITION as usize];
-        let lanes = |a: Vec3, b: Vec3| [0, 1, 2].map(|i| alu::sub(a[i], b[i]));
         let triangles = triangles
             .iter()
-            .map(|tri| {
-                let (v0, v1, v2) = (tri[0], tri[2], tri[4]);
-                let (e1, e2, t) = (lanes(v1, v0), lanes(v2, v0), lanes(camera, v0));
-                let q = alu::cross(t, e1);
-                TriangleConstants {
-                    e1,
-                    e2,
-                    t,
-                    q,
-                    h1: alu::dot(q, e2),
-                }
-            })
+            .map(|tri| TriangleConstants::new(tri[0], tri[2], tri[4], camera))
             .collect();
-        Ok(Culler { triangles })
+        Ok(Culler { biu, triangles })
     }
 
     /// A culler over given constants, for tests of what is built on it.
     #[cfg(test)]
-    pub(crate) fn from_constants(triangles: Vec<TriangleConstants>) -> Culler {
-        Culler { triangles }
+    pub(crate) fn from_constants(biu: Biu, triangles: Vec<TriangleConstants>) -> Culler {
+        Culler { biu, triangles }
+    }
+
+    /// Which BIU the premises found.
+    pub fn biu(&self) -> Biu {
+        self.biu
     }
 
     /// Each triangle's [`TriangleConstants`], in scene order.
@@ -230,7 +317,11 @@ impl Culler {
     /// BIU's verdict for triangle `index` under `ray`: `Some(exit)` when it rejects.
     #[inline(always)]
     pub fn rejects(&self, index: usize, ray: Vec3) -> Option<Exit> {
-        rejects(&self.triangles[index], ray)
+        let k = &self.triangles[index];
+        match self.biu {
+            Biu::Faithful => rejects(k, ray),
+            Biu::Fixed => fixed_rejects(k, ray),
+        }
     }
 
     /// [`Culler::rejects`] with H3 computed before it is known to be needed: faster for the
@@ -242,6 +333,9 @@ impl Culler {
     #[inline(always)]
     pub fn rejects_candidate(&self, index: usize, ray: Vec3) -> Option<Exit> {
         let k = &self.triangles[index];
+        if self.biu == Biu::Fixed {
+            return fixed_rejects(k, ray);
+        }
         let p = alu::cross(ray, k.e2);
         let (delta, h2, h3) = (alu::dot(p, k.e1), alu::dot(p, k.t), alu::dot(k.q, ray));
         verdict(h2, || h3, delta)
@@ -252,6 +346,21 @@ impl Culler {
     /// checked [`main_returns_false`]; nothing in the run changes CREG_ZERO.
     #[inline]
     pub fn skippable_run(&self, first: usize, ray: Vec3, budget: u64) -> SkippableRun {
+        match self.biu {
+            Biu::Faithful => self.skippable_run_with(first, ray, budget, rejects),
+            Biu::Fixed => self.skippable_run_with(first, ray, budget, fixed_rejects),
+        }
+    }
+
+    /// [`Culler::skippable_run`] with one BIU's verdict.
+    #[inline(always)]
+    fn skippable_run_with(
+        &self,
+        first: usize,
+        ray: Vec3,
+        budget: u64,
+        rejects: impl Fn(&TriangleConstants, Vec3) -> Option<Exit>,
+    ) -> SkippableRun {
         let mut run = SkippableRun {
             end: first,
             instructions: 0,
@@ -281,7 +390,11 @@ impl Culler {
         let delta = alu::dot(p, k.e1);
         let h2 = alu::dot(p, k.t);
         let h3 = alu::dot(k.q, ray);
+        let (g2, delta_prime) = (alu::dot(ray, k.c2), alu::dot(ray, k.c_delta));
         RejectState {
+            g2,
+            delta_prime,
+            g1: alu::sub(delta_prime, alu::add(g2, h3)),
             e1: k.e1,
             e2: k.e2,
             t: k.t,
@@ -305,6 +418,91 @@ fn rejects(k: &TriangleConstants, ray: Vec3) -> Option<Exit> {
     let delta = alu::dot(p, k.e1);
     let h2 = alu::dot(p, k.t);
     verdict(h2, || alu::dot(k.q, ray), delta)
+}
+
+/// The fixed BIU's verdict (fixed.shdr) for the triangle with constants `k` under `ray`.
+#[inline(always)]
+fn fixed_rejects(k: &TriangleConstants, ray: Vec3) -> Option<Exit> {
+    fixed_verdict(
+        alu::dot(ray, k.c2),
+        alu::dot(k.q, ray),
+        alu::dot(ray, k.c_delta),
+    )
+}
+
+/// The fixed BIU's tests on its edge values g2, g3 and D' (g1 = D' − (g2 + g3)): oriented
+/// by `JLX D', 0`, then `D' > 128`, `g2 >= -14`, `g3 >= -14`, `g1 >= -28` (or D' <= -129,
+/// g2, g3 <= 14, g1 <= 28 when D' <= 0). `Some(exit)` when BIU rejects.
+#[inline(always)]
+pub fn fixed_verdict(g2: u32, g3: u32, delta_prime: u32) -> Option<Exit> {
+    let g1 = alu::sub(delta_prime, alu::add(g2, g3));
+    let back = alu::compare(delta_prime, 0, JL);
+    let (bound, bound_g1, relation) = if back {
+        (FIXED_TOLERANCE, FIXED_TOLERANCE_G1, JLE)
+    } else {
+        (
+            FIXED_TOLERANCE.wrapping_neg(),
+            FIXED_TOLERANCE_G1.wrapping_neg(),
+            JGE,
+        )
+    };
+    // `JGZ D', 128` or `JLZ D', -129`.
+    let flat = if back {
+        !alu::compare(delta_prime, (FIXED_FLAT + 1).wrapping_neg(), JL)
+    } else {
+        !alu::compare(delta_prime, FIXED_FLAT, JG)
+    };
+    if flat {
+        Some(Exit::Flat)
+    } else if !alu::compare(g2, bound, relation) {
+        Some(Exit::G2)
+    } else if !alu::compare(g3, bound, relation) {
+        Some(Exit::G3)
+    } else if !alu::compare(g1, bound_g1, relation) {
+        Some(Exit::G1)
+    } else {
+        None
+    }
+}
+
+/// Which BIU `program` holds, if MAIN and BIU's rejecting paths are the faithful ROM's or
+/// the fixed ROM's words (module doc, point 1).
+fn biu_of(program: &Program) -> Result<Biu, Refusal> {
+    let main = program.entry(EntryPoint::Main);
+    if main != MAIN_ADDRESS {
+        return Err(Refusal::UserMain { address: main });
+    }
+    // Both BIUs share MAIN and 157..=171; they part at 172.
+    for &(address, word) in &REJECT_PATH_WORDS {
+        if address < 172 && program.word(address) != Word(word) {
+            return Err(Refusal::ChangedWord { address });
+        }
+    }
+    let faithful_tail = REJECT_PATH_WORDS
+        .iter()
+        .filter(|(address, _)| *address >= 172);
+    if let Some(&(address, _)) = faithful_tail
+        .clone()
+        .find(|&&(address, word)| program.word(address) != Word(word))
+    {
+        let fixed = rom(RomVariant::Fixed);
+        let differs = FIXED_REJECT_PATH
+            .iter()
+            .flat_map(|range| range.clone())
+            .find(|&a| program.word(a) != fixed[a as usize]);
+        return match differs {
+            None => Ok(Biu::Fixed),
+            // Name the first word that matches neither BIU.
+            Some(fixed_address) => Err(Refusal::ChangedWord {
+                address: if program.word(172) == fixed[172] {
+                    fixed_address
+                } else {
+                    address
+                },
+            }),
+        };
+    }
+    Ok(Biu::Faithful)
 }
 
 /// What [`Culler::skippable_run`] found: triangles `first..end` can be skipped.
@@ -446,7 +644,30 @@ impl Culler {
     ) {
         let s = self.reject_state(last, ray);
         let r3 = core.register(address::R3);
-        core.write_register(address::R3, [alu::ONE, r3[1], r3[2]]);
+        match self.biu {
+            Biu::Faithful => core.write_register(address::R3, [alu::ONE, r3[1], r3[2]]),
+            Biu::Fixed => {
+                let back = alu::compare(s.delta_prime, 0, JL);
+                let r3 = if back {
+                    [
+                        FIXED_TOLERANCE,
+                        FIXED_TOLERANCE_G1,
+                        (FIXED_FLAT + 1).wrapping_neg(),
+                    ]
+                } else {
+                    let negative = |x: u32| x.wrapping_neg();
+                    [
+                        negative(FIXED_TOLERANCE),
+                        negative(FIXED_TOLERANCE_G1),
+                        FIXED_FLAT,
+                    ]
+                };
+                core.write_register(address::R3, r3);
+                core.write_register(address::R5, [s.g2; 3]);
+                core.write_register(address::R6, [s.delta_prime; 3]);
+                core.write_register(address::R2, [s.g1; 3]);
+            }
+        }
         let r1 = core.register(address::R1);
         core.write_register(address::R1, [0, r1[1], r1[2]]);
         for (address, value) in [
@@ -489,6 +710,11 @@ impl Culler {
         if first >= end {
             return;
         }
+        if self.biu == Biu::Fixed {
+            // Every fixed exit writes R2: the last one's survives.
+            self.write_skipped(core, end - 1, None, ray);
+            return;
+        }
         let last_sum = (first..end)
             .rev()
             .find(|&index| self.rejects(index, ray) == Some(Exit::Sum));
@@ -517,10 +743,12 @@ mod tests {
     }
 
     /// Registers BIU and MAIN read or write, and a few others, with arbitrary contents.
-    const SEEDED: [u16; 20] = [
+    const SEEDED: [u16; 22] = [
         address::R1,
         address::R2,
         address::R3,
+        address::R5,
+        address::R6,
         address::CREG_T,
         address::CREG_P,
         address::CREG_Q,
@@ -555,8 +783,10 @@ mod tests {
             zero in prop_oneof![4 => Just(0u32), 1 => word()],
             budget in prop_oneof![4 => Just(1_000u64), 1 => 0u64..30],
             previous_return in any::<u32>(),
+            fixed in any::<bool>(),
         ) {
-            let program = Program::new(rom(RomVariant::Faithful), &Program::default_imem());
+            let variant = if fixed { RomVariant::Fixed } else { RomVariant::Faithful };
+            let program = Program::new(rom(variant), &Program::default_imem());
             let mut config = [[0; 3]; 6];
             config[address::CREG_CAMERA_POSITION as usize] = camera;
             let culler = Culler::new(&program, &[triangle], &config).unwrap();
@@ -592,7 +822,8 @@ mod tests {
             prop_assert!(culled.same_state(&interpreted));
             prop_assert_eq!(culled.instructions(), interpreted.instructions());
             prop_assert_eq!(culled.budget_left(), interpreted.budget_left());
-            if culler.rejects(0, ray).is_none() && zero == 0 && budget >= 1_000 {
+            // (The fixed BIU tests t and wrap-around after its edges.)
+            if !fixed && culler.rejects(0, ray).is_none() && zero == 0 && budget >= 1_000 {
                 prop_assert_eq!(expected, Ok(true));
             }
         }
@@ -612,8 +843,10 @@ mod tests {
             ray in vec3(),
             first in 0usize..4,
             budget in prop_oneof![Just(1_000u64), 0u64..120],
+            fixed in any::<bool>(),
         ) {
-            let program = Program::new(rom(RomVariant::Faithful), &Program::default_imem());
+            let variant = if fixed { RomVariant::Fixed } else { RomVariant::Faithful };
+            let program = Program::new(rom(variant), &Program::default_imem());
             let mut config = [[0; 3]; 6];
             config[address::CREG_CAMERA_POSITION as usize] = camera;
             let culler = Culler::new(&program, &triangles, &config).unwrap();
@@ -704,12 +937,46 @@ mod tests {
 
     #[test]
     fn the_premise_words_are_the_roms() {
-        for variant in [RomVariant::Faithful, RomVariant::Fixed] {
-            let words = rom(variant);
-            for &(address, word) in &REJECT_PATH_WORDS {
-                assert_eq!(words[address as usize], Word(word), "{address}");
+        let (faithful, fixed) = (rom(RomVariant::Faithful), rom(RomVariant::Fixed));
+        for &(address, word) in &REJECT_PATH_WORDS {
+            assert_eq!(faithful[address as usize], Word(word), "{address}");
+            if address < 172 {
+                assert_eq!(fixed[address as usize], Word(word), "{address}");
             }
         }
+        for (variant, biu) in [
+            (RomVariant::Faithful, Biu::Faithful),
+            (RomVariant::Fixed, Biu::Fixed),
+        ] {
+            let program = Program::new(rom(variant), &Program::default_imem());
+            assert_eq!(biu_of(&program), Ok(biu));
+        }
+    }
+
+    /// The fixed BIU's reject paths are the words [`FIXED_REJECT_PATH`] names: from
+    /// FIXED_BIU_EDGES to just before FIXED_BIU_INSIDE, reached from 172.
+    #[test]
+    fn the_fixed_reject_path_is_the_fixed_biu_up_to_its_inside_test() {
+        use crate::core::rom::{FIXED_EXTENSION_SOURCE, ROM_SOURCE};
+        let source = format!("{ROM_SOURCE}\n{FIXED_EXTENSION_SOURCE}");
+        let assembly = crate::isa::asm::assemble_rom(&source, std::path::Path::new("fixed"))
+            .expect("the fixed ROM assembles");
+        assert_eq!(assembly.labels["LABEL_BIU_TESTS"], 172);
+        let tail = FIXED_REJECT_PATH[1].clone();
+        assert_eq!(assembly.labels["FIXED_BIU_EDGES"], *tail.start());
+        assert_eq!(assembly.labels["FIXED_BIU_INSIDE"], tail.end() + 1);
+    }
+
+    /// The fixed exits cost what fixed.shdr's paths count: CALL, BIU 157..=171, the jump,
+    /// six edge-value instructions, `JLX`, three constants, then the tests up to the
+    /// failing one and RET; JEQX and RETURN.
+    #[test]
+    fn fixed_exits_cost_what_the_listing_says() {
+        let to_tests = 1 + 15 + 1 + 6 + 1 + 3;
+        assert_eq!(Exit::Flat.instructions(), to_tests + 1 + 1 + 2);
+        assert_eq!(Exit::G2.instructions(), to_tests + 2 + 1 + 2);
+        assert_eq!(Exit::G3.instructions(), to_tests + 3 + 1 + 2);
+        assert_eq!(Exit::G1.instructions(), to_tests + 4 + 1 + 2);
     }
 
     #[test]

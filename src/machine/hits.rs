@@ -3,8 +3,9 @@
 //!
 //! BIU accepts u >= 0, v >= 0 and u + v <= 1.0 without testing t or the quotients' range.
 //! After a pixel's triangle loop, CREG_LAST_t/u/v hold the closest accepted hit, the one
-//! the pixel shows. That hit is an artifact when u > 1.0 or v > 1.0 (then u + v <= 1.0
-//! held only because the sum wrapped) or t <= 0 (behind the camera). When BIU accepted
+//! the pixel shows. That hit is an artifact when u or v is at least 8192.0 (then u + v <= 1.0
+//! held only because the sum wrapped past 16384.0: unwrapped, BIU's u and v are at most
+//! 1.0, or a hair above with the fixed ROM's edge tolerance) or t <= 0 (behind the camera). When BIU accepted
 //! triangles but kept none (none was closer than RGU's 250.0), the LAST registers still hold
 //! the previous pixel's hit and PSU2 shades with it; in the scenes the loaders fit into
 //! view only a wrapped t gets that far, so that counts as an artifact too. A DIV whose
@@ -28,13 +29,16 @@ pub enum PixelHit {
 /// Why a hit is an artifact of the hardware's arithmetic.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Artifact {
-    /// u > 1.0 or v > 1.0: u + v wrapped past 16384 into [0, 1].
+    /// u or v >= 8192.0: u + v wrapped past 16384 into [0, 1].
     WrappedSum,
     /// t <= 0: the triangle is behind the camera (or the camera lies in its plane).
     NotInFront,
     /// Hits were accepted, but none closer than 250.0, so none was kept.
     NoneKept,
 }
+
+/// Half the 16384.0 at which ADD wraps: one of u and v is at least this when u + v wrapped.
+const WRAPPED: u32 = 8192 * alu::ONE;
 
 /// CREG_LAST_t as RGU sets it for every pixel: 250.0, "very far".
 pub const FAR: u32 = 0x1F4_0000;
@@ -47,7 +51,7 @@ impl PixelHit {
             PixelHit::Miss
         } else if t == FAR {
             PixelHit::Artifact(Artifact::NoneKept)
-        } else if (u as i32) > alu::ONE as i32 || (v as i32) > alu::ONE as i32 {
+        } else if (u as i32) >= WRAPPED as i32 || (v as i32) >= WRAPPED as i32 {
             PixelHit::Artifact(Artifact::WrappedSum)
         } else if t as i32 <= 0 {
             PixelHit::Artifact(Artifact::NotInFront)
@@ -97,9 +101,18 @@ mod tests {
         assert_eq!(PixelHit::classify(false, 0, 2 * ONE, 0), PixelHit::Miss);
         assert_eq!(PixelHit::classify(true, ONE, ONE, 0), PixelHit::Hit);
         assert_eq!(PixelHit::classify(true, 1, 0, ONE), PixelHit::Hit);
-        // One raw unit past 1.0.
+        // A hair past 1.0 (the fixed ROM's edge tolerance), and the least wrapped sum.
+        assert_eq!(PixelHit::classify(true, ONE, ONE + 1, 0), PixelHit::Hit);
         assert_eq!(
-            PixelHit::classify(true, ONE, ONE + 1, 0),
+            PixelHit::classify(true, ONE, 0, 8192 * ONE - 1),
+            PixelHit::Hit
+        );
+        assert_eq!(
+            PixelHit::classify(true, ONE, 8192 * ONE, 0),
+            PixelHit::Artifact(Artifact::WrappedSum)
+        );
+        assert_eq!(
+            PixelHit::classify(true, ONE, 0, 8192 * ONE),
             PixelHit::Artifact(Artifact::WrappedSum)
         );
         // The teapot's stray pixel: u = 13757.8, v = 2626.4, t = -5171.

@@ -27,7 +27,7 @@
 //! triangle (the exact verdict, lane by lane) and the unbounded one (a candidate
 //! everywhere).
 
-use super::{Exit, Forms, Node, NodeKind, Skipped, Verdict, H3_ERROR, UNSETTLED};
+use super::{Around, Exit, Forms, Node, NodeKind, Skipped, Verdict, H3_ERROR, UNSETTLED};
 
 /// The doubled numerators' scales: one more halving than the forms' (2^-34 and 2^-17).
 /// [`FloatForms`] holds its coefficients scaled: a power of two commutes with every
@@ -456,12 +456,23 @@ fn visit_avx2(groups: &[Group], forms: &FloatForms, into: &mut Collector) {
 /// [`visit`] with the exact integer verdict, node by node: for the rare triangle whose
 /// forms are too wide for double precision.
 pub(super) fn visit_exact(groups: &[Group], nodes: &[Node], forms: &Forms, into: &mut Collector) {
-    let verdicts = |group: &Group| {
-        group.nodes.map(|at| {
-            let around = &nodes[at as usize].around;
-            forms.verdict(around).map_or(UNSETTLED, Verdict::code)
-        })
-    };
+    visit_nodes(
+        groups,
+        nodes,
+        |around| forms.verdict(around).map_or(UNSETTLED, Verdict::code),
+        into,
+    );
+}
+
+/// [`visit`] with a verdict code computed node by node from the node's rays.
+#[inline(always)]
+pub(super) fn visit_nodes(
+    groups: &[Group],
+    nodes: &[Node],
+    code: impl Fn(&Around) -> u8,
+    into: &mut Collector,
+) {
+    let verdicts = |group: &Group| group.nodes.map(|at| code(&nodes[at as usize].around));
     descend(groups, into, verdicts, append);
 }
 
@@ -594,6 +605,8 @@ mod tests {
             t,
             q: alu::cross(t, e1),
             h1: 0,
+            c2: alu::cross(e2, t),
+            c_delta: alu::cross(e2, e1),
         };
         let ray = rng.vec(18);
         let spread = [0, 4, 10, 14][(rng.next() % 4) as usize];
@@ -664,7 +677,7 @@ mod tests {
     #[test]
     fn float_verdicts_claim_only_what_the_exact_one_does() {
         let mut rng = Rng(0x5EED_0F7E_1A00);
-        let mut seen = [0u32; 5];
+        let mut seen = [0u32; 8];
         let mut unsettled_by_float_only = 0;
         for _ in 0..400_000 {
             let Some((exact, float, widened)) = case(&mut rng) else {
@@ -676,7 +689,12 @@ mod tests {
                 unsettled_by_float_only += u32::from(exact.is_some() && !widened);
             }
         }
-        assert!(seen.iter().all(|&n| n > 100), "verdicts reached: {seen:?}");
+        // The faithful verdicts: none, the three exits and a rejection.
+        let faithful = [UNSETTLED, EXIT_U, EXIT_V, EXIT_SUM, REJECTED];
+        assert!(
+            faithful.iter().all(|&code| seen[code as usize] > 100),
+            "verdicts reached: {seen:?}"
+        );
         // The margin costs little: few verdicts the exact spans settle are left open.
         let settled: u32 = seen[1..].iter().sum();
         assert!(
