@@ -51,8 +51,9 @@ fn render_accelerated(scene: &Scene, options: &RenderOptions) -> Render {
 }
 
 /// A machine for `scene` that builds the acceleration structure wherever culling applies.
-fn machine_with_structure(scene: &Scene) -> Machine<'_> {
+fn machine_with_structure(scene: &Scene, rom: RomVariant) -> Machine<'_> {
     let options = RenderOptions {
+        rom,
         accel: AccelUse::Always,
         ..Default::default()
     };
@@ -239,16 +240,24 @@ fn imem_with(entry: EntryPoint, code: &[Word]) -> Vec<Word> {
 #[cfg_attr(not(conformance_data), ignore = "needs ../shared")]
 fn a_shader_reading_biu_registers_sees_the_same_values() {
     let scene = conformance_scene("scenes_example3");
-    let options = RenderOptions {
-        imem: Some(biu_reading_shader()),
-        ..Default::default()
-    };
-    let on = assert_identical(&scene, &options, "BIU-reading shader");
-    // The shader's output really depends on per-pixel BIU state.
-    let mut distinct = on.frame.words.clone();
-    distinct.sort_unstable();
-    distinct.dedup();
-    assert!(distinct.len() > 1000, "{} distinct words", distinct.len());
+    for rom in [RomVariant::Faithful, RomVariant::Fixed] {
+        let options = RenderOptions {
+            rom,
+            imem: Some(biu_reading_shader()),
+            ..Default::default()
+        };
+        let label = format!("BIU-reading shader ({})", rom.name());
+        let on = assert_identical(&scene, &options, &label);
+        // The shader's output really depends on per-pixel BIU state.
+        let mut distinct = on.frame.words.clone();
+        distinct.sort_unstable();
+        distinct.dedup();
+        assert!(
+            distinct.len() > 1000,
+            "{label}: {} distinct words",
+            distinct.len()
+        );
+    }
 }
 
 /// MAIN replaced by user code (the same algorithm at 0x800C): culling is refused, and the
@@ -290,8 +299,12 @@ fn a_user_main_refuses_culling() {
 #[cfg_attr(not(conformance_data), ignore = "needs ../shared")]
 fn the_watchdog_fires_at_the_same_instruction() {
     let scene = conformance_scene("scenes_example3");
-    for max_steps in [1_000, 2_345] {
+    let cases = [RomVariant::Faithful, RomVariant::Fixed]
+        .into_iter()
+        .flat_map(|rom| [1_000, 2_345].map(|max_steps| (rom, max_steps)));
+    for (rom, max_steps) in cases {
         let options = RenderOptions {
+            rom,
             cores: Some(1),
             max_steps: Some(max_steps),
             ..Default::default()
@@ -398,12 +411,13 @@ fn generated_meshes_are_identical_in_all_three_modes() {
             check_tile_claims(culler, accel, scene.triangles.len(), scene.height())
                 .unwrap_or_else(|e| panic!("{name}: {e}"));
             println!("{name}: {:.1} candidates per tile", accel.mean_candidates());
+            let options = RenderOptions {
+                imem: Some(biu_reading_shader()),
+                ..options
+            };
+            let label = format!("{name} ({}), BIU-reading shader", rom.name());
+            assert_identical(&scene, &options, &label);
         }
-        let options = RenderOptions {
-            imem: Some(biu_reading_shader()),
-            ..Default::default()
-        };
-        assert_identical(&scene, &options, &format!("{name}, BIU-reading shader"));
     }
 }
 
@@ -421,6 +435,8 @@ fn biu_reading_shader() -> Vec<Word> {
         "R2",
         "R1",
         "R3",
+        "R5",
+        "R6",
         "CREG_P",
         "CREG_Q",
         "CREG_T",
@@ -449,20 +465,27 @@ fn biu_reading_shader() -> Vec<Word> {
 fn a_mesh_of_81920_triangles_is_identical_in_all_three_modes() {
     let scene = generated(&displaced_icosphere_obj(6, 0.08), 20, true);
     assert_eq!(scene.triangles.len(), 81_920);
-    let render = assert_identical(&scene, &RenderOptions::default(), "81,920 triangles");
-    assert!(render.frame.hits.iter().any(|hit| *hit != PixelHit::Miss));
-    let options = RenderOptions {
-        imem: Some(biu_reading_shader()),
-        ..Default::default()
-    };
-    assert_identical(&scene, &options, "81,920 triangles, BIU-reading shader");
-    assert_claims_hold(&scene, "81,920 triangles");
+    for rom in [RomVariant::Faithful, RomVariant::Fixed] {
+        let label = format!("81,920 triangles ({})", rom.name());
+        let options = RenderOptions {
+            rom,
+            ..Default::default()
+        };
+        let render = assert_identical(&scene, &options, &label);
+        assert!(render.frame.hits.iter().any(|hit| *hit != PixelHit::Miss));
+        let options = RenderOptions {
+            imem: Some(biu_reading_shader()),
+            ..options
+        };
+        assert_identical(&scene, &options, &format!("{label}, BIU-reading shader"));
+        assert_claims_hold(&scene, rom, &label);
+    }
 }
 
 /// Every tile's claim (a triangle it skips is rejected, at the exit it books) checked
 /// against the exact verdict at every pixel.
-fn assert_claims_hold(scene: &Scene, label: &str) {
-    let machine = machine_with_structure(scene);
+fn assert_claims_hold(scene: &Scene, rom: RomVariant, label: &str) {
+    let machine = machine_with_structure(scene, rom);
     let (culler, accel) = structure(&machine, label);
     check_tile_claims(culler, accel, scene.triangles.len(), scene.height())
         .unwrap_or_else(|e| panic!("{label}: {e}"));
@@ -530,7 +553,7 @@ fn a_hit_through_wrap_around_is_the_same_in_every_mode() {
     let size = 16;
     let (camera, _, _) = template_view();
     let probe = scene_of(&[[[0.0; 3], [1.0, 0.0, 0.0], [0.0, 1.0, 0.0]]], size);
-    let machine = machine_with_structure(&probe);
+    let machine = machine_with_structure(&probe, RomVariant::Faithful);
     let raw_ray = structure(&machine, "probe").1.ray(8, 8).unwrap();
     let ray = normalise(raw_ray.map(|w| f64::from(w as i32)));
     let a = normalise(cross(ray, [0.0, 1.0, 0.0]));
@@ -561,7 +584,7 @@ fn a_hit_through_wrap_around_is_the_same_in_every_mode() {
         PixelHit::Artifact(Artifact::WrappedSum),
         "pixel (8, 8) shows a hit only u + v wrapping made"
     );
-    assert_claims_hold(&scene, "wrap-around hit");
+    assert_claims_hold(&scene, RomVariant::Faithful, "wrap-around hit");
 }
 
 /// A triangle the bound cannot cover (its vertex 12,000 units from the camera, beyond the
@@ -583,18 +606,25 @@ fn an_unbounded_triangle_is_a_candidate_everywhere() {
         add(far_corner, [0.0, 0.0, 1.0]),
     ];
     let scene = scene_of(&[near, far], size);
-    let machine = machine_with_structure(&scene);
-    let (_, accel) = structure(&machine, "an unbounded triangle");
-    for y in 0..size {
-        for x in 0..size {
-            assert!(
-                accel.tile(x, y).1.contains(&1),
-                "pixel ({x}, {y}): the unbounded triangle is not a candidate"
-            );
+    for rom in [RomVariant::Faithful, RomVariant::Fixed] {
+        let machine = machine_with_structure(&scene, rom);
+        let (_, accel) = structure(&machine, "an unbounded triangle");
+        for y in 0..size {
+            for x in 0..size {
+                assert!(
+                    accel.tile(x, y).1.contains(&1),
+                    "pixel ({x}, {y}), {}: the unbounded triangle is not a candidate",
+                    rom.name()
+                );
+            }
         }
+        let options = RenderOptions {
+            rom,
+            ..Default::default()
+        };
+        assert_identical(&scene, &options, "an unbounded triangle");
+        assert_claims_hold(&scene, rom, "an unbounded triangle");
     }
-    assert_identical(&scene, &RenderOptions::default(), "an unbounded triangle");
-    assert_claims_hold(&scene, "an unbounded triangle");
 }
 
 fn normalise(v: [f64; 3]) -> [f64; 3] {
@@ -678,6 +708,6 @@ proptest::proptest! {
         if pruned.instructions_exact {
             proptest::prop_assert_eq!(pruned.instructions, brute.instructions);
         }
-        assert_claims_hold(&scene, "random scene");
+        assert_claims_hold(&scene, options.rom, "random scene");
     }
 }
