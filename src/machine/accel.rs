@@ -95,11 +95,10 @@ type Skipped = [u32; 8];
 /// [`Verdict::code`] of no verdict.
 const UNSETTLED: u8 = 0;
 
-/// One build task's result: its candidate triangles by tile (ascending within each), how
-/// many each tile got, and what each node skips.
+/// One build task's result: its candidate triangles by tile (ascending within each) and
+/// how many each tile got.
 struct Part {
     by_tile: Vec<u32>,
-    skipped: Vec<Skipped>,
     per_tile: Vec<u32>,
 }
 
@@ -446,6 +445,8 @@ impl Accel {
             .div_ceil(rayon::current_num_threads() * 8)
             .max(64);
         let tile_count = (tiles_x * tiles_y) as usize;
+        let per_node: std::sync::Mutex<Vec<Skipped>> =
+            std::sync::Mutex::new(vec![[0; 8]; nodes.len()]);
         let parts: Vec<Part> = triangles
             .par_chunks(chunk)
             .enumerate()
@@ -472,8 +473,9 @@ impl Accel {
                         None => float::mark_all(&groups, &mut collector),
                     }
                 }
-                let mut skipped = vec![[0; 8]; nodes.len()];
-                let found = collector.finish(&groups, &mut skipped);
+                // Added into the frame's counts at once: one array per node for every task
+                // would outweigh the candidates themselves at 1080p.
+                let found = collector.finish(&groups, &mut per_node.lock().expect("no panic"));
                 // Sorted by tile here, where the part's candidates fit in the cache, so that
                 // the global sort below only copies runs.
                 let mut per_tile = vec![0; tile_count];
@@ -498,25 +500,16 @@ impl Accel {
                     }
                     start = end as usize;
                 }
-                Part {
-                    by_tile,
-                    skipped,
-                    per_tile,
-                }
+                Part { by_tile, per_tile }
             })
             .collect();
         let mut tiles = vec![Tile::default(); tile_count];
-        let mut per_node: Vec<Skipped> = vec![[0; 8]; nodes.len()];
         for part in &parts {
             for (tile, count) in tiles.iter_mut().zip(&part.per_tile) {
                 tile.len += count;
             }
-            for (total, node) in per_node.iter_mut().zip(&part.skipped) {
-                for (sum, count) in total.iter_mut().zip(node) {
-                    *sum += count;
-                }
-            }
         }
+        let per_node = per_node.into_inner().expect("no panic");
         push_down(&nodes, root, [0; 8], &per_node, culler.biu(), &mut tiles);
         let mut at = 0;
         for tile in &mut tiles {
