@@ -452,9 +452,10 @@ impl Accel {
             .enumerate()
             .map(|(c, part)| {
                 let mut collector = Collector::new(&groups);
-                for constants in part {
+                for (k, constants) in part.iter().enumerate() {
                     if fixed_biu {
-                        match FixedForms::new(constants, &all) {
+                        let fixed = &culler.fixed_constants()[c * chunk + k];
+                        match FixedForms::new(constants, fixed, &all) {
                             Some(forms) => float::visit_nodes(
                                 &groups,
                                 &nodes,

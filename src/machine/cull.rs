@@ -230,10 +230,23 @@ pub struct TriangleConstants {
     pub t: Vec3,
     pub q: Vec3,
     pub h1: u32,
-    /// The fixed BIU's ray-last cross products: E2 × T (g2 = R·c2) and E2 × E1
-    /// (D' = R·c_delta).
+}
+
+/// What the fixed BIU computes of one triangle before looking at the ray: its ray-last
+/// cross products E2 × T (g2 = R·c2) and E2 × E1 (D' = R·c_delta).
+#[derive(Clone, Copy, Debug)]
+pub struct FixedConstants {
     pub c2: Vec3,
     pub c_delta: Vec3,
+}
+
+impl FixedConstants {
+    pub fn new(k: &TriangleConstants) -> FixedConstants {
+        FixedConstants {
+            c2: alu::cross(k.e2, k.t),
+            c_delta: alu::cross(k.e2, k.e1),
+        }
+    }
 }
 
 impl TriangleConstants {
@@ -248,8 +261,6 @@ impl TriangleConstants {
             t,
             q,
             h1: alu::dot(q, e2),
-            c2: alu::cross(e2, t),
-            c_delta: alu::cross(e2, e1),
         }
     }
 }
@@ -269,7 +280,8 @@ pub struct RejectState {
     pub t_hit: u32,
     pub u: u32,
     pub v: u32,
-    /// The fixed BIU's edge values and orientation (R5, R6, R2; unused by the faithful).
+    /// The fixed BIU's edge values and orientation (R5, R6, R2; 0, 0, −H3 for the
+    /// faithful one, which does not compute them).
     pub g2: u32,
     pub delta_prime: u32,
     pub g1: u32,
@@ -280,6 +292,8 @@ pub struct RejectState {
 pub struct Culler {
     biu: Biu,
     triangles: Vec<TriangleConstants>,
+    /// Per triangle for the fixed BIU; empty for the faithful one.
+    fixed: Vec<FixedConstants>,
 }
 
 impl Culler {
@@ -291,17 +305,34 @@ impl Culler {
     ) -> Result<Culler, Refusal> {
         let biu = biu_of(program)?;
         let camera = config[address::CREG_CAMERA_POSITION as usize];
-        let triangles = triangles
+        let triangles: Vec<TriangleConstants> = triangles
             .iter()
             .map(|tri| TriangleConstants::new(tri[0], tri[2], tri[4], camera))
             .collect();
-        Ok(Culler { biu, triangles })
+        let fixed = match biu {
+            Biu::Faithful => Vec::new(),
+            Biu::Fixed => triangles.iter().map(FixedConstants::new).collect(),
+        };
+        Ok(Culler {
+            biu,
+            triangles,
+            fixed,
+        })
     }
 
-    /// A culler over given constants, for tests of what is built on it.
+    /// A faithful culler over given constants, for tests of what is built on it.
     #[cfg(test)]
-    pub(crate) fn from_constants(biu: Biu, triangles: Vec<TriangleConstants>) -> Culler {
-        Culler { biu, triangles }
+    pub(crate) fn from_constants(triangles: Vec<TriangleConstants>) -> Culler {
+        Culler {
+            biu: Biu::Faithful,
+            triangles,
+            fixed: Vec::new(),
+        }
+    }
+
+    /// Each triangle's [`FixedConstants`] (for the fixed BIU; empty otherwise).
+    pub fn fixed_constants(&self) -> &[FixedConstants] {
+        &self.fixed
     }
 
     /// Which BIU the premises found.
@@ -320,7 +351,7 @@ impl Culler {
         let k = &self.triangles[index];
         match self.biu {
             Biu::Faithful => rejects(k, ray),
-            Biu::Fixed => fixed_rejects(k, ray),
+            Biu::Fixed => fixed_rejects(k, &self.fixed[index], ray),
         }
     }
 
@@ -334,7 +365,7 @@ impl Culler {
     pub fn rejects_candidate(&self, index: usize, ray: Vec3) -> Option<Exit> {
         let k = &self.triangles[index];
         if self.biu == Biu::Fixed {
-            return fixed_rejects(k, ray);
+            return fixed_rejects(k, &self.fixed[index], ray);
         }
         let p = alu::cross(ray, k.e2);
         let (delta, h2, h3) = (alu::dot(p, k.e1), alu::dot(p, k.t), alu::dot(k.q, ray));
@@ -346,41 +377,16 @@ impl Culler {
     /// checked [`main_returns_false`]; nothing in the run changes CREG_ZERO.
     #[inline]
     pub fn skippable_run(&self, first: usize, ray: Vec3, budget: u64) -> SkippableRun {
+        let triangles = &self.triangles[first..];
         match self.biu {
-            Biu::Faithful => self.skippable_run_with(first, ray, budget, rejects),
-            Biu::Fixed => self.skippable_run_with(first, ray, budget, fixed_rejects),
+            Biu::Faithful => skippable_run(first, budget, triangles.iter(), |k| rejects(k, ray)),
+            Biu::Fixed => skippable_run(
+                first,
+                budget,
+                triangles.iter().zip(&self.fixed[first..]),
+                |(k, f)| fixed_rejects(k, f, ray),
+            ),
         }
-    }
-
-    /// [`Culler::skippable_run`] with one BIU's verdict.
-    #[inline(always)]
-    fn skippable_run_with(
-        &self,
-        first: usize,
-        ray: Vec3,
-        budget: u64,
-        rejects: impl Fn(&TriangleConstants, Vec3) -> Option<Exit>,
-    ) -> SkippableRun {
-        let mut run = SkippableRun {
-            end: first,
-            instructions: 0,
-            last_sum: None,
-        };
-        for k in &self.triangles[first..] {
-            let Some(exit) = rejects(k, ray) else {
-                break;
-            };
-            let instructions = run.instructions + exit.instructions();
-            if instructions > budget {
-                break;
-            }
-            run.instructions = instructions;
-            if exit == Exit::Sum {
-                run.last_sum = Some(run.end);
-            }
-            run.end += 1;
-        }
-        run
     }
 
     /// Everything BIU 157..=171 computes for triangle `index` under `ray`.
@@ -390,7 +396,10 @@ impl Culler {
         let delta = alu::dot(p, k.e1);
         let h2 = alu::dot(p, k.t);
         let h3 = alu::dot(k.q, ray);
-        let (g2, delta_prime) = (alu::dot(ray, k.c2), alu::dot(ray, k.c_delta));
+        let (g2, delta_prime) = match self.fixed.get(index) {
+            Some(f) => (alu::dot(ray, f.c2), alu::dot(ray, f.c_delta)),
+            None => (0, 0),
+        };
         RejectState {
             g2,
             delta_prime,
@@ -422,11 +431,11 @@ fn rejects(k: &TriangleConstants, ray: Vec3) -> Option<Exit> {
 
 /// The fixed BIU's verdict (fixed.shdr) for the triangle with constants `k` under `ray`.
 #[inline(always)]
-fn fixed_rejects(k: &TriangleConstants, ray: Vec3) -> Option<Exit> {
+fn fixed_rejects(k: &TriangleConstants, f: &FixedConstants, ray: Vec3) -> Option<Exit> {
     fixed_verdict(
-        alu::dot(ray, k.c2),
+        alu::dot(ray, f.c2),
         alu::dot(k.q, ray),
-        alu::dot(ray, k.c_delta),
+        alu::dot(ray, f.c_delta),
     )
 }
 
@@ -503,6 +512,36 @@ fn biu_of(program: &Program) -> Result<Biu, Refusal> {
         };
     }
     Ok(Biu::Faithful)
+}
+
+/// [`Culler::skippable_run`] over the triangles from `first` on, each judged by `rejects`.
+#[inline(always)]
+fn skippable_run<K>(
+    first: usize,
+    budget: u64,
+    triangles: impl Iterator<Item = K>,
+    rejects: impl Fn(K) -> Option<Exit>,
+) -> SkippableRun {
+    let mut run = SkippableRun {
+        end: first,
+        instructions: 0,
+        last_sum: None,
+    };
+    for k in triangles {
+        let Some(exit) = rejects(k) else {
+            break;
+        };
+        let instructions = run.instructions + exit.instructions();
+        if instructions > budget {
+            break;
+        }
+        run.instructions = instructions;
+        if exit == Exit::Sum {
+            run.last_sum = Some(run.end);
+        }
+        run.end += 1;
+    }
+    run
 }
 
 /// What [`Culler::skippable_run`] found: triangles `first..end` can be skipped.

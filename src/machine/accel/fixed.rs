@@ -24,7 +24,7 @@
 use super::{Around, RayBox, Verdict, UNSETTLED};
 use crate::core::alu;
 use crate::machine::cull::{
-    Exit, TriangleConstants, FIXED_FLAT, FIXED_TOLERANCE, FIXED_TOLERANCE_G1,
+    Exit, FixedConstants, TriangleConstants, FIXED_FLAT, FIXED_TOLERANCE, FIXED_TOLERANCE_G1,
 };
 
 /// A closed interval of a computed value, raw units.
@@ -59,12 +59,16 @@ const ERRORS: [i64; 4] = [3, 3, 3, 9];
 
 impl FixedForms {
     /// The forms of a triangle, or `None` when they cannot be bounded over `all` rays.
-    pub(super) fn new(k: &TriangleConstants, all: &RayBox) -> Option<FixedForms> {
+    pub(super) fn new(
+        k: &TriangleConstants,
+        f: &FixedConstants,
+        all: &RayBox,
+    ) -> Option<FixedForms> {
         if !alu::exact_multiplicands(k.q) {
             return None;
         }
         let wide = |v: [u32; 3]| v.map(|w| i64::from(w as i32));
-        let (c2, q, cd) = (wide(k.c2), wide(k.q), wide(k.c_delta));
+        let (c2, q, cd) = (wide(f.c2), wide(k.q), wide(f.c_delta));
         let g1: [i64; 3] = std::array::from_fn(|i| cd[i] - c2[i] - q[i]);
         let c = [c2, q, cd, g1];
         let r = all.magnitude();
@@ -203,7 +207,8 @@ mod tests {
             let other: [u32; 3] =
                 std::array::from_fn(|i| (ray[i] as i32).wrapping_add(rng.raw(spread)) as u32);
             rays.add(other);
-            let Some(forms) = FixedForms::new(&k, &rays) else {
+            let f = FixedConstants::new(&k);
+            let Some(forms) = FixedForms::new(&k, &f, &rays) else {
                 continue;
             };
             cases += 1;
@@ -226,9 +231,9 @@ mod tests {
                     pick as u32
                 });
                 let exact = fixed_verdict(
-                    alu::dot(ray, k.c2),
+                    alu::dot(ray, f.c2),
                     alu::dot(k.q, ray),
-                    alu::dot(ray, k.c_delta),
+                    alu::dot(ray, f.c_delta),
                 );
                 match verdict {
                     Verdict::Exit(exit) => assert_eq!(exact, Some(exit), "{k:?} {ray:?}"),

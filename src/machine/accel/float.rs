@@ -605,8 +605,6 @@ mod tests {
             t,
             q: alu::cross(t, e1),
             h1: 0,
-            c2: alu::cross(e2, t),
-            c_delta: alu::cross(e2, e1),
         };
         let ray = rng.vec(18);
         let spread = [0, 4, 10, 14][(rng.next() % 4) as usize];

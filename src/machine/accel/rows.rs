@@ -362,7 +362,7 @@ mod avx2 {
     mod tests {
         use super::super::tests as rows_tests;
         use super::*;
-        use crate::machine::cull::{exact_verdict, Biu, Exit, TriangleConstants};
+        use crate::machine::cull::{exact_verdict, Exit, TriangleConstants};
 
         /// Words at the edges of the ALU's truncation, wrap and sign rules.
         const EDGES: [u32; 18] = [
@@ -461,8 +461,6 @@ mod avx2 {
                             exact[(n + 5) % exact.len()],
                         ],
                         h1: 0,
-                        c2: [0; 3],
-                        c_delta: [0; 3],
                     };
                     let rays: [Vec3; ROW_PIXELS] = std::array::from_fn(|l| {
                         [
@@ -488,7 +486,7 @@ mod avx2 {
                         }
                     }
                     // The whole row test, vector and lane by lane, gives BIU's verdicts.
-                    let culler = Culler::from_constants(Biu::Faithful, vec![k; 3]);
+                    let culler = Culler::from_constants(vec![k; 3]);
                     let candidates = [0, 2];
                     let (mut vector, mut portable) =
                         (RowVerdicts::default(), RowVerdicts::default());
@@ -586,8 +584,6 @@ mod tests {
             t,
             q: alu::cross(t, e1),
             h1: 0,
-            c2: alu::cross(e2, t),
-            c_delta: alu::cross(e2, e1),
         }
     }
 
@@ -604,7 +600,7 @@ mod tests {
                 std::array::from_fn(|i| (base[i] as i32).wrapping_add(rng.raw(8)) as u32)
             });
             let constants: Vec<_> = (0..24).map(|_| triangle(&mut rng, rays[0])).collect();
-            let culler = Culler::from_constants(Biu::Faithful, constants);
+            let culler = Culler::from_constants(constants);
             let candidates: Vec<u32> = (0..24).filter(|_| rng.next() % 4 != 0).collect();
             let mut rows = RowVerdicts::default();
             let mut portable = RowVerdicts::default();
