@@ -31,6 +31,13 @@
 //! interpreted. Where a triangle cannot be bounded at all (coordinates that
 //! could overflow), it is a candidate everywhere.
 //!
+//! # The fixed ROM
+//!
+//! The fixed ROM's BIU tests edge values before anything can wrap, so its verdicts need
+//! no wrap reasoning and prune every triangle that is not under a tile (`accel/fixed.rs`): on
+//! a 1.3M-triangle sphere at 256x256, 701 candidates per tile where the faithful ROM keeps
+//! 26,044.
+//!
 //! # Premises, per frame and per pixel
 //!
 //! The culler's premises (ROM MAIN, the reject path's words). The rays of every pixel are
