@@ -439,7 +439,7 @@ fn write_footer(
         tracer.comment(&format!(
             "the pixel shows an artifact hit ({}); --rom fixed rejects it",
             match artifact {
-                Artifact::WrappedSum => "u or v above 1.0: u + v wrapped",
+                Artifact::WrappedSum => "u or v at 8192.0 or more: u + v wrapped",
                 Artifact::NotInFront => "t <= 0: behind the camera",
                 Artifact::NoneKept => "BIU kept no hit closer than 250.0: stale hit registers",
             }
@@ -604,8 +604,8 @@ pub fn hit_artifact(quotients: &[(u32, u32, u32)]) -> Option<String> {
             ));
         }
     }
-    let one = crate::core::alu::ONE as i32;
-    if u.2 as i32 > one || v.2 as i32 > one {
+    let wrapped = crate::machine::hits::WRAPPED as i32;
+    if u.2 as i32 >= wrapped || v.2 as i32 >= wrapped {
         return Some(format!(
             "u + v wrapped: u = {:.6}, v = {:.6}",
             number(u.2),

@@ -38,7 +38,7 @@ pub enum Artifact {
 }
 
 /// Half the 16384.0 at which ADD wraps: one of u and v is at least this when u + v wrapped.
-const WRAPPED: u32 = 8192 * alu::ONE;
+pub const WRAPPED: u32 = 8192 * alu::ONE;
 
 /// CREG_LAST_t as RGU sets it for every pixel: 250.0, "very far".
 pub const FAR: u32 = 0x1F4_0000;
