@@ -53,6 +53,18 @@
 //! `u + v`); [`Culler::write_skipped`] writes them before every interpreted MAIN and at the
 //! end of the loop, finding that R2 by testing the skipped run backwards. Each tile knows
 //! the exits of the triangles it skips, so the instruction counts stay exact.
+//!
+//! # Batches of tile rows
+//!
+//! The frame's rays and the quadtree of tiles over them ([`RayTree`]) are kept for the
+//! frame; the tiles' candidates, which grow with triangles times pixels, are built for a
+//! set of tile rows at a time ([`RayTree::build`], an [`Accel`]) and dropped once the
+//! cores have rendered those rows (`Machine::render`). A batch descends the whole tree,
+//! pruned to its rows: every node it judges sits in the same group with the same siblings
+//! as in the whole build, so every tile gets the same candidates and skipped exits, and
+//! the frame, the instruction count (or its bound) and the watchdog's stops cannot depend
+//! on how the rows were batched. What a batch costs beyond its rows is the descent from
+//! the top of the tree for every triangle again.
 
 use std::sync::Arc;
 
