@@ -434,17 +434,14 @@ pub fn scaling_row(
         ..Default::default()
     };
     let machine = Machine::new(&scene, &render_options)?;
-    let candidates_per_tile = match &machine.accel {
-        Ok(Some(accel)) => Some(accel.mean_candidates()),
-        _ => None,
-    };
     let render = machine.render(None)?;
+    let batches = render.structure.unwrap_or_default();
     Ok(ScalingRow {
         triangles: scene.triangles.len(),
         load,
-        build: machine.accel_build,
-        frame: render.elapsed,
-        candidates_per_tile,
+        build: machine.accel_build + batches.build,
+        frame: render.elapsed - batches.build,
+        candidates_per_tile: render.structure.map(|s| s.mean_candidates()),
     })
 }
 

@@ -59,9 +59,8 @@ use crate::core::program::Program;
 use crate::core::CoreState;
 use crate::isa::opcodes::{Flow, InputA, InputB, Opcode, Writes};
 use crate::isa::registers::{EntryPoint, USER_CODE_START};
-use crate::machine::accel::RowVerdicts;
 use crate::machine::hits::{Artifact, PixelHit};
-use crate::machine::{Machine, PixelDone, RenderError};
+use crate::machine::{Machine, PixelAccel, PixelDone, RenderError};
 use crate::scene::Partition;
 
 /// Version of the text format written by [`Tracer`]; bumped whenever a column changes.
@@ -310,10 +309,12 @@ pub fn trace_pixel(
         machine.boot_core(location.core, partition, &mut NoObserver)
     };
     let mut core = booted.map_err(TraceError::Earlier)?;
-    let mut rows = RowVerdicts::default();
+    // The structure for the rows up to the pixel, as a render's batches would give.
+    let structure = machine.structure_for(partition.start_pixel().1..y + 1);
+    let mut accel = PixelAccel::new(structure.as_deref());
     for (px, py) in partition.pixels().take(location.index) {
         machine
-            .run_pixel(&mut core, &mut NoObserver, &mut rows)
+            .run_pixel(&mut core, &mut NoObserver, &mut accel)
             .map_err(|(entry, fault)| {
                 TraceError::Earlier(RenderError::Core {
                     core: location.core,
@@ -328,7 +329,7 @@ pub fn trace_pixel(
         tracer.comment(&format!("pixel ({x}, {y})"));
     }
     tracer.triangle = 0;
-    let (done, fault) = match machine.run_pixel(&mut core, &mut tracer, &mut rows) {
+    let (done, fault) = match machine.run_pixel(&mut core, &mut tracer, &mut accel) {
         Ok(done) => (Some(done), None),
         Err((entry, fault)) => (
             None,

@@ -6,11 +6,13 @@
 mod common;
 mod model;
 
+use std::sync::Arc;
 use theia::core::RomVariant;
 use theia::image::{read_image, Rgb8};
 use theia::isa::registers::{register_address, EntryPoint};
 use theia::isa::{Opcode, Word};
-use theia::machine::accel::{check_tile_claims, Accel};
+
+use theia::machine::accel::{check_tile_claims, Accel, Tile};
 use theia::machine::cull::{Culler, Refusal};
 use theia::machine::hits::{Artifact, PixelHit};
 use theia::machine::{render, AccelUse, Machine, Render, RenderOptions};
@@ -61,8 +63,8 @@ fn machine_with_structure(scene: &Scene, rom: RomVariant) -> Machine<'_> {
 }
 
 /// The culler and the structure of a [`machine_with_structure`].
-fn structure<'m>(machine: &'m Machine<'_>, label: &str) -> (&'m Culler, &'m Accel) {
-    let (Ok(culler), Ok(Some(accel))) = (&machine.culler, &machine.accel) else {
+fn structure<'m>(machine: &'m Machine<'_>, label: &str) -> (&'m Culler, Arc<Accel>) {
+    let (Ok(culler), Some(accel)) = (&machine.culler, machine.structure_for(0..u32::MAX)) else {
         panic!("{label}: no structure: {:?}", machine.accel.as_ref().err());
     };
     (culler, accel)
@@ -405,10 +407,8 @@ fn generated_meshes_are_identical_in_all_three_modes() {
                 },
             )
             .unwrap();
-            let (Ok(culler), Ok(Some(accel))) = (&machine.culler, &machine.accel) else {
-                panic!("{name}: no structure");
-            };
-            check_tile_claims(culler, accel, scene.triangles.len(), scene.height())
+            let (culler, accel) = structure(&machine, name);
+            check_tile_claims(culler, &accel, scene.triangles.len(), scene.height())
                 .unwrap_or_else(|e| panic!("{name}: {e}"));
             println!("{name}: {:.1} candidates per tile", accel.mean_candidates());
             let options = RenderOptions {
@@ -487,7 +487,7 @@ fn a_mesh_of_81920_triangles_is_identical_in_all_three_modes() {
 fn assert_claims_hold(scene: &Scene, rom: RomVariant, label: &str) {
     let machine = machine_with_structure(scene, rom);
     let (culler, accel) = structure(&machine, label);
-    check_tile_claims(culler, accel, scene.triangles.len(), scene.height())
+    check_tile_claims(culler, &accel, scene.triangles.len(), scene.height())
         .unwrap_or_else(|e| panic!("{label}: {e}"));
 }
 
@@ -709,5 +709,168 @@ proptest::proptest! {
             proptest::prop_assert_eq!(pruned.instructions, brute.instructions);
         }
         assert_claims_hold(&scene, options.rom, "random scene");
+    }
+}
+
+/// A render with the structure built in batches of `batch_candidates` candidates.
+fn render_in_batches(
+    scene: &Scene,
+    options: &RenderOptions,
+    batch_candidates: u64,
+) -> Result<Render, String> {
+    let options = RenderOptions {
+        accel: AccelUse::Always,
+        ..options.clone()
+    };
+    Machine::with_batches(scene, &options, batch_candidates)
+        .map_err(|e| e.to_string())?
+        .render(None)
+        .map_err(|e| e.to_string())
+}
+
+/// Batches of tile rows change nothing: the frame, the hits, the instruction count (or
+/// its bound), the culled MAIN runs and the watchdog's stops are those of the whole
+/// frame's structure, for cores whose bands share tile rows, for a band of the cores, and
+/// for a BIU-reading shader.
+#[test]
+fn batches_of_tile_rows_change_nothing() {
+    let scene = generated(&displaced_icosphere_obj(5, 0.08), 26, true);
+    let biu_reading = RenderOptions {
+        imem: Some(biu_reading_shader()),
+        ..Default::default()
+    };
+    let cases = [
+        ("4 cores", RenderOptions::default()),
+        (
+            "3 cores (bands of 9, 9 and 8 rows)",
+            RenderOptions {
+                cores: Some(3),
+                ..Default::default()
+            },
+        ),
+        (
+            "5 cores, the second band of 2",
+            RenderOptions {
+                cores: Some(5),
+                band: Some(theia::machine::Band { index: 1, count: 2 }),
+                ..Default::default()
+            },
+        ),
+        ("a BIU-reading shader", biu_reading),
+    ];
+    for rom in [RomVariant::Faithful, RomVariant::Fixed] {
+        for (label, options) in &cases {
+            let options = RenderOptions {
+                rom,
+                ..options.clone()
+            };
+            let label = format!("{label} ({})", rom.name());
+            let whole = render_in_batches(&scene, &options, u64::MAX).expect("renders");
+            assert_eq!(whole.structure.map(|s| s.batches), Some(1), "{label}");
+            // The fixed ROM's pruned structure holds far fewer candidates: larger budgets
+            // may take it in one batch.
+            for budget in [1, 500, 5_000, 40_000] {
+                let batched = render_in_batches(&scene, &options, budget).expect("renders");
+                let batches = batched.structure.expect("used").batches;
+                assert!(batches > 1 || budget > 1, "{label}: {budget}: one batch");
+                assert!(
+                    batched.frame == whole.frame,
+                    "{label}: {budget}: frames differ"
+                );
+                assert_eq!(
+                    batched.instructions, whole.instructions,
+                    "{label}: {budget}"
+                );
+                assert_eq!(
+                    batched.instructions_exact, whole.instructions_exact,
+                    "{label}: {budget}"
+                );
+                assert_eq!(batched.culled, whole.culled, "{label}: {budget}");
+                assert_eq!(batched.accel, Ok(true), "{label}: {budget}");
+                println!("{label}: {budget} candidates a batch: {batches} batches, identical");
+            }
+        }
+    }
+    // The watchdog stops the same pixel at the same instruction, and a shader that never
+    // returns is caught where brute force catches it.
+    let spin = [Word::type1(Opcode::Jmp, 0x800C, 0, 0)];
+    for options in [
+        RenderOptions {
+            max_steps: Some(20_000),
+            ..Default::default()
+        },
+        RenderOptions {
+            imem: Some(imem_with(EntryPoint::PixelShader, &spin)),
+            max_steps: Some(50_000),
+            ..Default::default()
+        },
+    ] {
+        let exact = render(
+            &scene,
+            &RenderOptions {
+                culling: false,
+                ..options.clone()
+            },
+        )
+        .expect_err("stops")
+        .to_string();
+        for budget in [1, 5_000, u64::MAX] {
+            let error = render_in_batches(&scene, &options, budget).expect_err("stops");
+            assert_eq!(error, exact, "{budget}");
+        }
+    }
+}
+
+/// Every tile of a batch is the whole frame's tile: the same candidates and the same
+/// skipped exits, whichever rows the batch holds.
+#[test]
+fn a_batch_holds_the_whole_frames_tiles() {
+    let scene = generated(&displaced_icosphere_obj(5, 0.08), 26, true);
+    for rom in [RomVariant::Faithful, RomVariant::Fixed] {
+        assert_batches_hold_the_whole_frames_tiles(&scene, rom);
+    }
+}
+
+fn assert_batches_hold_the_whole_frames_tiles(scene: &Scene, rom: RomVariant) {
+    let machine = machine_with_structure(scene, rom);
+    let (culler, whole) = structure(&machine, "whole");
+    let Ok(Some(frame)) = &machine.accel else {
+        panic!("no structure");
+    };
+    let rows = frame.tree.tile_rows();
+    for wanted in [
+        vec![0],
+        vec![rows - 1],
+        vec![1, 2],
+        vec![0, 3, 5],
+        (0..rows).collect(),
+    ] {
+        let mut flags = vec![false; rows as usize];
+        for &row in &wanted {
+            flags[row as usize] = true;
+        }
+        let batch = frame.tree.build(culler, &flags);
+        for y in 0..scene.height() {
+            for x in 0..scene.width() {
+                let row = frame.tree.tile_row(y).expect("in the tree");
+                assert_eq!(batch.covers(x, y), flags[row as usize], "({x}, {y})");
+                if batch.covers(x, y) {
+                    // Equal but for where the candidates start in each structure.
+                    let tile = |accel: &Accel| {
+                        let (tile, candidates) = accel.tile(x, y);
+                        let tile = Tile { start: 0, ..*tile };
+                        (tile, candidates.to_vec())
+                    };
+                    let label = rom.name();
+                    assert!(
+                        tile(&batch) == tile(&whole),
+                        "{label}: ({x}, {y}) {wanted:?}"
+                    );
+                    assert_eq!(batch.ray(x, y), whole.ray(x, y));
+                }
+            }
+        }
+        check_tile_claims(culler, &batch, scene.triangles.len(), scene.height())
+            .unwrap_or_else(|e| panic!("{wanted:?}: {e}"));
     }
 }

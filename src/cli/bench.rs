@@ -85,9 +85,9 @@ mod scaling {
     use theia::core::RomVariant;
 
     /// Rows estimated (from the row before, scaled by the triangle count) to take longer
-    /// than this, or to need more memory than [`MEMORY_LIMIT`], are skipped.
+    /// than this are skipped. (Memory needs no limit: the acceleration structure is built
+    /// in batches of bounded size.)
     const TIME_LIMIT: Duration = Duration::from_secs(60);
-    const MEMORY_LIMIT: f64 = 4.0 * (1u64 << 30) as f64;
 
     /// What a child reports of its row.
     struct Measured {
@@ -167,7 +167,7 @@ mod scaling {
                         writeln!(out, "{lead}  skipped: the smaller mesh above was")?;
                         continue;
                     }
-                    if let Some(reason) = skip_reason(previous.as_ref(), triangles, width, height) {
+                    if let Some(reason) = skip_reason(previous.as_ref(), triangles) {
                         writeln!(out, "{lead}  skipped: {reason}")?;
                         skipped = true;
                         continue;
@@ -207,29 +207,13 @@ mod scaling {
     }
 
     /// Why a row is not run: its estimate from the row before (same size and ROM, scaled by
-    /// the triangle count) is over a minute or over the memory limit.
-    fn skip_reason(
-        previous: Option<&(usize, Measured)>,
-        triangles: usize,
-        width: u32,
-        height: u32,
-    ) -> Option<String> {
+    /// the triangle count) is over a minute.
+    fn skip_reason(previous: Option<&(usize, Measured)>, triangles: usize) -> Option<String> {
         let (previous_triangles, measured) = previous?;
         let growth = triangles as f64 / *previous_triangles as f64;
         let seconds = measured.whole_s * growth;
-        if seconds > TIME_LIMIT.as_secs_f64() {
-            return Some(format!(
-                "about {seconds:.0} s, estimated from the row above"
-            ));
-        }
-        let tiles = f64::from(width.div_ceil(4) * height.div_ceil(4));
-        let bytes = measured.candidates? * growth * tiles * 4.0;
-        (bytes > MEMORY_LIMIT).then(|| {
-            format!(
-                "its structure would hold about {:.0} GB of candidates, estimated from the row above",
-                bytes / f64::from(1u32 << 30)
-            )
-        })
+        (seconds > TIME_LIMIT.as_secs_f64())
+            .then(|| format!("about {seconds:.0} s, estimated from the row above"))
     }
 
     fn run_child(exe: &std::path::Path, spec: &str) -> anyhow::Result<Measured> {

@@ -212,11 +212,15 @@ fn render_frame(
             of: machine.partitions.len(),
         });
         println!("{}", summary(output, loaded, &render, band.as_ref()));
-        if let Ok(Some(accel)) = &machine.accel {
+        if let Some(structure) = &render.structure {
+            let batches = match structure.batches {
+                1 => String::new(),
+                n => format!(" in {n} batches of tile rows"),
+            };
             eprintln!(
-                "note: acceleration structure built in {:.0} ms ({:.0} candidate triangles per 4x4 tile)",
-                machine.accel_build.as_secs_f64() * 1e3,
-                accel.mean_candidates()
+                "note: acceleration structure built in {:.0} ms{batches} ({:.0} candidate triangles per 4x4 tile)",
+                (machine.accel_build + structure.build).as_secs_f64() * 1e3,
+                structure.mean_candidates()
             );
         }
     }

@@ -53,6 +53,20 @@
 //! `u + v`); [`Culler::write_skipped`] writes them before every interpreted MAIN and at the
 //! end of the loop, finding that R2 by testing the skipped run backwards. Each tile knows
 //! the exits of the triangles it skips, so the instruction counts stay exact.
+//!
+//! # Batches of tile rows
+//!
+//! The frame's rays and the quadtree of tiles over them ([`RayTree`]) are kept for the
+//! frame; the tiles' candidates, which grow with triangles times pixels, are built for a
+//! set of tile rows at a time ([`RayTree::build`], an [`Accel`]) and dropped once the
+//! cores have rendered those rows (`Machine::render`). A batch descends the whole tree,
+//! pruned to its rows: every node it judges sits in the same group with the same siblings
+//! as in the whole build, so every tile gets the same candidates and skipped exits, and
+//! the frame, the instruction count (or its bound) and the watchdog's stops cannot depend
+//! on how the rows were batched. What a batch costs beyond its rows is the descent from
+//! the top of the tree for every triangle again.
+
+use std::sync::Arc;
 
 use rayon::prelude::*;
 
@@ -109,19 +123,37 @@ struct Part {
     per_tile: Vec<u32>,
 }
 
-/// The per-frame structure.
+/// The frame's rays and the quadtree of tiles over them: what the structure of any set of
+/// tile rows is built from ([`RayTree::build`]). Its size grows with the pixels only.
+#[derive(Clone, Debug)]
+pub struct RayTree {
+    width: u32,
+    /// The image row the first row of rays is (a band's first row; tiles start there).
+    first_row: u32,
+    tiles_x: u32,
+    tiles_y: u32,
+    nodes: Vec<Node>,
+    /// Per node, the tile rows it covers: the first and the one past the last.
+    node_rows: Vec<[u32; 2]>,
+    root: u32,
+    /// Each pixel's ray as RGU computes it, row-major.
+    rays: Arc<[Vec3]>,
+}
+
+/// The structure for some tile rows of a [`RayTree`]: their tiles and candidates.
 #[derive(Clone, Debug)]
 pub struct Accel {
     width: u32,
-    /// The image row the structure's first row of rays is (a band's first row; its tiles
-    /// start there).
     first_row: u32,
-    tiles_x: u32,
+    /// Per tile row of the tree, where its tiles start in `tiles` ([`NOT_BUILT`]: nowhere).
+    row_starts: Vec<u32>,
     tiles: Vec<Tile>,
     candidates: Vec<u32>,
-    /// Each pixel's ray as RGU computes it, row-major.
-    rays: Vec<Vec3>,
+    rays: Arc<[Vec3]>,
 }
+
+/// [`Accel::row_starts`] of a tile row the structure was not built for.
+const NOT_BUILT: u32 = u32::MAX;
 
 /// Why a frame renders without the structure.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -425,33 +457,108 @@ impl Forms {
     }
 }
 
-impl Accel {
-    /// Builds the structure for `rays` (row-major, one per pixel of `height` rows of a
-    /// `width`-pixel image from row `first_row` on) over the triangles of `culler` (BIU's
-    /// per-triangle constants).
-    pub fn build(
-        culler: &Culler,
+impl RayTree {
+    /// The tree over `rays` (row-major, one per pixel of `height` rows of a `width`-pixel
+    /// image from row `first_row` on).
+    pub fn new(
         width: u32,
         first_row: u32,
         height: u32,
         rays: Vec<Vec3>,
-    ) -> Result<Accel, AccelRefusal> {
+    ) -> Result<RayTree, AccelRefusal> {
         if rays.iter().any(|&ray| !alu::exact_multiplicands(ray)) {
             return Err(AccelRefusal::LargeRays);
         }
         let (tiles_x, tiles_y) = (width.div_ceil(TILE), height.div_ceil(TILE));
         let mut nodes = Vec::new();
         let root = build_node(&mut nodes, &rays, width, height, [0, 0, tiles_x, tiles_y]);
+        // Children come before their parent.
+        let mut node_rows: Vec<[u32; 2]> = Vec::with_capacity(nodes.len());
+        for node in &nodes {
+            let rows = match node.kind {
+                NodeKind::Leaf(tile) => [tile / tiles_x, tile / tiles_x + 1],
+                NodeKind::Split(..) => {
+                    node.kind
+                        .children()
+                        .iter()
+                        .fold([u32::MAX, 0], |[first, end], &child| {
+                            let [a, b] = node_rows[child as usize];
+                            [first.min(a), end.max(b)]
+                        })
+                }
+            };
+            node_rows.push(rows);
+        }
+        Ok(RayTree {
+            width,
+            first_row,
+            tiles_x,
+            tiles_y,
+            nodes,
+            node_rows,
+            root,
+            rays: rays.into(),
+        })
+    }
+
+    /// Rows of tiles (of [`TILE`] image rows from the tree's first row on).
+    pub fn tile_rows(&self) -> u32 {
+        self.tiles_y
+    }
+
+    /// The tile row image row `y` lies in, if the tree holds it.
+    pub fn tile_row(&self, y: u32) -> Option<u32> {
+        let row = y.checked_sub(self.first_row)? / TILE;
+        (row < self.tiles_y).then_some(row)
+    }
+
+    /// Tiles per tile row.
+    pub fn tiles_per_row(&self) -> u32 {
+        self.tiles_x
+    }
+
+    /// The structure for the whole tree.
+    pub fn build_all(&self, culler: &Culler) -> Accel {
+        self.build(culler, &vec![true; self.tiles_y as usize])
+    }
+
+    /// The structure for the tile rows `wanted` marks (one flag per tile row). Every
+    /// triangle descends the whole tree's nodes, pruned to those rows, so each tile gets
+    /// exactly the candidates and skipped exits it gets when the whole tree is built:
+    /// building in batches of rows changes no verdict, only how much is held at once.
+    pub fn build(&self, culler: &Culler, wanted: &[bool]) -> Accel {
+        let nodes = &self.nodes;
+        let root = self.root;
+        // Wanted rows before each row, to tell in O(1) whether a node covers any.
+        let before: Vec<u32> = std::iter::once(0)
+            .chain(wanted.iter().scan(0, |count, &w| {
+                *count += u32::from(w);
+                Some(*count)
+            }))
+            .collect();
+        let keep = |node: u32| {
+            let [first, end] = self.node_rows[node as usize];
+            before[end as usize] > before[first as usize]
+        };
+        let mut row_starts = vec![NOT_BUILT; self.tiles_y as usize];
+        let mut tile_count = 0;
+        for (start, _) in row_starts.iter_mut().zip(wanted).filter(|(_, &w)| w) {
+            *start = tile_count;
+            tile_count += self.tiles_x;
+        }
+        let tiles_x = self.tiles_x;
+        let local = |tile: u32| (row_starts[(tile / tiles_x) as usize] + tile % tiles_x) as usize;
+        let tile_count = tile_count as usize;
+        // The whole tree's ray box: it decides which triangles can be bounded, as it does
+        // for the whole tree's build.
         let all = nodes[root as usize].rays;
-        let groups = float::groups(&nodes, root);
+        let groups = float::groups(nodes, root, keep);
         let triangles = culler.constants();
-        let fixed_biu = culler.biu() == Biu::Fixed;
         // Triangles in contiguous chunks, so that merged candidate lists stay ascending.
         let chunk = triangles
             .len()
             .div_ceil(rayon::current_num_threads() * 8)
             .max(64);
-        let tile_count = (tiles_x * tiles_y) as usize;
         let per_node: std::sync::Mutex<Vec<Skipped>> =
             std::sync::Mutex::new(vec![[0; 8]; nodes.len()]);
         let parts: Vec<Part> = triangles
@@ -459,31 +566,15 @@ impl Accel {
             .enumerate()
             .map(|(c, part)| {
                 let mut collector = Collector::new(&groups);
-                for (k, constants) in part.iter().enumerate() {
-                    if fixed_biu {
-                        let fixed = &culler.fixed_constants()[c * chunk + k];
-                        match FixedForms::new(constants, fixed, &all) {
-                            Some(forms) => float::visit_nodes(
-                                &groups,
-                                &nodes,
-                                |around| forms.code(around),
-                                &mut collector,
-                            ),
-                            None => float::mark_all(&groups, &mut collector),
-                        }
-                        continue;
-                    }
-                    match Forms::new(constants, &all) {
-                        Some(forms) if forms.narrow(&all) => {
-                            float::visit(&groups, &FloatForms::new(&forms), &mut collector)
-                        }
-                        Some(wide) => float::visit_exact(&groups, &nodes, &wide, &mut collector),
-                        None => float::mark_all(&groups, &mut collector),
-                    }
+                for k in 0..part.len() {
+                    visit(&groups, nodes, &all, culler, c * chunk + k, &mut collector);
                 }
                 // Added into the frame's counts at once: one array per node for every task
                 // would outweigh the candidates themselves at 1080p.
-                let found = collector.finish(&groups, &mut per_node.lock().expect("no panic"));
+                let mut found = collector.finish(&groups, &mut per_node.lock().expect("no panic"));
+                for tile in &mut found.tiles {
+                    *tile = local(*tile) as u32;
+                }
                 // Sorted by tile here, where the part's candidates fit in the cache, so that
                 // the global sort below only copies runs.
                 let mut per_tile = vec![0; tile_count];
@@ -518,7 +609,18 @@ impl Accel {
             }
         }
         let per_node = per_node.into_inner().expect("no panic");
-        push_down(&nodes, root, [0; 8], &per_node, culler.biu(), &mut tiles);
+        push_down(
+            nodes,
+            root,
+            [0; 8],
+            &per_node,
+            culler.biu(),
+            &|tile| {
+                let kept = wanted[(tile / tiles_x) as usize];
+                kept.then(|| local(tile))
+            },
+            &mut tiles,
+        );
         let mut at = 0;
         for tile in &mut tiles {
             tile.start = at;
@@ -551,14 +653,47 @@ impl Accel {
                     from = to;
                 }
             });
-        Ok(Accel {
-            width,
-            first_row,
-            tiles_x,
+        Accel {
+            width: self.width,
+            first_row: self.first_row,
+            row_starts,
             tiles,
             candidates,
-            rays,
-        })
+            rays: self.rays.clone(),
+        }
+    }
+
+    /// About how many candidates each tile row will hold, from every `stride`-th triangle
+    /// (for planning batches of rows; 1 counts them all).
+    pub fn estimate(&self, culler: &Culler, stride: usize) -> Vec<u64> {
+        let nodes = &self.nodes;
+        let all = nodes[self.root as usize].rays;
+        let groups = float::groups(nodes, self.root, |_| true);
+        let mut collector = Collector::new(&groups);
+        for triangle in (0..culler.constants().len()).step_by(stride.max(1)) {
+            visit(&groups, nodes, &all, culler, triangle, &mut collector);
+        }
+        let mut per_row = vec![0; self.tiles_y as usize];
+        let found = collector.finish(&groups, &mut vec![[0; 8]; nodes.len()]);
+        for tile in found.tiles {
+            per_row[(tile / self.tiles_x) as usize] += stride.max(1) as u64;
+        }
+        per_row
+    }
+}
+
+impl Accel {
+    /// Builds the structure for `rays` (row-major, one per pixel of `height` rows of a
+    /// `width`-pixel image from row `first_row` on) over the triangles of `culler` (BIU's
+    /// per-triangle constants), for every tile at once.
+    pub fn build(
+        culler: &Culler,
+        width: u32,
+        first_row: u32,
+        height: u32,
+        rays: Vec<Vec3>,
+    ) -> Result<Accel, AccelRefusal> {
+        Ok(RayTree::new(width, first_row, height, rays)?.build_all(culler))
     }
 
     /// The precomputed ray of pixel (x, y).
@@ -570,14 +705,24 @@ impl Accel {
         self.rays.get((y * self.width + x) as usize).copied()
     }
 
-    /// The tile pixel (x, y) lies in, and its candidates.
+    /// Whether the structure holds the tile of pixel (x, y).
+    pub fn covers(&self, x: u32, y: u32) -> bool {
+        x < self.width
+            && y >= self.first_row
+            && self
+                .row_starts
+                .get(((y - self.first_row) / TILE) as usize)
+                .is_some_and(|&start| start != NOT_BUILT)
+    }
+
+    /// The tile pixel (x, y) lies in, and its candidates (the structure must cover it).
     pub fn tile(&self, x: u32, y: u32) -> (&Tile, &[u32]) {
         let index = self.tile_index(x, y);
         (&self.tiles[index], self.candidates_of(index))
     }
 
     fn tile_index(&self, x: u32, y: u32) -> usize {
-        (((y - self.first_row) / TILE) * self.tiles_x + x / TILE) as usize
+        (self.row_starts[((y - self.first_row) / TILE) as usize] + x / TILE) as usize
     }
 
     fn candidates_of(&self, tile: usize) -> &[u32] {
@@ -589,6 +734,47 @@ impl Accel {
     /// Candidate tests per pixel, on average over tiles (for summaries).
     pub fn mean_candidates(&self) -> f64 {
         self.candidates.len() as f64 / self.tiles.len().max(1) as f64
+    }
+
+    /// Tiles built.
+    pub fn tile_count(&self) -> usize {
+        self.tiles.len()
+    }
+
+    /// Candidates held, over all tiles.
+    pub fn candidate_count(&self) -> usize {
+        self.candidates.len()
+    }
+}
+
+/// Descends `groups` with one triangle: in double precision where its forms allow, else
+/// exactly; a triangle that cannot be bounded over `all` rays is a candidate everywhere.
+#[inline(always)]
+fn visit(
+    groups: &[float::Group],
+    nodes: &[Node],
+    all: &RayBox,
+    culler: &Culler,
+    triangle: usize,
+    collector: &mut Collector,
+) {
+    let constants = &culler.constants()[triangle];
+    if culler.biu() == Biu::Fixed {
+        let fixed = &culler.fixed_constants()[triangle];
+        match FixedForms::new(constants, fixed, all) {
+            Some(forms) => {
+                float::visit_nodes(groups, nodes, |around| forms.code(around), collector)
+            }
+            None => float::mark_all(groups, collector),
+        }
+        return;
+    }
+    match Forms::new(constants, all) {
+        Some(forms) if forms.narrow(all) => {
+            float::visit(groups, &FloatForms::new(&forms), collector)
+        }
+        Some(wide) => float::visit_exact(groups, nodes, &wide, collector),
+        None => float::mark_all(groups, collector),
     }
 }
 
@@ -644,19 +830,25 @@ fn build_node(
     nodes.len() as u32 - 1
 }
 
+/// Adds up what each node skips along the paths to the leaves; `local` gives a leaf's place
+/// in `tiles`, `None` for leaves not built.
 fn push_down(
     nodes: &[Node],
     at: u32,
     above: Skipped,
     per_node: &[Skipped],
     biu: Biu,
+    local: &impl Fn(u32) -> Option<usize>,
     tiles: &mut [Tile],
 ) {
     let here = per_node[at as usize];
     let total: Skipped = std::array::from_fn(|code| above[code] + here[code]);
     match nodes[at as usize].kind {
         NodeKind::Leaf(tile) => {
-            let tile = &mut tiles[tile as usize];
+            let Some(tile) = local(tile) else {
+                return;
+            };
+            let tile = &mut tiles[tile];
             tile.skipped_instructions = 0;
             tile.skipped = 0;
             for &exit in biu.exits() {
@@ -670,7 +862,7 @@ fn push_down(
         }
         NodeKind::Split(..) => {
             for &child in nodes[at as usize].kind.children() {
-                push_down(nodes, child, total, per_node, biu, tiles);
+                push_down(nodes, child, total, per_node, biu, local, tiles);
             }
         }
     }
@@ -686,6 +878,9 @@ pub fn check_tile_claims(
 ) -> Result<(), String> {
     for y in 0..height {
         for x in 0..accel.width {
+            if !accel.covers(x, y) {
+                continue;
+            }
             let ray = accel.ray(x, y).expect("in the image");
             let (tile, candidates) = accel.tile(x, y);
             let mut skipped = 0u32;

@@ -17,8 +17,7 @@ use theia::core::rom::{rom, RomVariant};
 use theia::core::{NoObserver, Observer, Step};
 use theia::isa::registers::{core_writable, EntryPoint, IMEM_WORDS};
 use theia::isa::{Opcode, Word, OPCODES};
-use theia::machine::accel::RowVerdicts;
-use theia::machine::{Machine, RenderOptions};
+use theia::machine::{Machine, PixelAccel, RenderOptions};
 use theia::scene::{Partition, Scene, Triangle};
 
 /// splitmix64: small, fast and the same on every machine.
@@ -605,13 +604,13 @@ pub fn has_zero_delta(scene: &Scene) -> bool {
     };
     let machine = Machine::new(scene, &options).expect("a generated scene is valid");
     let mut observer = ZeroDelta(false);
-    let mut rows = RowVerdicts::default();
+    let mut accel = PixelAccel::default();
     for (index, partition) in machine.partitions.iter().enumerate() {
         let Ok(mut core) = machine.boot_core(index, partition, &mut NoObserver) else {
             return false;
         };
         for _ in 0..partition.pixel_count() {
-            match machine.run_pixel(&mut core, &mut observer, &mut rows) {
+            match machine.run_pixel(&mut core, &mut observer, &mut accel) {
                 Ok(done) if done.more => {}
                 _ => break,
             }

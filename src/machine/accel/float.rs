@@ -158,13 +158,21 @@ impl Group {
 
 /// The root alone, then each split node's children as a [`Group`], breadth first: the
 /// order the descent visits them in, so that the groups one triangle needs lie close
-/// together, and leaves take no place.
-pub(super) fn groups(nodes: &[Node], root: u32) -> Vec<Group> {
+/// together, and leaves take no place. Only nodes `keep` accepts are descended into or
+/// find candidates; the others stay in their groups, so that each group's shared
+/// half-extent, and with it every verdict, is the whole tree's.
+pub(super) fn groups(nodes: &[Node], root: u32, keep: impl Fn(u32) -> bool) -> Vec<Group> {
     let mut groups = vec![Group::new(nodes, &[root])];
     let mut next = 0;
     while next < groups.len() {
         for k in 0..groups[next].count as usize {
-            if let NodeKind::Split(children, count) = nodes[groups[next].nodes[k] as usize].kind {
+            let member = groups[next].nodes[k];
+            if !keep(member) {
+                groups[next].descends &= !(1 << k);
+                groups[next].finds &= !(1 << k);
+                continue;
+            }
+            if let NodeKind::Split(children, count) = nodes[member as usize].kind {
                 groups[next].children[k] = groups.len() as u32;
                 groups.push(Group::new(nodes, &children[..count as usize]));
             }
