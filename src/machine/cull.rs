@@ -627,51 +627,7 @@ pub fn main_returns_false(core: &impl CoreState) -> bool {
     alu::compare(0, core.register(address::CREG_ZERO)[0], JEQ)
 }
 
-/// The skipped MAINs of one pixel not yet written into the core.
-#[derive(Clone, Copy, Debug, Default)]
-pub struct Pending {
-    /// The last skipped triangle.
-    last: Option<usize>,
-    /// The last skipped triangle that left BIU at 178 (the only exit that writes R2).
-    last_sum: Option<usize>,
-    /// The ray the skipped triangles were tested with.
-    ray: Vec3,
-}
-
 impl Culler {
-    /// Skips MAIN for triangle `index` (already loaded) when BIU rejects it and the budget
-    /// covers the path; returns whether it did.
-    #[inline(always)]
-    pub fn try_skip(&self, core: &mut impl CoreState, index: usize, pending: &mut Pending) -> bool {
-        let ray = core.register(address::CREG_RAY_DIRECTION);
-        let Some(exit) = self.rejects(index, ray) else {
-            return false;
-        };
-        if core.budget_left() < exit.instructions() || !main_returns_false(core) {
-            return false;
-        }
-        if pending.last.is_some() && pending.ray != ray {
-            // Cannot happen (skipped MAINs write no ray), but never mix two rays.
-            self.flush(core, pending);
-        }
-        core.charge(exit.instructions());
-        pending.ray = ray;
-        pending.last = Some(index);
-        if exit == Exit::Sum {
-            pending.last_sum = Some(index);
-        }
-        true
-    }
-
-    /// Writes what the pending skipped MAINs would have left in the core (module doc,
-    /// point 4).
-    pub fn flush(&self, core: &mut impl CoreState, pending: &mut Pending) {
-        let Some(last) = pending.last.take() else {
-            return;
-        };
-        self.write_skipped(core, last, pending.last_sum.take(), pending.ray);
-    }
-
     /// Writes what a run of skipped MAINs under `ray` leaves: the registers of the last
     /// one, `last`, and R2 of the last one that left at 178, `last_sum` (if any).
     pub fn write_skipped(
@@ -849,9 +805,14 @@ mod tests {
             let expected = interpreted.run(EntryPoint::Main, &mut NoObserver);
 
             let mut culled = fresh();
-            let mut pending = Pending::default();
-            let skipped = culler.try_skip(&mut culled, 0, &mut pending);
-            culler.flush(&mut culled, &mut pending);
+            let skipped = main_returns_false(&culled) && {
+                let run = culler.skippable_run(0, ray, culled.budget_left());
+                if run.end == 1 {
+                    culled.charge_skipped(1, run.instructions);
+                    culler.write_skipped(&mut culled, 0, run.last_sum, ray);
+                }
+                run.end == 1
+            };
             let got = if skipped {
                 Ok(false)
             } else {
@@ -871,9 +832,8 @@ mod tests {
     proptest! {
         #![proptest_config(ProptestConfig::with_cases(500))]
 
-        /// A skippable run is the run of triangles [`Culler::try_skip`] skips one by one,
-        /// with the same charge, up to the first it does not (rejected or not, and the
-        /// budget running out part way included).
+        /// A skippable run is the run of triangles BIU rejects one by one, with the same
+        /// charge, up to the first it does not or the budget does not cover.
         #[test]
         fn a_skippable_run_is_triangle_by_triangle_skipping(
             triangles in proptest::collection::vec(
@@ -890,19 +850,23 @@ mod tests {
             config[address::CREG_CAMERA_POSITION as usize] = camera;
             let culler = Culler::new(&program, &triangles, &config).unwrap();
             let first = first.min(triangles.len());
-            let texture = [0u32; 4];
-            let mut core = Core::new(&program, &texture, 16);
-            core.write_register(address::CREG_RAY_DIRECTION, ray);
-            core.set_budget(budget);
-            let mut pending = Pending::default();
-            let mut end = first;
-            while end < triangles.len() && culler.try_skip(&mut core, end, &mut pending) {
+            // One triangle at a time: skipped while BIU rejects it and the budget left
+            // covers its exit.
+            let (mut end, mut left, mut last_sum) = (first, budget, None);
+            while let Some(exit) = (end < triangles.len()).then(|| culler.rejects(end, ray)).flatten() {
+                if exit.instructions() > left {
+                    break;
+                }
+                left -= exit.instructions();
+                if exit == Exit::Sum {
+                    last_sum = Some(end);
+                }
                 end += 1;
             }
             let run = culler.skippable_run(first, ray, budget);
             prop_assert_eq!(run.end, end);
-            prop_assert_eq!(run.instructions, budget - core.budget_left());
-            prop_assert_eq!(run.last_sum, pending.last_sum);
+            prop_assert_eq!(run.instructions, budget - left);
+            prop_assert_eq!(run.last_sum, last_sum);
         }
     }
 

@@ -31,7 +31,7 @@ use crate::scene::{Partition, Scene};
 use crate::stage::{PixelStage, ShadingCore, TheiaPixelShader};
 use accel::{Accel, AccelRefusal, RayTree, RowVerdicts};
 pub use band::Band;
-use cull::{Culler, Pending, Refusal};
+use cull::{Culler, Refusal};
 use hits::PixelHit;
 
 /// How to run a frame.
@@ -894,20 +894,30 @@ impl<'a> Machine<'a> {
         match &self.culler {
             Ok(culler) => {
                 let triangles = &self.scene.triangles;
-                let mut pending = [Pending::default(); LANES];
                 // Triangles before `loaded` are in the core; skipped MAINs do not read the
                 // swap memory, so the host's loads are caught up only before code runs.
-                let mut loaded = [0; LANES];
+                // Each lane skips runs of triangles as a lone core does (`run_pixel`): a
+                // lane is inside a skipped run while `index < skipped_to`.
+                let (mut loaded, mut skipped_to) = ([0; LANES], [0; LANES]);
                 for index in 0..triangles.len() {
                     let mut main = 0;
                     for lane in lanes_of(active) {
-                        let mut core = group.lane(lane);
-                        if culler.try_skip(&mut core, index, &mut pending[lane]) {
+                        if index < skipped_to[lane] {
                             continue;
+                        }
+                        let mut core = group.lane(lane);
+                        if cull::main_returns_false(&core) {
+                            let ray = core.register(address::CREG_RAY_DIRECTION);
+                            let run = culler.skippable_run(index, ray, core.budget_left());
+                            if run.end > index {
+                                core.charge_skipped((run.end - index) as u64, run.instructions);
+                                culler.write_skipped(&mut core, run.end - 1, run.last_sum, ray);
+                                skipped_to[lane] = run.end;
+                                continue;
+                            }
                         }
                         core.load_triangles(&triangles[loaded[lane]..=index]);
                         loaded[lane] = index + 1;
-                        culler.flush(&mut core, &mut pending[lane]);
                         main |= 1 << lane;
                     }
                     if main != 0 {
@@ -915,9 +925,7 @@ impl<'a> Machine<'a> {
                     }
                 }
                 for lane in lanes_of(active) {
-                    let mut core = group.lane(lane);
-                    core.load_triangles(&triangles[loaded[lane]..]);
-                    culler.flush(&mut core, &mut pending[lane]);
+                    group.lane(lane).load_triangles(&triangles[loaded[lane]..]);
                 }
             }
             _ => {
