@@ -102,7 +102,8 @@ const MAIN_ADDRESS: u16 = 37;
 /// Where BIU's `RET` returns to (the instruction after MAIN's `CALL`).
 const BIU_RETURN_POINT: u16 = 38;
 
-/// Jump relations as the opcodes encode them (bits 2..0): JGE and JLE, JL (`<=`).
+/// Jump relations as the opcodes encode them (bits 2..0): JG, JL (which tests `<=`), JEQ,
+/// JGE and JLE.
 const JGE: u16 = 4;
 const JL: u16 = 1;
 const JG: u16 = 0;
@@ -481,37 +482,39 @@ fn biu_of(program: &Program) -> Result<Biu, Refusal> {
     if main != MAIN_ADDRESS {
         return Err(Refusal::UserMain { address: main });
     }
-    // Both BIUs share MAIN and 157..=171; they part at 172.
-    for &(address, word) in &REJECT_PATH_WORDS {
-        if address < 172 && program.word(address) != Word(word) {
-            return Err(Refusal::ChangedWord { address });
-        }
-    }
-    let faithful_tail = REJECT_PATH_WORDS
-        .iter()
-        .filter(|(address, _)| *address >= 172);
-    if let Some(&(address, _)) = faithful_tail
-        .clone()
-        .find(|&&(address, word)| program.word(address) != Word(word))
-    {
-        let fixed = rom(RomVariant::Fixed);
-        let differs = FIXED_REJECT_PATH
+    let first_difference = |mut words: Box<dyn Iterator<Item = (u16, Word)> + '_>| {
+        words.find(|&(address, word)| program.word(address) != word)
+    };
+    let faithful = |tail: bool| {
+        let words = REJECT_PATH_WORDS
             .iter()
-            .flat_map(|range| range.clone())
-            .find(|&a| program.word(a) != fixed[a as usize]);
-        return match differs {
-            None => Ok(Biu::Fixed),
-            // Name the first word that matches neither BIU.
-            Some(fixed_address) => Err(Refusal::ChangedWord {
-                address: if program.word(172) == fixed[172] {
-                    fixed_address
-                } else {
-                    address
-                },
-            }),
-        };
+            .map(|&(address, word)| (address, Word(word)));
+        Box::new(words.filter(move |&(address, _)| (address >= 172) == tail))
+    };
+    // Both BIUs share MAIN and 157..=171; they part at 172.
+    if let Some((address, _)) = first_difference(faithful(false)) {
+        return Err(Refusal::ChangedWord { address });
     }
-    Ok(Biu::Faithful)
+    let Some((faithful_address, _)) = first_difference(faithful(true)) else {
+        return Ok(Biu::Faithful);
+    };
+    let fixed = rom(RomVariant::Fixed);
+    let fixed_words = FIXED_REJECT_PATH
+        .iter()
+        .flat_map(|range| range.clone())
+        .map(|address| (address, fixed[address as usize]));
+    match first_difference(Box::new(fixed_words)) {
+        None => Ok(Biu::Fixed),
+        // Name the first word that matches neither BIU: the fixed one's when 172 jumps
+        // to it.
+        Some((fixed_address, _)) => Err(Refusal::ChangedWord {
+            address: if program.word(172) == fixed[172] {
+                fixed_address
+            } else {
+                faithful_address
+            },
+        }),
+    }
 }
 
 /// [`Culler::skippable_run`] over the triangles from `first` on, each judged by `rejects`.
@@ -642,18 +645,15 @@ impl Culler {
         match self.biu {
             Biu::Faithful => core.write_register(address::R3, [alu::ONE, r3[1], r3[2]]),
             Biu::Fixed => {
-                let back = alu::compare(s.delta_prime, 0, JL);
-                let r3 = if back {
-                    [
-                        FIXED_TOLERANCE,
-                        FIXED_TOLERANCE_G1,
-                        (FIXED_FLAT + 1).wrapping_neg(),
-                    ]
+                // fixed.shdr's SETX/SETY/SETZ on the side `JLX D', 0` took.
+                let r3 = if alu::compare(s.delta_prime, 0, JL) {
+                    let flat = (FIXED_FLAT + 1).wrapping_neg();
+                    [FIXED_TOLERANCE, FIXED_TOLERANCE_G1, flat]
                 } else {
-                    let negative = |x: u32| x.wrapping_neg();
+                    let (tolerance, tolerance_g1) = (FIXED_TOLERANCE, FIXED_TOLERANCE_G1);
                     [
-                        negative(FIXED_TOLERANCE),
-                        negative(FIXED_TOLERANCE_G1),
+                        tolerance.wrapping_neg(),
+                        tolerance_g1.wrapping_neg(),
                         FIXED_FLAT,
                     ]
                 };
@@ -993,12 +993,21 @@ mod tests {
             Culler::new(&program, &triangles, &config).unwrap_err(),
             Refusal::UserMain { address: 0x800C }
         );
-        let mut words = rom(RomVariant::Faithful).to_vec();
-        words[170] = Word(0);
-        let program = Program::new(&words, &Program::default_imem());
-        assert_eq!(
-            Culler::new(&program, &triangles, &config).unwrap_err(),
-            Refusal::ChangedWord { address: 170 }
-        );
+        // A changed word on a reject path: the shared part, the fixed tail, the jump.
+        for (variant, address) in [
+            (RomVariant::Faithful, 170),
+            (RomVariant::Fixed, 170),
+            (RomVariant::Fixed, 290),
+            (RomVariant::Fixed, 172),
+        ] {
+            let mut words = rom(variant).to_vec();
+            words[address as usize] = Word(0);
+            let program = Program::new(&words, &Program::default_imem());
+            assert_eq!(
+                Culler::new(&program, &triangles, &config).unwrap_err(),
+                Refusal::ChangedWord { address },
+                "{variant:?}"
+            );
+        }
     }
 }
