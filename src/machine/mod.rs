@@ -10,6 +10,7 @@ pub mod cull;
 pub mod fingerprint;
 pub mod hits;
 pub mod ssaa;
+pub mod triangles;
 
 use std::ops::Range;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -33,6 +34,7 @@ use accel::{Accel, AccelRefusal, RayTree, RowVerdicts};
 pub use band::Band;
 use cull::{Culler, Refusal};
 use hits::PixelHit;
+use triangles::{Candidates, CulledRuns, Every, TileCandidates};
 
 /// How to run a frame.
 #[derive(Clone, Debug)]
@@ -728,48 +730,18 @@ impl<'a> Machine<'a> {
             core.run(entry, observer).map_err(|fault| (entry, fault))
         };
         run(core, EntryPoint::Rgu, observer)?;
-        let mut hit = false;
-        let accelerated = match (&self.culler, accel.structure) {
-            (Ok(culler), Some(structure)) if !O::ENABLED => {
-                self.triangles_accelerated(core, structure, culler, observer, &mut accel.rows)?
-            }
-            _ => None,
+        let triangles = &self.scene.triangles;
+        let main = |core: &mut Core<'_>| run(core, EntryPoint::Main, observer);
+        // Culling only where nobody watches: a trace shows every instruction.
+        let culler = self.culler.as_ref().ok().filter(|_| !O::ENABLED);
+        let tile = culler.zip(accel.structure).and_then(|(culler, structure)| {
+            TileCandidates::new(&*core, structure, culler, &mut accel.rows, triangles.len())
+        });
+        let hit = match (tile, culler) {
+            (Some(mut tile), _) => triangles::run(core, triangles, &mut tile, main)?,
+            (None, Some(culler)) => triangles::run(core, triangles, &mut CulledRuns(culler), main)?,
+            (None, None) => triangles::run(core, triangles, &mut Every, main)?,
         };
-        match &self.culler {
-            _ if accelerated.is_some() => hit = accelerated == Some(true),
-            Ok(culler) if !O::ENABLED => {
-                let triangles = &self.scene.triangles;
-                // Skipped MAINs do not read the swap memory, so the host's loads are caught
-                // up only before code runs; CREG_RAY_DIRECTION and CREG_ZERO change only
-                // when code runs.
-                let mut index = 0;
-                while index < triangles.len() {
-                    let first = index;
-                    if cull::main_returns_false(&*core) {
-                        let ray = core.register(address::CREG_RAY_DIRECTION);
-                        let skipped = culler.skippable_run(first, ray, core.budget_left());
-                        if skipped.end > first {
-                            core.charge_skipped((skipped.end - first) as u64, skipped.instructions);
-                            culler.write_skipped(core, skipped.end - 1, skipped.last_sum, ray);
-                        }
-                        index = skipped.end;
-                    }
-                    if index == triangles.len() {
-                        core.load_triangles(&triangles[first..]);
-                        break;
-                    }
-                    core.load_triangles(&triangles[first..=index]);
-                    hit |= run(core, EntryPoint::Main, observer)?;
-                    index += 1;
-                }
-            }
-            _ => {
-                for triangle in &self.scene.triangles {
-                    core.load_triangle(triangle);
-                    hit |= run(core, EntryPoint::Main, observer)?;
-                }
-            }
-        }
         core.load_dummy_triangle();
         let pixel_hit = classify(core, hit);
         if hit {
@@ -789,94 +761,6 @@ impl<'a> Machine<'a> {
         })
     }
 
-    /// The triangle loop with the acceleration structure ([`accel`]): `Some(hit)`, or
-    /// `None` (nothing done) where a per-pixel premise fails.
-    #[inline]
-    fn triangles_accelerated<O: Observer>(
-        &self,
-        core: &mut Core<'_>,
-        accel: &Accel,
-        culler: &Culler,
-        observer: &mut O,
-        rows: &mut RowVerdicts,
-    ) -> Result<Option<bool>, (EntryPoint, Fault)> {
-        let position = core.register(address::CREG_PIXEL_2D_POSITION);
-        if position[0] & 0x1_FFFF != 0 || position[1] & 0x1_FFFF != 0 {
-            return Ok(None);
-        }
-        let (x, y) = (position[0] >> 17, position[1] >> 17);
-        let mut ray = core.register(address::CREG_RAY_DIRECTION);
-        if !accel.covers(x, y) || accel.ray(x, y) != Some(ray) || !cull::main_returns_false(&*core)
-        {
-            return Ok(None);
-        }
-        let (tile, candidates) = accel.tile(x, y);
-        let skipped_cost = tile.skipped_instructions_at_most();
-        let worst = skipped_cost + candidates.len() as u64 * accel::MAX_MAIN_INSTRUCTIONS;
-        if core.budget_left() < worst {
-            return Ok(None);
-        }
-        let triangles = &self.scene.triangles;
-        let (mut hit, mut loaded, mut run_start) = (false, 0, 0);
-        let mut main = |core: &mut Core<'_>, index: usize, ray: &mut Vec3| {
-            core.load_triangles(&triangles[loaded..=index]);
-            loaded = index + 1;
-            culler.write_skipped_run(core, run_start, index, *ray);
-            hit |= core
-                .run(EntryPoint::Main, observer)
-                .map_err(|fault| (EntryPoint::Main, fault))?;
-            run_start = index + 1;
-            *ray = core.register(address::CREG_RAY_DIRECTION);
-            Ok(())
-        };
-        // The tile row's verdicts hold for this pixel's ray; should MAIN change the ray
-        // (the ROM's does not), the rest are tested one by one.
-        let (open, tail_instructions) = rows.for_pixel(accel, culler, x, y);
-        let first_ray = ray;
-        let mut tested_to = 0;
-        for open in open {
-            let position = open.position as usize;
-            core.charge_skipped(
-                (position - tested_to) as u64,
-                u64::from(open.skipped_instructions),
-            );
-            tested_to = position + 1;
-            let index = candidates[position] as usize;
-            if open.untested {
-                if let Some(exit) = culler.rejects_candidate(index, ray) {
-                    core.charge(exit.instructions());
-                    continue;
-                }
-            }
-            main(core, index, &mut ray)?;
-            if ray != first_ray {
-                break;
-            }
-        }
-        if ray == first_ray {
-            core.charge_skipped((candidates.len() - tested_to) as u64, tail_instructions);
-        } else {
-            for &index in &candidates[tested_to..] {
-                let index = index as usize;
-                match culler.rejects_candidate(index, ray) {
-                    Some(exit) => core.charge(exit.instructions()),
-                    None => main(core, index, &mut ray)?,
-                }
-            }
-        }
-        core.load_triangles(&triangles[loaded..]);
-        culler.write_skipped_run(core, run_start, triangles.len(), ray);
-        // Skipped exits that depend on the pixel are charged at their most, so the pixel
-        // shader has at most the budget brute force leaves it: a frame that faults is
-        // rendered again without the structure (Machine::render).
-        core.charge_skipped(
-            u64::from(tile.skipped) + u64::from(tile.skipped_unknown),
-            skipped_cost,
-        );
-        core.unknown_cost_routines += u64::from(tile.skipped_unknown);
-        Ok(Some(hit))
-    }
-
     /// One pixel on each lane of `active`, as [`Machine::run_pixel`] on each core; the
     /// lanes whose NPG asks for more pixels. (The same sequence as `run_pixel`, over lane
     /// masks: one generic version of both cost the culled path 6%, measured.)
@@ -894,30 +778,25 @@ impl<'a> Machine<'a> {
         match &self.culler {
             Ok(culler) => {
                 let triangles = &self.scene.triangles;
-                // Triangles before `loaded` are in the core; skipped MAINs do not read the
-                // swap memory, so the host's loads are caught up only before code runs.
-                // Each lane skips runs of triangles as a lone core does (`run_pixel`): a
-                // lane is inside a skipped run while `index < skipped_to`.
-                let (mut loaded, mut skipped_to) = ([0; LANES], [0; LANES]);
+                // Each lane takes its triangles from culled runs as a lone core does
+                // (`triangles::run`): `due` is the next triangle it has to decide on, and
+                // triangles before `loaded` are in its core.
+                let (mut due, mut loaded) = ([0; LANES], [0; LANES]);
+                let mut source = CulledRuns(culler);
                 for index in 0..triangles.len() {
                     let mut main = 0;
                     for lane in lanes_of(active) {
-                        if index < skipped_to[lane] {
+                        if index < due[lane] {
                             continue;
                         }
                         let mut core = group.lane(lane);
-                        if cull::main_returns_false(&core) {
-                            let ray = core.register(address::CREG_RAY_DIRECTION);
-                            let run = culler.skippable_run(index, ray, core.budget_left());
-                            if run.end > index {
-                                core.charge_skipped((run.end - index) as u64, run.instructions);
-                                culler.write_skipped(&mut core, run.end - 1, run.last_sum, ray);
-                                skipped_to[lane] = run.end;
-                                continue;
-                            }
+                        due[lane] = source.next(&mut core, index);
+                        if due[lane] > index {
+                            continue;
                         }
                         core.load_triangles(&triangles[loaded[lane]..=index]);
                         loaded[lane] = index + 1;
+                        due[lane] = index + 1;
                         main |= 1 << lane;
                     }
                     if main != 0 {
