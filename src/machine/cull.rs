@@ -46,7 +46,7 @@
 //!    jump at 172 to its own tests (`shaders/rom/fixed.shdr`, words 280..=308 on the
 //!    rejecting paths, checked like the faithful ones): g2 = R·(E2 × T), D' = R·(E2 × E1)
 //!    (the cross products are per-triangle constants), g1 = D' − (g2 + H3); `D' <= 0`
-//!    picks the orientation, then |D'| > 128, g2 and H3 within 14 and g1 within 28 of that
+//!    picks the orientation, then |D'| > 32, g2 and H3 within 14 and g1 within 28 of that
 //!    side. A rejection leaves the faithful registers but R3.x, and R5 = g2, R6 = D',
 //!    R2 = g1, R3 = the orientation's bounds (x, y, z); [`Exit::Flat`] and the edge exits
 //!    cost 31 to 34 instructions.
@@ -119,7 +119,7 @@ pub enum Exit {
     V,
     /// 178: u + v > 1.0 (R2 written).
     Sum,
-    /// The fixed BIU sees the triangle nearly edge-on: |D'| <= 128.
+    /// The fixed BIU sees the triangle nearly edge-on: |D'| <= 32.
     Flat,
     /// The fixed BIU's test of edge V0V2 (g2) fails.
     G2,
@@ -191,10 +191,10 @@ impl Biu {
 const FIXED_REJECT_PATH: [std::ops::RangeInclusive<u16>; 2] = [172..=172, 280..=308];
 
 /// The fixed BIU's tolerances (fixed.shdr): g2 and g3 within 14 raw units of the
-/// orientation's side, g1 within 28; and |D'| above 128 (not flat).
+/// orientation's side, g1 within 28; and |D'| above 32 (not flat).
 pub const FIXED_TOLERANCE: u32 = 14;
 pub const FIXED_TOLERANCE_G1: u32 = 28;
-pub const FIXED_FLAT: u32 = 128;
+pub const FIXED_FLAT: u32 = 32;
 
 /// Why a frame renders without culling.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -441,7 +441,7 @@ fn fixed_rejects(k: &TriangleConstants, f: &FixedConstants, ray: Vec3) -> Option
 }
 
 /// The fixed BIU's tests on its edge values g2, g3 and D' (g1 = D' − (g2 + g3)): oriented
-/// by `JLX D', 0`, then `D' > 128`, `g2 >= -14`, `g3 >= -14`, `g1 >= -28` (or D' <= -129,
+/// by `JLX D', 0`, then `D' > 32`, `g2 >= -14`, `g3 >= -14`, `g1 >= -28` (or D' <= -33,
 /// g2, g3 <= 14, g1 <= 28 when D' <= 0). `Some(exit)` when BIU rejects.
 #[inline(always)]
 pub fn fixed_verdict(g2: u32, g3: u32, delta_prime: u32) -> Option<Exit> {
@@ -456,7 +456,7 @@ pub fn fixed_verdict(g2: u32, g3: u32, delta_prime: u32) -> Option<Exit> {
             JGE,
         )
     };
-    // `JGZ D', 128` or `JLZ D', -129`.
+    // `JGZ D', 32` or `JLZ D', -33`.
     let flat = if back {
         !alu::compare(delta_prime, (FIXED_FLAT + 1).wrapping_neg(), JL)
     } else {

@@ -16,10 +16,11 @@
 //! checked below 2^46, so no sum overflows and no DOT, ADD or SUB result wraps.
 //!
 //! With those intervals BIU's path is followed as far as it is certain: the orientation
-//! (`D' <= 0`), then each test (|D'| above 128, g2 and g3 against ∓14, g1 against ∓28). Where every ray
-//! fails the same test the exit is known; where each ray fails some test but which one
-//! depends on the ray, the triangle is still skipped ([`Verdict::Rejected`]); otherwise
-//! it stays a candidate, tested per pixel exactly ([`crate::machine::cull::fixed_verdict`]).
+//! (`D' <= 0`), then each test (|D'| above 32, g2 and g3 against ∓14, g1 against ∓28).
+//! Where every ray fails the same test the exit is known; where each ray fails some test
+//! but which one depends on the ray, the triangle is still skipped
+//! ([`Verdict::Rejected`]); otherwise it stays a candidate, tested per pixel exactly
+//! ([`crate::machine::cull::fixed_verdict`]).
 
 use super::{Around, RayBox, Verdict, UNSETTLED};
 use crate::core::alu;
@@ -103,7 +104,7 @@ impl FixedForms {
     pub(super) fn verdict(&self, rays: &Around) -> Option<Verdict> {
         let [g2, g3, delta, g1] = [0, 1, 2, 3].map(|f| self.interval(f, rays));
         // `JLX D', 0`: D' <= 0 takes the back-facing tests. Each side tests flatness on its
-        // own rays: D' > 128 of those with D' > 0, D' <= -129 of those with D' <= 0.
+        // own rays: D' > 32 of those with D' > 0, D' <= -33 of those with D' <= 0.
         let flat = i64::from(FIXED_FLAT);
         let front = (delta.hi > 0).then(|| {
             let not_flat = if delta.lo > flat {
