@@ -853,7 +853,7 @@ mod tests {
             // One triangle at a time: skipped while BIU rejects it and the budget left
             // covers its exit.
             let (mut end, mut left, mut last_sum) = (first, budget, None);
-            while let Some(exit) = (end < triangles.len()).then(|| culler.rejects(end, ray)).flatten() {
+            while let Some(exit) = triangles.get(end).and_then(|_| culler.rejects(end, ray)) {
                 if exit.instructions() > left {
                     break;
                 }

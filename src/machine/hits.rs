@@ -3,13 +3,14 @@
 //!
 //! BIU accepts u >= 0, v >= 0 and u + v <= 1.0 without testing t or the quotients' range.
 //! After a pixel's triangle loop, CREG_LAST_t/u/v hold the closest accepted hit, the one
-//! the pixel shows. That hit is an artifact when u or v is at least 8192.0 (then u + v <= 1.0
-//! held only because the sum wrapped past 16384.0: unwrapped, BIU's u and v are at most
-//! 1.0, or a hair above with the fixed ROM's edge tolerance) or t <= 0 (behind the camera). When BIU accepted
-//! triangles but kept none (none was closer than RGU's 250.0), the LAST registers still hold
-//! the previous pixel's hit and PSU2 shades with it; in the scenes the loaders fit into
-//! view only a wrapped t gets that far, so that counts as an artifact too. A DIV whose
-//! quotient wrapped into [0, 1] is not visible in these registers (the dividends are gone); the
+//! the pixel shows. That hit is an artifact when u or v is at least 8192.0 (then
+//! u + v <= 1.0 held only because the sum wrapped past 16384.0: unwrapped, BIU's u and v
+//! are at most 1.0, or a hair above with the fixed ROM's edge tolerance) or t <= 0 (behind
+//! the camera). When BIU accepted triangles but kept none (none was closer than RGU's
+//! 250.0), the LAST registers still hold the previous pixel's hit and PSU2 shades with it;
+//! in the scenes the loaders fit into view only a wrapped t gets that far, so that counts
+//! as an artifact too. A DIV whose quotient wrapped into [0, 1] is not visible in these
+//! registers (the dividends are gone); the
 //! trace marks it, and `--rom fixed` rejects all of them (shaders/rom/fixed.shdr).
 
 use crate::core::alu;
