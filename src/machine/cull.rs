@@ -440,29 +440,16 @@ fn fixed_rejects(k: &TriangleConstants, f: &FixedConstants, ray: Vec3) -> Option
     )
 }
 
-/// The fixed BIU's tests on its edge values g2, g3 and D' (g1 = D' − (g2 + g3)): oriented
-/// by `JLX D', 0`, then `D' > 32`, `g2 >= -14`, `g3 >= -14`, `g1 >= -28` (or D' <= -33,
-/// g2, g3 <= 14, g1 <= 28 when D' <= 0). `Some(exit)` when BIU rejects.
+/// The fixed BIU's tests on its edge values g2, g3 and D' (g1 = D' − (g2 + g3)), against
+/// the bounds [`fixed_bounds`] sets in R3: `JGZ D', R3` then `JGEX g2, R3`, `JGEX g3, R3`,
+/// `JGEY g1, R3` (or `JLZ`, `JLEX`, `JLEX`, `JLEY` when D' <= 0). `Some(exit)` when BIU
+/// rejects.
 #[inline(always)]
 pub fn fixed_verdict(g2: u32, g3: u32, delta_prime: u32) -> Option<Exit> {
     let g1 = alu::sub(delta_prime, alu::add(g2, g3));
-    let back = alu::compare(delta_prime, 0, JL);
-    let (bound, bound_g1, relation) = if back {
-        (FIXED_TOLERANCE, FIXED_TOLERANCE_G1, JLE)
-    } else {
-        (
-            FIXED_TOLERANCE.wrapping_neg(),
-            FIXED_TOLERANCE_G1.wrapping_neg(),
-            JGE,
-        )
-    };
-    // `JGZ D', 32` or `JLZ D', -33`.
-    let flat = if back {
-        !alu::compare(delta_prime, (FIXED_FLAT + 1).wrapping_neg(), JL)
-    } else {
-        !alu::compare(delta_prime, FIXED_FLAT, JG)
-    };
-    if flat {
+    let (back, [bound, bound_g1, flat_bound]) = fixed_bounds(delta_prime);
+    let (flat_relation, relation) = if back { (JL, JLE) } else { (JG, JGE) };
+    if !alu::compare(delta_prime, flat_bound, flat_relation) {
         Some(Exit::Flat)
     } else if !alu::compare(g2, bound, relation) {
         Some(Exit::G2)
@@ -472,6 +459,24 @@ pub fn fixed_verdict(g2: u32, g3: u32, delta_prime: u32) -> Option<Exit> {
         Some(Exit::G1)
     } else {
         None
+    }
+}
+
+/// Which side `JLX D', 0` takes (true: D' <= 0, the back-facing tests) and the R3 that
+/// side's SETX/SETY/SETZ leave (fixed.shdr): the bounds of g2 and g3, of g1, and of D'.
+#[inline(always)]
+fn fixed_bounds(delta_prime: u32) -> (bool, Vec3) {
+    if alu::compare(delta_prime, 0, JL) {
+        let flat = (FIXED_FLAT + 1).wrapping_neg();
+        (true, [FIXED_TOLERANCE, FIXED_TOLERANCE_G1, flat])
+    } else {
+        let negative = |x: u32| x.wrapping_neg();
+        let r3 = [
+            negative(FIXED_TOLERANCE),
+            negative(FIXED_TOLERANCE_G1),
+            FIXED_FLAT,
+        ];
+        (false, r3)
     }
 }
 
@@ -645,18 +650,7 @@ impl Culler {
         match self.biu {
             Biu::Faithful => core.write_register(address::R3, [alu::ONE, r3[1], r3[2]]),
             Biu::Fixed => {
-                // fixed.shdr's SETX/SETY/SETZ on the side `JLX D', 0` took.
-                let r3 = if alu::compare(s.delta_prime, 0, JL) {
-                    let flat = (FIXED_FLAT + 1).wrapping_neg();
-                    [FIXED_TOLERANCE, FIXED_TOLERANCE_G1, flat]
-                } else {
-                    let (tolerance, tolerance_g1) = (FIXED_TOLERANCE, FIXED_TOLERANCE_G1);
-                    [
-                        tolerance.wrapping_neg(),
-                        tolerance_g1.wrapping_neg(),
-                        FIXED_FLAT,
-                    ]
-                };
+                let (_, r3) = fixed_bounds(s.delta_prime);
                 core.write_register(address::R3, r3);
                 core.write_register(address::R5, [s.g2; 3]);
                 core.write_register(address::R6, [s.delta_prime; 3]);
