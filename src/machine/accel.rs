@@ -763,7 +763,7 @@ fn visit(
         let fixed = &culler.fixed_constants()[triangle];
         match FixedForms::new(constants, fixed, all) {
             Some(forms) => {
-                float::visit_nodes(groups, nodes, |around| forms.code(around), collector)
+                float::visit_nodes(groups, nodes, |around| forms.verdict(around), collector)
             }
             None => float::mark_all(groups, collector),
         }

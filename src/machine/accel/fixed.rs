@@ -22,7 +22,7 @@
 //! ([`Verdict::Rejected`]); otherwise it stays a candidate, tested per pixel exactly
 //! ([`crate::machine::cull::fixed_verdict`]).
 
-use super::{Around, RayBox, Verdict, UNSETTLED};
+use super::{Around, RayBox, Verdict};
 use crate::core::alu;
 use crate::machine::cull::{
     Exit, FixedConstants, TriangleConstants, FIXED_FLAT, FIXED_TOLERANCE, FIXED_TOLERANCE_G1,
@@ -103,29 +103,10 @@ impl FixedForms {
     #[inline(always)]
     pub(super) fn verdict(&self, rays: &Around) -> Option<Verdict> {
         let [g2, g3, delta, g1] = [0, 1, 2, 3].map(|f| self.interval(f, rays));
-        // `JLX D', 0`: D' <= 0 takes the back-facing tests. Each side tests flatness on its
-        // own rays: D' > 32 of those with D' > 0, D' <= -33 of those with D' <= 0.
-        let flat = i64::from(FIXED_FLAT);
-        let front = (delta.hi > 0).then(|| {
-            let not_flat = if delta.lo > flat {
-                Holds::Always
-            } else if delta.hi <= flat {
-                Holds::Never
-            } else {
-                Holds::Sometimes
-            };
-            path(not_flat, g2, g3, g1, false)
-        });
-        let back = (delta.lo <= 0).then(|| {
-            let not_flat = if delta.hi < -flat {
-                Holds::Always
-            } else if delta.lo >= -flat {
-                Holds::Never
-            } else {
-                Holds::Sometimes
-            };
-            path(not_flat, g2, g3, g1, true)
-        });
+        // `JLX D', 0`: D' <= 0 takes the back-facing tests; each side's tests concern only
+        // its own rays, which the whole box's intervals bound.
+        let front = (delta.hi > 0).then(|| path([delta, g2, g3, g1], false));
+        let back = (delta.lo <= 0).then(|| path([delta, g2, g3, g1], true));
         match (front, back) {
             (Some(v), None) | (None, Some(v)) => v,
             (Some(Some(a)), Some(Some(b))) if a == b => Some(a),
@@ -133,16 +114,11 @@ impl FixedForms {
             _ => None,
         }
     }
-
-    /// [`FixedForms::verdict`] as a code, [`UNSETTLED`] for none.
-    #[inline(always)]
-    pub(super) fn code(&self, rays: &Around) -> u8 {
-        self.verdict(rays).map_or(UNSETTLED, Verdict::code)
-    }
 }
 
 /// Whether `value >= -bound` (front) or `value <= bound` (back) holds over the interval:
-/// fixed.shdr's JGEX/JLEX, whose magnitude tie (|x| = bound) agrees with >= and <= here.
+/// fixed.shdr's JGEX/JLEX, whose magnitude tie (|x| = bound) agrees with >= and <= here,
+/// and its JGZ (> 32, that is >= 33) and JLZ (<= -33).
 fn holds(value: Interval, bound: i64, back: bool) -> Holds {
     let (always, never) = if back {
         (value.hi <= bound, value.lo > bound)
@@ -156,11 +132,14 @@ fn holds(value: Interval, bound: i64, back: bool) -> Holds {
     }
 }
 
-/// BIU's tests in order for one orientation: the exit if every ray takes the same one,
-/// [`Verdict::Rejected`] if every ray fails some test, otherwise `None`.
-fn path(not_flat: Holds, g2: Interval, g3: Interval, g1: Interval, back: bool) -> Option<Verdict> {
+/// BIU's tests in order for one orientation, on the intervals of D', g2, g3 and g1: the
+/// exit if every ray takes the same one, [`Verdict::Rejected`] if every ray fails some
+/// test, otherwise `None`.
+fn path([delta, g2, g3, g1]: [Interval; 4], back: bool) -> Option<Verdict> {
+    // Not flat: D' > 32, that is D' >= 33 (front), or D' <= -33 (back).
+    let not_flat = -(i64::from(FIXED_FLAT) + 1);
     let tests = [
-        (not_flat, Exit::Flat),
+        (holds(delta, not_flat, back), Exit::Flat),
         (holds(g2, FIXED_TOLERANCE.into(), back), Exit::G2),
         (holds(g3, FIXED_TOLERANCE.into(), back), Exit::G3),
         (holds(g1, FIXED_TOLERANCE_G1.into(), back), Exit::G1),

@@ -464,23 +464,22 @@ fn visit_avx2(groups: &[Group], forms: &FloatForms, into: &mut Collector) {
 /// [`visit`] with the exact integer verdict, node by node: for the rare triangle whose
 /// forms are too wide for double precision.
 pub(super) fn visit_exact(groups: &[Group], nodes: &[Node], forms: &Forms, into: &mut Collector) {
-    visit_nodes(
-        groups,
-        nodes,
-        |around| forms.verdict(around).map_or(UNSETTLED, Verdict::code),
-        into,
-    );
+    visit_nodes(groups, nodes, |around| forms.verdict(around), into);
 }
 
-/// [`visit`] with a verdict code computed node by node from the node's rays.
+/// [`visit`] with a verdict computed node by node from the node's rays.
 #[inline(always)]
 pub(super) fn visit_nodes(
     groups: &[Group],
     nodes: &[Node],
-    code: impl Fn(&Around) -> u8,
+    verdict: impl Fn(&Around) -> Option<Verdict>,
     into: &mut Collector,
 ) {
-    let verdicts = |group: &Group| group.nodes.map(|at| code(&nodes[at as usize].around));
+    let verdicts = |group: &Group| {
+        group
+            .nodes
+            .map(|at| verdict(&nodes[at as usize].around).map_or(UNSETTLED, Verdict::code))
+    };
     descend(groups, into, verdicts, append);
 }
 
