@@ -5,7 +5,7 @@ mod common;
 use std::path::Path;
 use std::process::Command;
 
-use common::{text, theia};
+use common::{text, theia, theia_fails};
 
 #[test]
 fn render_without_a_scene_writes_the_built_in_scene_to_out_default_png() {
@@ -528,19 +528,11 @@ fn bench_scaling_prints_a_row_per_mesh_size_and_rom() {
 #[test]
 fn bench_scaling_row_names_what_it_expected() {
     let dir = tempfile::tempdir().unwrap();
-    let output = theia(dir.path(), &["bench", "--scaling-row", "4,16"]);
-    assert_eq!(output.status.code(), Some(2));
+    let stderr = theia_fails(dir.path(), &["bench", "--scaling-row", "4,16"]);
     assert!(
-        text(&output.stderr)
-            .contains("--scaling-row: expected SUBDIVISIONS,WIDTH,HEIGHT,ROM, got `4,16`"),
-        "{}",
-        text(&output.stderr)
+        stderr.contains("--scaling-row: expected SUBDIVISIONS,WIDTH,HEIGHT,ROM, got `4,16`"),
+        "{stderr}"
     );
-    let output = theia(dir.path(), &["bench", "--max-triangles", "10"]);
-    assert_eq!(output.status.code(), Some(2));
-    assert!(
-        text(&output.stderr).contains("--scaling"),
-        "{}",
-        text(&output.stderr)
-    );
+    let stderr = theia_fails(dir.path(), &["bench", "--max-triangles", "10"]);
+    assert!(stderr.contains("--scaling"), "{stderr}");
 }

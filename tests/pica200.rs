@@ -690,7 +690,7 @@ mod render {
 mod cli {
     //! The `theia` command with PICA200 programs.
 
-    use super::common::{text, theia};
+    use super::common::{text, theia, theia_fails};
     use std::path::Path;
 
     fn write(dir: &Path, name: &str, source: &str) {
@@ -733,12 +733,11 @@ mod cli {
             ],
         );
         assert_eq!(text(&out.stdout), "o0 = 2 3 4 5\no1 = -0 -0 -0 -0\n");
-        let out = theia(
+        let stderr = theia_fails(
             dir.path(),
             &["run-shader", "half.v.pica", "--in", "temp0=1"],
         );
-        assert_eq!(out.status.code(), Some(2));
-        assert!(text(&out.stderr).contains("PICA200 inputs are v0..v15"));
+        assert!(stderr.contains("PICA200 inputs are v0..v15"), "{stderr}");
     }
 
     #[test]
@@ -782,14 +781,12 @@ mod cli {
             "pair.pica",
             ".proc main\n    add o0, v0, v1\n    end\n.end\n",
         );
-        let out = theia(dir.path(), &["asm", "pair.pica"]);
-        assert_eq!(out.status.code(), Some(2));
+        let stderr = theia_fails(dir.path(), &["asm", "pair.pica"]);
         assert!(
-            text(&out.stderr).starts_with(
+            stderr.starts_with(
                 "pair.pica:2:5: error: source operands must be different input registers"
             ),
-            "{}",
-            text(&out.stderr)
+            "{stderr}"
         );
         let out = theia(
             dir.path(),
@@ -811,29 +808,21 @@ mod cli {
             "emit.g.pica",
             ".proc main\n    emit\n    end\n.end\n",
         );
-        let out = theia(dir.path(), &["run-shader", "emit.g.pica"]);
-        assert_eq!(out.status.code(), Some(2));
+        let stderr = theia_fails(dir.path(), &["run-shader", "emit.g.pica"]);
         assert!(
-            text(&out.stderr)
-                .contains("stops at instruction 0: EMIT and SETEMIT belong to geometry shaders"),
-            "{}",
-            text(&out.stderr)
+            stderr.contains("stops at instruction 0: EMIT and SETEMIT belong to geometry shaders"),
+            "{stderr}"
         );
         write(
             dir.path(),
             "spin.pica",
             ".proc main\nagain:\n    jmpu !b0, again\n    end\n.end\n",
         );
-        let out = theia(
+        let stderr = theia_fails(
             dir.path(),
             &["run-shader", "spin.pica", "--max-steps", "50"],
         );
-        assert_eq!(out.status.code(), Some(2));
-        assert!(
-            text(&out.stderr).contains("within 50 instructions"),
-            "{}",
-            text(&out.stderr)
-        );
+        assert!(stderr.contains("within 50 instructions"), "{stderr}");
     }
 }
 

@@ -50,6 +50,14 @@ pub fn theia_ok(dir: &std::path::Path, args: &[&str]) -> String {
     text(&output.stdout)
 }
 
+/// Runs the `theia` binary in `dir`, expecting it to refuse with exit code 2; returns its
+/// stderr.
+pub fn theia_fails(dir: &std::path::Path, args: &[&str]) -> String {
+    let output = theia(dir, args);
+    assert_eq!(output.status.code(), Some(2), "theia {}", args.join(" "));
+    text(&output.stderr)
+}
+
 /// A command's output as text.
 pub fn text(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()
