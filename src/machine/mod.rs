@@ -779,24 +779,26 @@ impl<'a> Machine<'a> {
             Ok(culler) => {
                 let triangles = &self.scene.triangles;
                 // Each lane takes its triangles from culled runs as a lone core does
-                // (`triangles::run`): `due` is the next triangle it has to decide on, and
-                // triangles before `loaded` are in its core.
-                let (mut due, mut loaded) = ([0; LANES], [0; LANES]);
+                // (`triangles::run`): `next_main` is the triangle whose MAIN it runs next
+                // (`UNDECIDED` until asked, right after its last MAIN), and triangles before
+                // `loaded` are in its core.
+                const UNDECIDED: usize = usize::MAX;
+                let (mut next_main, mut loaded) = ([UNDECIDED; LANES], [0; LANES]);
                 let mut source = CulledRuns(culler);
                 for index in 0..triangles.len() {
                     let mut main = 0;
                     for lane in lanes_of(active) {
-                        if index < due[lane] {
+                        if next_main[lane] == UNDECIDED {
+                            next_main[lane] = source.next(&mut group.lane(lane), index);
+                        }
+                        if next_main[lane] != index {
                             continue;
                         }
-                        let mut core = group.lane(lane);
-                        due[lane] = source.next(&mut core, index);
-                        if due[lane] > index {
-                            continue;
-                        }
-                        core.load_triangles(&triangles[loaded[lane]..=index]);
+                        group
+                            .lane(lane)
+                            .load_triangles(&triangles[loaded[lane]..=index]);
                         loaded[lane] = index + 1;
-                        due[lane] = index + 1;
+                        next_main[lane] = UNDECIDED;
                         main |= 1 << lane;
                     }
                     if main != 0 {
