@@ -441,7 +441,7 @@ fn fixed_rejects(k: &TriangleConstants, f: &FixedConstants, ray: Vec3) -> Option
 }
 
 /// The fixed BIU's tests on its edge values g2, g3 and D' (g1 = D' − (g2 + g3)), against
-/// the bounds [`fixed_bounds`] sets in R3: `JGZ D', R3` then `JGEX g2, R3`, `JGEX g3, R3`,
+/// the bounds `fixed_bounds` sets in R3: `JGZ D', R3` then `JGEX g2, R3`, `JGEX g3, R3`,
 /// `JGEY g1, R3` (or `JLZ`, `JLEX`, `JLEX`, `JLEY` when D' <= 0). `Some(exit)` when BIU
 /// rejects.
 #[inline(always)]
