@@ -158,7 +158,7 @@ fn campaign(seeds: &[u64], size: Size, flavor_of: impl Fn(u64) -> Flavor + Sync)
                 let _ = std::fs::remove_dir_all(&dir);
             }
             let n = done.fetch_add(1, Ordering::Relaxed) + 1;
-            if n % 1000 == 0 {
+            if n.is_multiple_of(1000) {
                 eprintln!("{n} cases, {:.1} s", start.elapsed().as_secs_f64());
             }
             (seed, flavor, verdict, case.uses)

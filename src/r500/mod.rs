@@ -20,7 +20,7 @@ pub use interp::{Constants, Program};
 
 /// Little-endian words (`.fs.bin`) as instructions; the length must be a multiple of 24.
 pub fn words_from_bin(bytes: &[u8], name: &str) -> Result<Vec<Words>, String> {
-    if bytes.len() % 24 != 0 {
+    if !bytes.len().is_multiple_of(24) {
         return Err(format!(
             "{name}: {} bytes is not a whole number of instructions (24 bytes each)",
             bytes.len()

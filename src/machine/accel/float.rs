@@ -631,7 +631,7 @@ mod tests {
         };
         let mut group = Group::new(std::slice::from_ref(&node), &[0]);
         // Half the time the group is wider than the node, as most nodes' groups are.
-        let widened = rng.next() % 2 == 0;
+        let widened = rng.next().is_multiple_of(2);
         if widened {
             for lane in 0..3 {
                 group.half2[lane] += f64::from(rng.raw(spread.max(1)).unsigned_abs());
@@ -753,7 +753,7 @@ mod tests {
                     (d, near(&mut rng, d << 13), far(&mut rng, d << 13))
                 }
             };
-            let sign = if rng.next() % 2 == 0 { 1 } else { -1 };
+            let sign = if rng.next().is_multiple_of(2) { 1 } else { -1 };
             let mut rays = RayBox::EMPTY;
             let width = |rng: &mut Rng| (rng.next() % 4) as i64;
             for ray in [[d, a, b], [d, a, b].map(|v| v + width(&mut rng))] {

@@ -349,7 +349,7 @@ impl Assembler {
                 "cmp.y" => 1,
                 _ => return Err(bad("expected [!]cmp.x or [!]cmp.y, joined by && or ||")),
             };
-            Ok((which, negations % 2 == 0))
+            Ok((which, negations.is_multiple_of(2)))
         };
         let mut refs = [true, true];
         let (a, a_ref) = term(first)?;
