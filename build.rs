@@ -4,8 +4,8 @@
 //! marked `#[cfg_attr(not(conformance_data), ignore = "…")]` show as ignored in `cargo
 //! test`'s summary instead of passing without checking anything. The cfgs `slurm_cluster`
 //! and `gnu_parallel` do the same for the tests that need those tools installed, the cfg
-//! `chromium` for the viewer's browser test, and the cfg `avx2_host` marks a machine with
-//! AVX2, for the tests of the vector paths.
+//! `chromium` for the viewer's browser test, and the cfgs `avx2_host` and `avx512_host` mark
+//! a machine with AVX2 or AVX-512F, for the tests of the vector paths.
 //!
 //! Likewise the cfg `rtl_oracle` (tests/rtl.rs: differential tests against the original
 //! Verilog) needs `../shared/rtl` and Verilator on the PATH, or the same variable.
@@ -68,8 +68,14 @@ fn main() {
     // The AVX2 paths' own tests (src/machine/accel) need the instructions: on a machine
     // without them they show as ignored, not passed; CI requires them.
     println!("cargo::rustc-check-cfg=cfg(avx2_host)");
-    if required || (target_is_x86_64() && host_has_avx2()) {
+    if required || (target_is_x86_64() && host_has("avx2")) {
         println!("cargo::rustc-cfg=avx2_host");
+    }
+    // The AVX-512 path's tests show as ignored on a machine without it, even in CI: the
+    // AVX2 path is the one every x86-64 machine CI may get is required to have.
+    println!("cargo::rustc-check-cfg=cfg(avx512_host)");
+    if target_is_x86_64() && host_has("avx512f") {
+        println!("cargo::rustc-cfg=avx512_host");
     }
 }
 
@@ -77,14 +83,19 @@ fn target_is_x86_64() -> bool {
     std::env::var("CARGO_CFG_TARGET_ARCH").as_deref() == Ok("x86_64")
 }
 
-/// Whether this machine, where the tests will run, has AVX2.
-fn host_has_avx2() -> bool {
+/// Whether this machine, where the tests will run, has the x86 `feature`.
+fn host_has(feature: &str) -> bool {
     #[cfg(target_arch = "x86_64")]
     {
-        std::arch::is_x86_feature_detected!("avx2")
+        match feature {
+            "avx2" => std::arch::is_x86_feature_detected!("avx2"),
+            "avx512f" => std::arch::is_x86_feature_detected!("avx512f"),
+            _ => false,
+        }
     }
     #[cfg(not(target_arch = "x86_64"))]
     {
+        let _ = feature;
         false
     }
 }

@@ -512,6 +512,12 @@ impl RayTree {
         (row < self.tiles_y).then_some(row)
     }
 
+    /// Whether image row `y` is the first of a tile row.
+    pub fn starts_tile_row(&self, y: u32) -> bool {
+        y.checked_sub(self.first_row)
+            .is_some_and(|row| row % TILE == 0)
+    }
+
     /// Tiles per tile row.
     pub fn tiles_per_row(&self) -> u32 {
         self.tiles_x
@@ -703,6 +709,11 @@ impl Accel {
         }
         let y = y - self.first_row;
         self.rays.get((y * self.width + x) as usize).copied()
+    }
+
+    /// The last image row with rays.
+    fn last_row(&self) -> u32 {
+        self.first_row + (self.rays.len() as u32 / self.width) - 1
     }
 
     /// Whether the structure holds the tile of pixel (x, y).

@@ -405,8 +405,13 @@ impl<'a> Machine<'a> {
             let total: u64 = rows.clone().map(weight).sum();
             let (mut sum, mut batch) = (0, 0);
             for y in rows {
-                // Batch b ends at the first row its share of the core's candidates reaches.
-                while batch + 1 < batches && sum * batches >= total * (batch + 1) {
+                // Batch b ends at the first tile row its share of the core's candidates
+                // reaches (a tile row split between batches would have its verdicts
+                // computed in both).
+                while batch + 1 < batches
+                    && tree.starts_tile_row(y)
+                    && sum * batches >= total * (batch + 1)
+                {
                     ends[batch as usize][core] = y;
                     batch += 1;
                 }
