@@ -153,7 +153,8 @@ mod scaling {
         let mut left_out = false;
         for (width, height) in SCALING_SIZES {
             for rom in [RomVariant::Fixed, RomVariant::Faithful] {
-                let mut previous: Option<(usize, Measured)> = None;
+                // (triangles, whole process seconds) of the rows run so far.
+                let mut run: Vec<(usize, f64)> = Vec::new();
                 let mut skipped = false;
                 for subdivisions in SCALING_SUBDIVISIONS {
                     let triangles = icosphere_triangles(subdivisions);
@@ -167,7 +168,7 @@ mod scaling {
                         writeln!(out, "{lead}  skipped: the smaller mesh above was")?;
                         continue;
                     }
-                    if let Some(reason) = skip_reason(previous.as_ref(), triangles) {
+                    if let Some(reason) = skip_reason(&run, triangles) {
                         writeln!(out, "{lead}  skipped: {reason}")?;
                         skipped = true;
                         continue;
@@ -188,7 +189,7 @@ mod scaling {
                             .candidates
                             .map_or("-".to_string(), |c| format!("{c:.0}")),
                     )?;
-                    previous = Some((triangles, measured));
+                    run.push((triangles, measured.whole_s));
                 }
             }
         }
@@ -206,14 +207,24 @@ mod scaling {
         Ok(out)
     }
 
-    /// Why a row is not run: its estimate from the row before (same size and ROM, scaled by
-    /// the triangle count) is over a minute.
-    fn skip_reason(previous: Option<&(usize, Measured)>, triangles: usize) -> Option<String> {
-        let (previous_triangles, measured) = previous?;
-        let growth = triangles as f64 / *previous_triangles as f64;
-        let seconds = measured.whole_s * growth;
+    /// Why a row is not run: its estimate from the rows before (same size and ROM) is over
+    /// a minute. The time is taken to grow as triangles^k, k from the last two rows (at
+    /// least 1: loading alone is linear), or linearly after one row.
+    fn skip_reason(run: &[(usize, f64)], triangles: usize) -> Option<String> {
+        let seconds = estimate(run, triangles)?;
         (seconds > TIME_LIMIT.as_secs_f64())
-            .then(|| format!("about {seconds:.0} s, estimated from the row above"))
+            .then(|| format!("about {seconds:.0} s, estimated from the rows above"))
+    }
+
+    fn estimate(run: &[(usize, f64)], triangles: usize) -> Option<f64> {
+        let &(last_triangles, last_s) = run.last()?;
+        let exponent = match run {
+            [.., (n1, t1), (n2, t2)] if n2 > n1 && *t1 > 0.0 => {
+                ((t2 / t1).ln() / (*n2 as f64 / *n1 as f64).ln()).max(1.0)
+            }
+            _ => 1.0,
+        };
+        Some(last_s * (triangles as f64 / last_triangles as f64).powf(exponent))
     }
 
     fn run_child(exe: &std::path::Path, spec: &str) -> anyhow::Result<Measured> {
@@ -245,5 +256,31 @@ mod scaling {
             peak_mb: value("peak_kb").map(|kb| kb / 1024.0),
             whole_s,
         })
+    }
+
+    #[cfg(test)]
+    mod tests {
+        use super::*;
+
+        #[test]
+        fn a_row_is_estimated_from_the_growth_of_the_two_above() {
+            // The faithful ROM at 1920x1080 (README's table): 5x for 4x the triangles
+            // gives about 67 s for the next 4x, over the minute.
+            let run = [(81_920, 2.65), (327_680, 13.33)];
+            let estimate_s = estimate(&run, 1_310_720).unwrap();
+            assert!((estimate_s - 67.05).abs() < 0.01, "{estimate_s}");
+            assert_eq!(
+                skip_reason(&run, 1_310_720).as_deref(),
+                Some("about 67 s, estimated from the rows above")
+            );
+            // Slower than linear growth is taken as linear; one row scales linearly.
+            assert_eq!(
+                estimate(&[(81_920, 1.05), (327_680, 1.66)], 1_310_720),
+                Some(6.64)
+            );
+            assert_eq!(estimate(&[(5_120, 0.5)], 81_920), Some(8.0));
+            assert_eq!(skip_reason(&[(5_120, 0.5)], 81_920), None);
+            assert_eq!(estimate(&[], 5_120), None);
+        }
     }
 }
