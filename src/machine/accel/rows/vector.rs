@@ -30,6 +30,48 @@ pub(super) unsafe fn biased_product<L: Lanes>(a: L, b: L) -> L {
     product.add(offset).shr::<17>()
 }
 
+/// [`biased_product`] where the product's sign is known beforehand: `offset` is 2^62, plus
+/// 2^17 − 1 when a and b have different signs. (Where a product is 0 its signs may differ,
+/// but 0 + 2^17 − 1 shifts to the same 0: the offset may be chosen by the operands' signs.)
+#[inline(always)]
+unsafe fn biased_product_with<L: Lanes>(a: L, b: L, offset: L) -> L {
+    a.mul32(b).add(offset).shr::<17>()
+}
+
+/// One vector of rays (sign-extended) and, per component, the offset of
+/// [`biased_product_with`] for a constant factor of either sign: `[≥ 0, < 0]`.
+pub(super) struct RayVector<L> {
+    ray: [L; 3],
+    offsets: [[L; 2]; 3],
+}
+
+impl<L: Lanes> RayVector<L> {
+    #[inline(always)]
+    pub(super) unsafe fn new(ray: [L; 3]) -> RayVector<L> {
+        RayVector {
+            ray,
+            offsets: [offsets(ray[0]), offsets(ray[1]), offsets(ray[2])],
+        }
+    }
+}
+
+/// [`RayVector::offsets`] of one component.
+#[inline(always)]
+unsafe fn offsets<L: Lanes>(component: L) -> [L; 2] {
+    let (same, different) = (L::splat(1 << 62), L::splat((1 << 62) + 0x1_FFFF));
+    let negative = L::splat(0).gt(component);
+    [
+        same.select(negative, different),
+        different.select(negative, same),
+    ]
+}
+
+/// Which of [`RayVector::offsets`] goes with a constant factor `word`.
+#[inline(always)]
+fn sign_of(word: u32) -> usize {
+    (word >> 31) as usize
+}
+
 /// alu::pack, per lane: the result's low 32 bits, zero above.
 #[inline(always)]
 unsafe fn pack<L: Lanes>(r: L) -> L {
@@ -37,15 +79,36 @@ unsafe fn pack<L: Lanes>(r: L) -> L {
     sign.or(r.and(L::splat(0x7FFF_FFFF)))
 }
 
-/// alu::cross_exact(a, b) per lane.
+/// alu::cross_exact(ray, b) for a constant `b` (`words`, spread in `b`).
 #[inline(always)]
-unsafe fn cross<L: Lanes>(a: &[L; 3], b: &[L; 3]) -> [L; 3] {
+unsafe fn cross_ray<L: Lanes>(ray: &RayVector<L>, b: &[L; 3], words: Vec3) -> [L; 3] {
     // No closure: it would not be compiled for L's features.
     [
-        pack(biased_product(a[1], b[2]).sub(biased_product(a[2], b[1]))),
-        pack(biased_product(a[2], b[0]).sub(biased_product(a[0], b[2]))),
-        pack(biased_product(a[0], b[1]).sub(biased_product(a[1], b[0]))),
+        pack(ray_product(ray, 1, b, words, 2).sub(ray_product(ray, 2, b, words, 1))),
+        pack(ray_product(ray, 2, b, words, 0).sub(ray_product(ray, 0, b, words, 2))),
+        pack(ray_product(ray, 0, b, words, 1).sub(ray_product(ray, 1, b, words, 0))),
     ]
+}
+
+/// [`biased_product`] of the ray's component `i` and the constant's component `j`.
+#[inline(always)]
+unsafe fn ray_product<L: Lanes>(
+    ray: &RayVector<L>,
+    i: usize,
+    b: &[L; 3],
+    words: Vec3,
+    j: usize,
+) -> L {
+    biased_product_with(ray.ray[i], b[j], ray.offsets[i][sign_of(words[j])])
+}
+
+/// alu::dot_exact(q, ray) for a constant `q` (`words`, spread in `q`).
+#[inline(always)]
+unsafe fn dot_ray<L: Lanes>(q: &[L; 3], words: Vec3, ray: &RayVector<L>) -> L {
+    let sum = ray_product(ray, 0, q, words, 0)
+        .add(ray_product(ray, 1, q, words, 1))
+        .add(ray_product(ray, 2, q, words, 2));
+    pack(sum.sub(L::splat(3 * BIAS)))
 }
 
 /// alu::dot_exact(a, b) for exact multiplicands `a`.
@@ -116,6 +179,9 @@ pub(super) struct Splat<L> {
     e2: [L; 3],
     t: [L; 3],
     q: [L; 3],
+    /// E2 and Q as words, for the signs [`RayVector::offsets`] are chosen by.
+    e2_words: Vec3,
+    q_words: Vec3,
 }
 
 impl<L: Lanes> Splat<L> {
@@ -126,6 +192,8 @@ impl<L: Lanes> Splat<L> {
             e2: spread(k.e2),
             t: spread(k.t),
             q: spread(k.q),
+            e2_words: k.e2,
+            q_words: k.q,
         }
     }
 }
@@ -133,13 +201,16 @@ impl<L: Lanes> Splat<L> {
 /// Δ, H2 and H3 of one candidate per lane's ray (cull::Culler::reject_state's), and the
 /// lanes whose P is beyond the multiplier's exact range, where they are not.
 #[inline(always)]
-pub(super) unsafe fn biu_values<L: Lanes>(k: &Splat<L>, ray: &[L; 3]) -> ([L; 3], L::Mask) {
-    let p = cross(ray, &k.e2);
+pub(super) unsafe fn biu_values<L: Lanes>(k: &Splat<L>, ray: &RayVector<L>) -> ([L; 3], L::Mask) {
+    let p = cross_ray(ray, &k.e2, k.e2_words);
     let untested = L::mask_or(
         L::mask_or(inexact_multiplicand(p[0]), inexact_multiplicand(p[1])),
         inexact_multiplicand(p[2]),
     );
-    ([dot(&p, &k.e1), dot(&p, &k.t), dot(&k.q, ray)], untested)
+    (
+        [dot(&p, &k.e1), dot(&p, &k.t), dot_ray(&k.q, k.q_words, ray)],
+        untested,
+    )
 }
 
 /// cull::exact_verdict per lane: the lanes BIU rejects, and what each of them costs.
@@ -166,7 +237,7 @@ pub(super) unsafe fn verdicts<L: Lanes>(h2: L, h3: L, delta: L) -> (L::Mask, L) 
 /// cull::exact_verdict decides them. Lanes whose P is beyond the multiplier's exact range
 /// are left open and untested.
 #[inline(always)]
-unsafe fn lanes<L: Lanes>(k: &Splat<L>, ray: &[L; 3]) -> (L::Mask, L::Mask, L) {
+unsafe fn lanes<L: Lanes>(k: &Splat<L>, ray: &RayVector<L>) -> (L::Mask, L::Mask, L) {
     let ([delta, h2, h3], untested) = biu_values(k, ray);
     let (rejected, cost) = verdicts(h2, h3, delta);
     let rejected = L::mask_andnot(untested, rejected);
@@ -199,6 +270,12 @@ unsafe fn compute<L: Lanes>(
             *lane = L::from_lanes(&words);
         }
     }
+    let ray = [
+        RayVector::new(ray[0]),
+        RayVector::new(ray[1]),
+        RayVector::new(ray[2]),
+        RayVector::new(ray[3]),
+    ];
     let constants = culler.constants();
     let mut skipped = [L::splat(0); MAX_VECTORS];
     let mut costs = [0u64; 8];
@@ -381,7 +458,7 @@ mod tests {
                 let ray = [0, 1, 2].map(|i| {
                     sign_extend::<L>(from_words(&vector.iter().map(|r| r[i]).collect::<Vec<_>>()))
                 });
-                let (values, untested) = biu_values(&Splat::new(&k), &ray);
+                let (values, untested) = biu_values(&Splat::new(&k), &RayVector::new(ray));
                 let (values, untested) = (values.map(|v| words_of(v)), L::bits(untested));
                 for (lane, &r) in vector.iter().enumerate() {
                     let p = alu::cross(r, k.e2);
