@@ -605,15 +605,14 @@ pub fn hit_artifact(quotients: &[(u32, u32, u32)]) -> Option<String> {
             ));
         }
     }
-    let wrapped = crate::machine::hits::WRAPPED as i32;
-    if u.2 as i32 >= wrapped || v.2 as i32 >= wrapped {
+    if crate::machine::hits::wrapped_sum(u.2, v.2) {
         return Some(format!(
             "u + v wrapped: u = {:.6}, v = {:.6}",
             number(u.2),
             number(v.2)
         ));
     }
-    if t.2 as i32 <= 0 {
+    if crate::machine::hits::not_in_front(t.2) {
         return Some(format!(
             "t = {:.6} is not in front of the camera",
             number(t.2)

@@ -39,7 +39,18 @@ pub enum Artifact {
 }
 
 /// Half the 16384.0 at which ADD wraps: one of u and v is at least this when u + v wrapped.
-pub const WRAPPED: u32 = 8192 * alu::ONE;
+const WRAPPED: u32 = 8192 * alu::ONE;
+
+/// Whether a hit's u and v (Q15.17 words) passed `u + v <= 1.0` only because the sum
+/// wrapped: [`Artifact::WrappedSum`].
+pub fn wrapped_sum(u: u32, v: u32) -> bool {
+    (u as i32) >= WRAPPED as i32 || (v as i32) >= WRAPPED as i32
+}
+
+/// Whether a hit's t (a Q15.17 word) is not in front of the camera: [`Artifact::NotInFront`].
+pub fn not_in_front(t: u32) -> bool {
+    t as i32 <= 0
+}
 
 /// CREG_LAST_t as RGU sets it for every pixel: 250.0, "very far".
 pub const FAR: u32 = 0x1F4_0000;
@@ -52,9 +63,9 @@ impl PixelHit {
             PixelHit::Miss
         } else if t == FAR {
             PixelHit::Artifact(Artifact::NoneKept)
-        } else if (u as i32) >= WRAPPED as i32 || (v as i32) >= WRAPPED as i32 {
+        } else if wrapped_sum(u, v) {
             PixelHit::Artifact(Artifact::WrappedSum)
-        } else if t as i32 <= 0 {
+        } else if not_in_front(t) {
             PixelHit::Artifact(Artifact::NotInFront)
         } else {
             PixelHit::Hit
