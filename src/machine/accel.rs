@@ -512,6 +512,16 @@ impl RayTree {
         (row < self.tiles_y).then_some(row)
     }
 
+    /// The tile rows (one flag each, as [`RayTree::build`] takes them) that image rows
+    /// `rows` lie in.
+    pub fn tile_rows_of(&self, rows: impl IntoIterator<Item = std::ops::Range<u32>>) -> Vec<bool> {
+        let mut wanted = vec![false; self.tiles_y as usize];
+        for row in rows.into_iter().flatten().filter_map(|y| self.tile_row(y)) {
+            wanted[row as usize] = true;
+        }
+        wanted
+    }
+
     /// Whether image row `y` is the first of a tile row.
     pub fn starts_tile_row(&self, y: u32) -> bool {
         y.checked_sub(self.first_row)

@@ -435,10 +435,7 @@ impl<'a> Machine<'a> {
         if let Some(whole) = &accel.whole {
             return Some(whole.clone());
         }
-        let mut wanted = vec![false; accel.tree.tile_rows() as usize];
-        for row in rows.filter_map(|y| accel.tree.tile_row(y)) {
-            wanted[row as usize] = true;
-        }
+        let wanted = accel.tree.tile_rows_of([rows]);
         Some(Arc::new(accel.tree.build(culler, &wanted)))
     }
 
@@ -599,19 +596,12 @@ impl<'a> Machine<'a> {
     /// The tile rows of a batch: each unfinished core's, from its next pixel's row to the
     /// row before its end in the batch.
     fn batch_rows(&self, tree: &RayTree, runs: &[CoreProgress<'_, '_>], ends: &[u32]) -> Vec<bool> {
-        let mut wanted = vec![false; tree.tile_rows() as usize];
-        for (run, &end) in runs.iter().zip(ends) {
-            if run.outcome.is_some() {
-                continue;
-            }
-            let last = run.partition.end_pixel().1.min(end);
-            for y in run.next_row()..last {
-                if let Some(row) = tree.tile_row(y) {
-                    wanted[row as usize] = true;
-                }
-            }
-        }
-        wanted
+        let rows = runs
+            .iter()
+            .zip(ends)
+            .filter(|(run, _)| run.outcome.is_none())
+            .map(|(run, &end)| run.next_row()..run.partition.end_pixel().1.min(end));
+        tree.tile_rows_of(rows)
     }
 
     /// Runs `run`'s core until it finishes, faults, or its next pixel's row is `end` or
