@@ -487,20 +487,26 @@ fn biu_of(program: &Program) -> Result<Biu, Refusal> {
     if main != MAIN_ADDRESS {
         return Err(Refusal::UserMain { address: main });
     }
-    let first_difference = |mut words: Box<dyn Iterator<Item = (u16, Word)> + '_>| {
-        words.find(|&(address, word)| program.word(address) != word)
-    };
+    /// The first address of `words` where `program` holds another word.
+    fn first_difference(
+        program: &Program,
+        mut words: impl Iterator<Item = (u16, Word)>,
+    ) -> Option<u16> {
+        words
+            .find(|&(address, word)| program.word(address) != word)
+            .map(|(address, _)| address)
+    }
     let faithful = |tail: bool| {
-        let words = REJECT_PATH_WORDS
+        REJECT_PATH_WORDS
             .iter()
-            .map(|&(address, word)| (address, Word(word)));
-        Box::new(words.filter(move |&(address, _)| (address >= 172) == tail))
+            .filter(move |&&(address, _)| (address >= 172) == tail)
+            .map(|&(address, word)| (address, Word(word)))
     };
     // Both BIUs share MAIN and 157..=171; they part at 172.
-    if let Some((address, _)) = first_difference(faithful(false)) {
+    if let Some(address) = first_difference(program, faithful(false)) {
         return Err(Refusal::ChangedWord { address });
     }
-    let Some((faithful_address, _)) = first_difference(faithful(true)) else {
+    let Some(faithful_address) = first_difference(program, faithful(true)) else {
         return Ok(Biu::Faithful);
     };
     let fixed = rom(RomVariant::Fixed);
@@ -508,11 +514,11 @@ fn biu_of(program: &Program) -> Result<Biu, Refusal> {
         .iter()
         .flat_map(|range| range.clone())
         .map(|address| (address, fixed[address as usize]));
-    match first_difference(Box::new(fixed_words)) {
+    match first_difference(program, fixed_words) {
         None => Ok(Biu::Fixed),
         // Name the first word that matches neither BIU: the fixed one's when 172 jumps
         // to it.
-        Some((fixed_address, _)) => Err(Refusal::ChangedWord {
+        Some(fixed_address) => Err(Refusal::ChangedWord {
             address: if program.word(172) == fixed[172] {
                 fixed_address
             } else {
