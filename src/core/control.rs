@@ -1,15 +1,9 @@
-//! The control unit, written once for both places a core runs: alone ([`Core::run`]) and as
-//! one lane of a lock-step group ([`CoreGroup::run`]). What starting a routine, CALL, RET,
-//! RETURN and OMWRITE do to a core, and how the watchdog budget is charged, lives here;
-//! the two interpreter loops only decide when to call it (a lone core keeps its control
-//! state in locals, a group keeps it per lane and also schedules lanes whose paths split).
-//! DIV, the one opcode both loops compute with a shortcut of their own, is here too.
+//! The control unit: what starting a routine, CALL, RET, RETURN and OMWRITE do to a core,
+//! and how the watchdog budget is charged, for one lane of the interpreter (`interp`),
+//! which decides when to call it. DIV's lane-wide shortcut is here too.
 //!
 //! Everything is `#[inline(always)]`: these run inside the hot loops, where a call or a
 //! spilled register costs more than the work itself.
-//!
-//! [`Core::run`]: super::Core::run
-//! [`CoreGroup::run`]: super::group::CoreGroup::run
 
 // Lane loops index several lane-wide arrays at once: the shape the vectoriser wants.
 #![allow(clippy::needless_range_loop)]
@@ -191,13 +185,6 @@ pub(super) fn divide<const N: usize>(
     out
 }
 
-/// [`divide`] for a lone core.
-#[inline(always)]
-pub(super) fn divide_one(a: Vec3, b: Vec3) -> Vec3 {
-    let [[x], [y], [z]] = divide(&[[a[0]], [a[1]], [a[2]]], &[[b[0]], [b[1]], [b[2]]], &[!0]);
-    [x, y, z]
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -243,7 +230,8 @@ mod tests {
                 let got: Vec3 = std::array::from_fn(|c| quotient[c][lane]);
                 prop_assert_eq!(got, expected(lane));
             }
-            prop_assert_eq!(divide_one(a[0], b[0]), expected(0));
+            let [[x], [y], [z]] = divide(&[[a[0][0]], [a[0][1]], [a[0][2]]], &[[b[0][0]], [b[0][1]], [b[0][2]]], &[!0]);
+            prop_assert_eq!([x, y, z], expected(0));
         }
     }
 }

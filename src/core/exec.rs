@@ -1,22 +1,16 @@
-//! One core's execution unit: the register banks with the hardware's address decoding, the
-//! swap-memory copies, operand forwarding and the ALU dispatch. What the control unit does
-//! (routine start, CALL/RET, RETURN, OMWRITE, the watchdog budget) is
-//! `control`'s, shared with lock-step groups.
+//! One core: its register banks (with the swap-memory copies, stored as the hardware
+//! decodes addresses), latches, watchdog budget and output memory, and how it runs a
+//! routine, through the interpreter it shares with lock-step groups (`interp`, with
+//! `N = 1`), and how it reports faults and steps for tracing.
 
 use super::alu::Vec3;
-use super::control::{self, Routine};
+use super::control;
+use super::interp::{self, Interrupted, Lanes, Rows};
 use super::output::OutputMemory;
-use super::program::{
-    jump_taken, operand_row, storage_row, Op, Program, DYNAMIC_FORWARDING, FORWARD_A_ROW,
-    FORWARD_B_ROW, LATCH_ROW, REGISTER_ARRAY_ROWS, RET_BEFORE_CALL, SAVES_OLD, SLOW_BEFORE_CALL,
-    STALE_ROW, TARGET_IS_CALL,
-};
+use super::program::{storage_row, Program};
 use super::state::{CoreState, Latches};
-use super::tmem;
 use crate::isa::registers::EntryPoint;
-use crate::isa::{InputA, InputB, Instr, Word};
-
-const ZERO: Vec3 = [0; 3];
+use crate::isa::{Instr, Word};
 
 /// How a routine stopped without returning.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -96,7 +90,7 @@ pub struct Core<'a> {
     pub(super) texture: &'a [u32],
     /// Storage rows (see [`storage_row`]); rows past the 160 real ones are the write sink
     /// and padding, so that any `u8` row indexes without a bounds check.
-    pub(super) regs: [Vec3; REGISTER_ARRAY_ROWS],
+    pub(super) regs: Rows<1>,
     pub(super) latches: Latches,
     pub(super) budget: u64,
     /// Of the routines booked without being interpreted, those booked at an upper bound of
@@ -111,7 +105,7 @@ impl<'a> Core<'a> {
         Core {
             program,
             texture,
-            regs: [ZERO; REGISTER_ARRAY_ROWS],
+            regs: Rows::ZERO,
             // The return register starts at address 0 (slot 0).
             latches: Latches::boot(program.slot_of(0).unwrap_or(0)),
             budget: u64::MAX,
@@ -153,15 +147,15 @@ impl<'a> Core<'a> {
 
     /// The previous instruction's ALU result (what address 0 reads at a routine's start).
     pub fn last_result(&self) -> Vec3 {
-        self.regs[self.latches.last_row as usize]
+        self.row(self.latches.last_row as usize)
     }
 
     /// Whether two cores are in the same architectural state: every register as the
     /// execution unit and the host see it (so swap parity itself does not matter), the
     /// forwarding latches and the return register. Output memory and counters excluded.
     pub fn same_state(&self, other: &Core<'_>) -> bool {
-        let exe = |core: &Core<'_>, row: u16| core.regs[storage_row(row, core.parity())];
-        let io = |core: &Core<'_>, row: usize| core.regs[core.io_swap_base() + row];
+        let exe = |core: &Core<'_>, row: u16| core.row(storage_row(row, core.parity()));
+        let io = |core: &Core<'_>, row: usize| core.row(core.io_swap_base() + row);
         (0..128).all(|row| exe(self, row) == exe(other, row))
             && (0..32).all(|row| io(self, row) == io(other, row))
             && self.latches.last_dst == other.latches.last_dst
@@ -176,259 +170,45 @@ impl<'a> Core<'a> {
         if O::ENABLED {
             observer.routine_start(entry, self.program.entry(entry));
         }
-        let routine = control::start(self);
-        let mut state = LoopState {
-            pc: self.program.entry_slot(entry) as u16,
-            ld: 0,
-            last_row: LATCH_ROW,
-            budget_left: self.latches.budget_left,
-            arrival: control::Arrival::Sequential,
-        };
-        let first_run = self.program.ops(self.parity())[state.pc as usize].run as u64;
-        let value = if control::charge(&mut state.budget_left, first_run) {
-            self.execute::<O, false>(state, routine, observer)
-        } else {
-            self.execute::<O, true>(state, routine, observer)
-        }?;
+        let value = self.interpret(entry, observer)?;
         if O::ENABLED {
             observer.routine_end(entry, value);
         }
         Ok(value)
     }
 
-    /// The interpreter loop. Operand rows (forwarding included, see
-    /// `program::resolve_forwarding`), jump targets and write rows are resolved at decode
-    /// time ([`Op`]). The loop keeps the control state in locals and stores it back when
-    /// the routine ends.
-    ///
-    /// The watchdog: unless `PRECISE`, the budget is charged a whole straight run at a time
-    /// (at the routine's start and after every jump, branch, CALL and RET), which the
-    /// caller has done for the first run; when the budget does not cover the next run,
-    /// the rest of the routine runs `PRECISE`, counting instruction by instruction, so the
-    /// watchdog stops exactly where it would have.
-    fn execute<O: Observer, const PRECISE: bool>(
+    /// The interpreter for one lane.
+    fn interpret<O: Observer>(
         &mut self,
-        state: LoopState,
-        mut routine: Routine,
+        entry: EntryPoint,
         observer: &mut O,
     ) -> Result<bool, Fault> {
-        let program = self.program;
-        let ops = program.ops(self.parity());
-        let texture = self.texture;
-        let LoopState {
-            mut pc,
-            mut ld,
-            mut last_row,
-            mut budget_left,
-            mut arrival,
-        } = state;
-        loop {
-            if PRECISE {
-                if budget_left == 0 {
-                    control::stop(self, ld, last_row, routine, budget_left);
-                    return Err(Fault::Watchdog {
-                        address: program.slot_info(pc as u32).address,
-                        budget: self.budget,
-                    });
-                }
-                budget_left -= 1;
-            }
-            let op = &ops[pc as usize];
-            let this = pc;
-            pc = pc.wrapping_add(1);
-            let regs = &mut self.regs;
-            if op.flags & DYNAMIC_FORWARDING != 0 {
-                // Reached by paths that disagree about forwarding: compare addresses now.
-                let a = operand_row(op.a_addr, op.a_home, ld, last_row);
-                let b = operand_row(op.b_addr, op.b_home, ld, last_row);
-                regs[FORWARD_A_ROW as usize] = regs[a as usize];
-                regs[FORWARD_B_ROW as usize] = regs[b as usize];
-            }
-            // Operands are read where the arms use them (a load folded into the arithmetic);
-            // the observer gets them before the result is written.
-            macro_rules! a {
-                () => {
-                    regs[op.a_row as usize]
-                };
-            }
-            macro_rules! b {
-                () => {
-                    regs[op.b_row as usize]
-                };
-            }
-            let seen = if O::ENABLED {
-                (a!(), b!())
-            } else {
-                (ZERO, ZERO)
-            };
-            // Continues at `$target` after an instruction with `$result` (written nowhere:
-            // control instructions have the latch row as destination). In run mode this
-            // charges the run that starts there, or finishes the instruction and hands the
-            // rest of the routine to the precise loop.
-            macro_rules! jump {
-                ($target:expr, $result:expr, $taken:expr) => {{
-                    pc = $target;
-                    if !PRECISE {
-                        if !control::charge(&mut budget_left, ops[pc as usize].run as u64) {
-                            let result: Vec3 = $result;
-                            regs[op.d_row as usize] = result;
-                            if O::ENABLED {
-                                self.observe(
-                                    observer,
-                                    this,
-                                    op,
-                                    seen,
-                                    (result, $taken),
-                                    pc,
-                                    routine.ret,
-                                );
-                            }
-                            let state = LoopState {
-                                pc,
-                                ld: op.dst,
-                                last_row: op.d_row,
-                                budget_left,
-                                arrival,
-                            };
-                            return self.execute::<O, true>(state, routine, observer);
-                        }
-                    }
-                }};
-            }
-            macro_rules! branch {
-                ($x:expr, $y:expr) => {{
-                    let jump = jump_taken(op.mask, $x, $y);
-                    if jump && op.flags & TARGET_IS_CALL != 0 {
-                        arrival = control::Arrival::jump(program, this);
-                    }
-                    jump!(if jump { op.imm as u16 } else { pc }, ZERO, Some(jump));
-                    (ZERO, Some(jump))
-                }};
-            }
-            // (result, taken); A and B feed only the observer for ops that read neither.
-            let (result, taken): (Vec3, Option<bool>) = datapath! {
-                match op.kind, a: a!(), b: b!(), imm: op.imm,
-                |result| (result, None), {
-                Operation::Omwrite => {
-                    let (a, b) = (a!(), b!());
-                    control::omwrite(&mut self.output, a, b);
-                    (ZERO, None)
-                }
-                Operation::Tmread => {
-                    let a = a!();
-                    (tmem::read(texture, &mut self.latches.tmem_latch, a), None)
-                }
-                Operation::Jmp => {
-                    if op.flags & TARGET_IS_CALL != 0 {
-                        arrival = control::Arrival::jump(program, this);
-                    }
-                    jump!(op.imm as u16, ZERO, None);
-                    (ZERO, None)
-                }
-                Operation::Call => {
-                    let target = control::call(op, this, &mut arrival, &mut routine.ret);
-                    jump!(target, ZERO, None);
-                    (ZERO, None)
-                }
-                Operation::Ret => {
-                    let result = control::ret_result(op.imm, b!());
-                    if op.flags & RET_BEFORE_CALL != 0 {
-                        routine.ret = program.jump_return_slot(this);
-                    }
-                    jump!(routine.ret, result, None);
-                    (result, None)
-                }
-                Operation::BranchX => branch!(a!()[0], b!()[0]),
-                Operation::BranchY => branch!(a!()[1], b!()[1]),
-                Operation::BranchZ => branch!(a!()[2], b!()[2]),
-                Operation::Return => {
-                    if O::ENABLED {
-                        self.observe(observer, this, op, seen, ([op.imm; 3], None), pc, routine.ret);
-                    }
-                    return Ok(control::finish(self, op, routine, budget_left));
-                }
-                Operation::Hang => {
-                    // The hung instruction is not executed.
-                    control::stop(self, ld, last_row, routine, budget_left + 1);
-                    let address = op.imm as u16;
-                    return Err(Fault::Hang {
-                        address,
-                        word: program.word(address),
-                    });
-                }
-            }};
-            // One test for the two rare effects (most ops have neither flag).
-            if op.flags & (SAVES_OLD | SLOW_BEFORE_CALL) != 0 {
-                if op.flags & SAVES_OLD != 0 {
-                    regs[STALE_ROW as usize] = regs[op.d_row as usize];
-                }
-                if op.flags & SLOW_BEFORE_CALL != 0 {
-                    // The CALL at `pc` saves its own address + 2.
-                    arrival = control::Arrival::jump(program, pc);
-                }
-            }
-            regs[op.d_row as usize] = result;
-            ld = op.dst;
-            last_row = op.d_row;
-            if O::ENABLED {
-                self.observe(observer, this, op, seen, (result, taken), pc, routine.ret);
-            } else {
-                let _ = (taken, seen);
-            }
+        let parity = self.parity();
+        let mut lanes = Lanes {
+            program: self.program,
+            texture: self.texture,
+            rows: &mut self.regs,
+            latches: std::array::from_mut(&mut self.latches),
+            outputs: std::slice::from_mut(&mut self.output),
+            budget: self.budget,
+        };
+        match interp::run::<1, O>(&mut lanes, parity, 1, entry, observer) {
+            Ok(returned) => Ok(returned != 0),
+            Err(Interrupted::Fault(fault)) => Err(fault),
+            Err(Interrupted::Abandoned) => unreachable!("a lone core reports its faults"),
         }
-    }
-
-    /// Reports one executed instruction to an enabled observer, with the operands as the
-    /// ALU saw them (`a`, `b`: the rows read; type II A is the immediate) and, for a CALL,
-    /// the return register `ret` (a slot) it left.
-    #[allow(clippy::too_many_arguments)]
-    fn observe<O: Observer>(
-        &self,
-        observer: &mut O,
-        this: u16,
-        op: &Op,
-        (a, b): (Vec3, Vec3),
-        (result, taken): (Vec3, Option<bool>),
-        next: u16,
-        ret: u16,
-    ) {
-        let program = self.program;
-        let slot = program.slot_info(this as u32);
-        let instruction = slot.instr;
-        let a = match instruction.a() {
-            InputA::Src1 => a,
-            InputA::Imm => [instruction.word().imm(), 0, 0],
-            InputA::Unused => ZERO,
-        };
-        let b = if instruction.b() == InputB::Unused {
-            ZERO
-        } else {
-            b
-        };
-        observer.step(&Step {
-            address: slot.address,
-            instruction,
-            a,
-            b,
-            result,
-            written: op.d_row != LATCH_ROW,
-            taken,
-            next: program.slot_info(next as u32).address,
-            returns_to: (op.kind == super::program::Operation::Call)
-                .then(|| program.slot_info(ret as u32).address),
-        });
     }
 }
 
 impl CoreState for Core<'_> {
     #[inline(always)]
     fn row(&self, row: usize) -> Vec3 {
-        self.regs[row]
+        self.regs[row].lane(0)
     }
 
     #[inline(always)]
     fn set_row(&mut self, row: usize, value: Vec3) {
-        self.regs[row] = value;
+        self.regs[row].set_lane(0, value);
     }
 
     #[inline(always)]
@@ -450,77 +230,6 @@ impl CoreState for Core<'_> {
     }
 }
 
-/// The control state the interpreter loop carries.
-#[derive(Clone, Copy)]
-struct LoopState {
-    /// The slot about to execute.
-    pc: u16,
-    /// The previous instruction's DST field and the row holding its result.
-    ld: u16,
-    last_row: u8,
-    budget_left: u64,
-    /// How the next CALL was reached, if by a jump ([`control::Arrival`]).
-    arrival: control::Arrival,
-}
-
-/// Expands to a `match` on `$kind` with an arm for every instruction that only computes
-/// (no control transfer, no output write), giving `$wrap` its result `$result`, followed
-/// by the caller's `$rest` arms: the one definition of those opcodes' datapath, shared by
-/// [`Core::run`] and lock-step groups. The operand expressions `$a` (a register, type I)
-/// and `$b` are evaluated only by the arms that read them; type II reads `$imm`.
-macro_rules! datapath {
-    (
-        match $kind:expr, a: $a:expr, b: $b:expr, imm: $imm:expr,
-        |$result:ident| $wrap:expr, { $($rest:tt)* }
-    ) => {
-        {
-            use $crate::core::alu::{self, Vec3};
-            use $crate::core::control::divide_one;
-            use $crate::core::exec::lanes2;
-            use $crate::core::program::Operation;
-            match $kind {
-                Operation::Nop | Operation::Zero => { let $result: Vec3 = [0; 3]; $wrap }
-                Operation::Add => { let $result = lanes2($a, $b, alu::add); $wrap }
-                Operation::Sub => { let $result = lanes2($a, $b, alu::sub); $wrap }
-                Operation::Div => { let $result = divide_one($a, $b); $wrap }
-                Operation::Mul => { let $result = lanes2($a, $b, alu::mul); $wrap }
-                Operation::Imul => { let $result = lanes2($a, $b, alu::imul); $wrap }
-                Operation::Mag => { let $result = [alu::vector_magnitude($a); 3]; $wrap }
-                Operation::Copy => { let $result: Vec3 = $a; $wrap }
-                Operation::Inc => { let $result = $a.map(alu::inc); $wrap }
-                Operation::Dec => { let $result = $a.map(alu::dec); $wrap }
-                Operation::IncX => { let a: Vec3 = $a; let $result = [alu::inc(a[0]), a[1], a[2]]; $wrap }
-                Operation::IncY => { let a: Vec3 = $a; let $result = [a[0], alu::inc(a[1]), a[2]]; $wrap }
-                Operation::IncZ => { let a: Vec3 = $a; let $result = [a[0], a[1], alu::inc(a[2])]; $wrap }
-                Operation::Cross => { let $result = alu::cross($a, $b); $wrap }
-                Operation::Dot => { let $result = [alu::dot($a, $b); 3]; $wrap }
-                Operation::Mulp => { let a: Vec3 = $a; let $result = [a[0], a[1], alu::mul(a[0], a[1])]; $wrap }
-                Operation::Mod => { let $result = lanes2($a, $b, alu::modulo); $wrap }
-                Operation::Frac => { let $result = $a.map(alu::frac); $wrap }
-                Operation::Intp => { let $result = $a.map(alu::intp); $wrap }
-                Operation::Neg => { let $result = $a.map(alu::neg); $wrap }
-                Operation::Unscale => { let $result = $a.map(alu::unscale); $wrap }
-                Operation::Rescale => { let $result = $a.map(alu::rescale); $wrap }
-                Operation::ExchangeX => { let (a, b): (Vec3, Vec3) = ($a, $b); let $result = [b[0], a[1], a[2]]; $wrap }
-                Operation::ExchangeY => { let (a, b): (Vec3, Vec3) = ($a, $b); let $result = [a[0], b[1], a[2]]; $wrap }
-                Operation::ExchangeZ => { let (a, b): (Vec3, Vec3) = ($a, $b); let $result = [a[0], a[1], b[2]]; $wrap }
-                Operation::Lea => { let $result = [$imm; 3]; $wrap }
-                Operation::SetX => { let b: Vec3 = $b; let $result = [$imm, b[1], b[2]]; $wrap }
-                Operation::SetY => { let b: Vec3 = $b; let $result = [b[0], $imm, b[2]]; $wrap }
-                Operation::SetZ => { let b: Vec3 = $b; let $result = [b[0], b[1], $imm]; $wrap }
-                Operation::Swizzle => { let $result = alu::swizzle($b, $imm); $wrap }
-                $($rest)*
-            }
-        }
-    };
-}
-pub(crate) use datapath;
-
-#[inline(always)]
-pub(super) fn lanes2(a: Vec3, b: Vec3, f: impl Fn(u32, u32) -> u32) -> Vec3 {
-    [f(a[0], b[0]), f(a[1], b[1]), f(a[2], b[2])]
-}
-
 #[cfg(test)]
 pub(crate) mod tests {
     //! The interpreter against a reference model written the plain way (decode every word
@@ -534,6 +243,12 @@ pub(crate) mod tests {
     use crate::core::triangle::Triangle;
     use crate::isa::{Opcode, OPCODES};
     use proptest::prelude::*;
+
+    const ZERO: Vec3 = [0; 3];
+
+    fn lanes2(a: Vec3, b: Vec3, f: impl Fn(u32, u32) -> u32) -> Vec3 {
+        [f(a[0], b[0]), f(a[1], b[1]), f(a[2], b[2])]
+    }
 
     /// The reference core: physical rows as in `Core` (160), decoded by address.
     #[derive(Clone, Debug, PartialEq)]
@@ -806,11 +521,11 @@ pub(crate) mod tests {
                 .collect();
             let mut each = Core::new(&program, &[], 0);
             for row in 0..160 {
-                each.regs[row] = [row as u32, seed, 1];
+                each.set_row(row, [row as u32, seed, 1]);
             }
             each.latches.parity = parity as u8;
             let mut at_once = Core::new(&program, &[], 0);
-            at_once.regs = each.regs;
+            at_once.regs = each.regs.clone();
             at_once.latches.parity = parity as u8;
             for triangle in &triangles {
                 each.load_triangle(triangle);
@@ -863,7 +578,7 @@ pub(crate) mod tests {
                 c.set_budget(budget);
             }
             let mut reference = Reference {
-                regs: core.regs[..160].to_vec(),
+                regs: (0..160).map(|row| core.row(row)).collect(),
                 parity: 0,
                 last_dst: 0,
                 last_result: ZERO,

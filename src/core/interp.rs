@@ -1,0 +1,866 @@
+//! The interpreter: one body for a lone core and for a lock-step group of cores, generic
+//! over the number of lanes `N` (a lone [`Core`](super::Core) is `N = 1`, a
+//! [`CoreGroup`](super::group::CoreGroup) `N = LANES`), as [`control::divide`] is.
+//!
+//! Registers are stored lane by lane within each component ([`Row`]), so one decoded
+//! instruction ([`Op`]: operand rows with forwarding resolved, jump targets, write rows)
+//! executes for every lane at once; for `N = 1` that is a plain `[u32; 3]` per register.
+//! Every lane goes through exactly the instructions, operand values, forwarding, return
+//! register and instruction count it would alone: where lanes' paths split at a branch
+//! (or a RET), the lanes at the lowest program counter run first and the others wait, so
+//! paths that split at a forward branch meet again at the join (the "minimum PC" rule of
+//! SIMT machines). A lane outside the running group keeps its registers: results are
+//! blended in by mask. With `N = 1` none of that scheduling exists (it is behind
+//! `N > 1` tests the compiler folds away).
+//!
+//! The watchdog: unless `PRECISE`, the budget is charged a whole straight run at a time
+//! (at the routine's start and after every jump, branch, CALL and RET); when a lone core's
+//! budget does not cover the next run, the rest of its routine runs `PRECISE`, counting
+//! instruction by instruction, so the watchdog stops exactly where it would have. A group
+//! whose lane would fault gives up instead ([`Interrupted::Abandoned`]) and its caller
+//! reruns core by core, where the fault is reported exactly.
+
+// Lane loops index several lane-wide arrays at once: the shape the vectoriser wants.
+#![allow(clippy::needless_range_loop)]
+
+use super::alu::{self, Vec3};
+use super::control::{self, Arrival, Routine};
+use super::exec::{Fault, Observer, Step};
+use super::group::{lanes_of, LaneMask};
+use super::output::OutputMemory;
+use super::program::{
+    jump_taken, operand_row, Op, Operation, Program, DYNAMIC_FORWARDING, FORWARD_A_ROW,
+    FORWARD_B_ROW, LATCH_ROW, REGISTER_ARRAY_ROWS, RET_BEFORE_CALL, SAVES_OLD, SLOW_BEFORE_CALL,
+    STALE_ROW, TARGET_IS_CALL,
+};
+use super::state::{CoreState, Latches};
+use super::tmem;
+use crate::isa::registers::EntryPoint;
+use crate::isa::{InputA, InputB};
+
+/// One register row of `N` cores: component `c` of lane `l` is `self.0[c][l]`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(C)]
+pub(crate) struct Row<const N: usize>(pub [[u32; N]; 3]);
+
+impl<const N: usize> Row<N> {
+    pub const ZERO: Row<N> = Row([[0; N]; 3]);
+
+    /// `value` in every lane.
+    #[inline(always)]
+    pub fn splat(value: Vec3) -> Row<N> {
+        Row([[value[0]; N], [value[1]; N], [value[2]; N]])
+    }
+
+    #[inline(always)]
+    pub fn lane(&self, lane: usize) -> Vec3 {
+        [self.0[0][lane], self.0[1][lane], self.0[2][lane]]
+    }
+
+    #[inline(always)]
+    pub fn set_lane(&mut self, lane: usize, value: Vec3) {
+        self.0[0][lane] = value[0];
+        self.0[1][lane] = value[1];
+        self.0[2][lane] = value[2];
+    }
+
+    /// `value` in the lanes of `active` (all ones there, zero elsewhere), `self` elsewhere;
+    /// a lone core's only lane is always active.
+    #[inline(always)]
+    pub fn blend(&mut self, value: &Row<N>, active: &[u32; N]) {
+        if N == 1 {
+            *self = *value;
+            return;
+        }
+        for component in 0..3 {
+            for lane in 0..N {
+                let keep = self.0[component][lane] & !active[lane];
+                self.0[component][lane] = keep | (value.0[component][lane] & active[lane]);
+            }
+        }
+    }
+
+    /// Each component through `f` lane by lane. A lone core's row is built as one literal:
+    /// written as the lane loop, the compiler assembles it in a vector register, which cost
+    /// the interpreter 1.7% more host instructions.
+    #[inline(always)]
+    fn zip(&self, other: &Row<N>, f: impl Fn(u32, u32) -> u32) -> Row<N> {
+        if N == 1 {
+            let (a, b) = (self.lane(0), other.lane(0));
+            return Row::splat([f(a[0], b[0]), f(a[1], b[1]), f(a[2], b[2])]);
+        }
+        let mut out = Row::ZERO;
+        for component in 0..3 {
+            for lane in 0..N {
+                out.0[component][lane] = f(self.0[component][lane], other.0[component][lane]);
+            }
+        }
+        out
+    }
+
+    /// Each component through `f` (a lone core's as one literal, as in [`Row::zip`]).
+    #[inline(always)]
+    fn map(&self, f: impl Fn(u32) -> u32) -> Row<N> {
+        if N == 1 {
+            return Row::splat(self.lane(0).map(f));
+        }
+        let mut out = *self;
+        for component in 0..3 {
+            for lane in 0..N {
+                out.0[component][lane] = f(self.0[component][lane]);
+            }
+        }
+        out
+    }
+}
+
+/// The register array of `N` cores, indexed by storage row (see
+/// [`storage_row`](super::program::storage_row)); rows past the 160 real ones are the write
+/// sink and padding, so that any `u8` row indexes without a bounds check. Aligned so that a
+/// group's rows (`N = 8`: 96 bytes) start on vector boundaries.
+#[derive(Clone)]
+#[repr(C, align(32))]
+pub(crate) struct Rows<const N: usize>(pub [Row<N>; REGISTER_ARRAY_ROWS]);
+
+impl<const N: usize> Rows<N> {
+    pub const ZERO: Rows<N> = Rows([Row::ZERO; REGISTER_ARRAY_ROWS]);
+}
+
+impl<const N: usize> std::ops::Index<usize> for Rows<N> {
+    type Output = Row<N>;
+
+    #[inline(always)]
+    fn index(&self, row: usize) -> &Row<N> {
+        &self.0[row]
+    }
+}
+
+impl<const N: usize> std::ops::IndexMut<usize> for Rows<N> {
+    #[inline(always)]
+    fn index_mut(&mut self, row: usize) -> &mut Row<N> {
+        &mut self.0[row]
+    }
+}
+
+/// All ones in the lanes of `mask`, zero elsewhere.
+#[inline(always)]
+pub(super) fn spread<const N: usize>(mask: LaneMask) -> [u32; N] {
+    std::array::from_fn(|lane| 0u32.wrapping_sub((mask >> lane) & 1))
+}
+
+/// `N` cores as the interpreter reaches them.
+pub(super) struct Lanes<'m, 'a, const N: usize> {
+    pub program: &'a Program,
+    pub texture: &'a [u32],
+    pub rows: &'m mut Rows<N>,
+    pub latches: &'m mut [Latches; N],
+    /// One output memory per lane that exists (a group may hold fewer cores than `N`).
+    pub outputs: &'m mut [OutputMemory],
+    pub budget: u64,
+}
+
+/// Lane `lane` of the rows with its latches: one core, as the control unit reaches it.
+struct LaneView<'g, const N: usize> {
+    rows: &'g mut Rows<N>,
+    latches: &'g mut Latches,
+    program: &'g Program,
+    budget: u64,
+    lane: usize,
+}
+
+impl<const N: usize> CoreState for LaneView<'_, N> {
+    #[inline(always)]
+    fn row(&self, row: usize) -> Vec3 {
+        self.rows[row].lane(self.lane)
+    }
+
+    #[inline(always)]
+    fn set_row(&mut self, row: usize, value: Vec3) {
+        self.rows[row].set_lane(self.lane, value);
+    }
+
+    #[inline(always)]
+    fn latches(&self) -> &Latches {
+        self.latches
+    }
+
+    #[inline(always)]
+    fn latches_mut(&mut self) -> &mut Latches {
+        self.latches
+    }
+
+    fn program(&self) -> &Program {
+        self.program
+    }
+
+    fn budget(&self) -> u64 {
+        self.budget
+    }
+}
+
+impl<const N: usize> Lanes<'_, '_, N> {
+    #[inline(always)]
+    fn view(&mut self, lane: usize) -> LaneView<'_, N> {
+        LaneView {
+            rows: self.rows,
+            latches: &mut self.latches[lane],
+            program: self.program,
+            budget: self.budget,
+            lane,
+        }
+    }
+}
+
+/// Why a routine did not return on every lane.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Interrupted {
+    /// A lone core faulted; its state is as the hardware's would be.
+    Fault(Fault),
+    /// A lane of a group would have faulted; the group is in no useful state.
+    Abandoned,
+}
+
+/// The control state the loop carries: where the running lanes are, what they forward,
+/// and, per lane, the budget, the return register and how the next CALL is reached; with
+/// `N > 1` also the lanes that wait and where.
+#[derive(Clone, Copy)]
+pub(super) struct Cursor<const N: usize> {
+    /// The slot the running group is about to execute.
+    pc: u16,
+    /// The previous instruction's DST field and the row holding its result, for the running
+    /// group when `uniform` (else per lane in `lane_ld`, `lane_row`).
+    ld: u16,
+    last_row: u8,
+    uniform: bool,
+    budget_left: [u64; N],
+    ret: [u16; N],
+    arrival: [Arrival; N],
+    /// The lanes running, the lanes waiting (at `lane_pc`), the lowest slot a waiting lane
+    /// is at (`u16::MAX` for none), and the lanes that returned a set bit 0.
+    group: LaneMask,
+    waiting: LaneMask,
+    meeting: u16,
+    returned: LaneMask,
+    lane_pc: [u16; N],
+    lane_ld: [u16; N],
+    lane_row: [u8; N],
+}
+
+/// Runs `body` for every lane of `mask`; for a lone core, for its one lane.
+macro_rules! each_lane {
+    ($lane:ident in $mask:expr => $body:block) => {
+        if N == 1 {
+            let $lane = 0usize;
+            $body
+        } else {
+            for $lane in lanes_of($mask) $body
+        }
+    };
+}
+
+/// Runs routine `entry` on the lanes of `lanes`, which all see swap copy `parity`, until
+/// each has returned; the result has the bit of every lane whose RETURN value had bit 0 set.
+#[inline(always)]
+pub(super) fn run<const N: usize, O: Observer>(
+    m: &mut Lanes<'_, '_, N>,
+    parity: usize,
+    lanes: LaneMask,
+    entry: EntryPoint,
+    observer: &mut O,
+) -> Result<LaneMask, Interrupted> {
+    let program = m.program;
+    let start = program.entry_slot(entry) as u16;
+    let start_run = program.ops(parity)[start as usize].run as u64;
+    let mut c = Cursor {
+        pc: start,
+        ld: 0,
+        last_row: LATCH_ROW,
+        uniform: true,
+        budget_left: [0; N],
+        ret: [0; N],
+        arrival: [Arrival::Sequential; N],
+        group: lanes,
+        waiting: 0,
+        meeting: u16::MAX,
+        returned: 0,
+        lane_pc: [start; N],
+        lane_ld: [0; N],
+        lane_row: [LATCH_ROW; N],
+    };
+    let mut covered = true;
+    each_lane!(lane in lanes => {
+        let routine = control::start(&mut m.view(lane));
+        c.ret[lane] = routine.ret;
+        c.budget_left[lane] = routine.budget_at_start;
+        covered &= control::charge(&mut c.budget_left[lane], start_run);
+    });
+    if covered {
+        execute::<N, O, false>(m, parity, c, observer)
+    } else if N == 1 {
+        execute::<N, O, true>(m, parity, c, observer)
+    } else {
+        Err(Interrupted::Abandoned)
+    }
+}
+
+/// Lane `lane` of `rows` with its latches, as the control unit reaches a core.
+macro_rules! lane_view {
+    ($rows:expr, $latches:expr, $program:expr, $budget:expr, $lane:expr) => {
+        LaneView {
+            rows: &mut *$rows,
+            latches: &mut $latches[$lane],
+            program: $program,
+            budget: $budget,
+            lane: $lane,
+        }
+    };
+}
+
+/// The interpreter loop (see the module documentation). A straight instruction's arm
+/// gives its result to the tail of the loop, which writes it; an arm that changes control
+/// flow sets the next slot itself (and, for a group whose lanes part, leaves for the
+/// scheduling at the bottom).
+#[inline(always)]
+pub(super) fn execute<const N: usize, O: Observer, const PRECISE: bool>(
+    m: &mut Lanes<'_, '_, N>,
+    parity: usize,
+    mut c: Cursor<N>,
+    observer: &mut O,
+) -> Result<LaneMask, Interrupted> {
+    // Few locals: the loop keeps its hot state in registers (latches, outputs and the
+    // budget are reached through `m` in the arms that need them).
+    let program = m.program;
+    let ops = program.ops(parity);
+    let rows = &mut *m.rows;
+    let mut active = lanes_running::<N>(c.group);
+    // The hot scalars as locals (they go back into `c` where the precise loop takes over).
+    let (mut pc, mut ld, mut last_row) = (c.pc, c.ld, c.last_row);
+    'instructions: loop {
+        'step: {
+            if PRECISE {
+                // Only a lone core runs precisely.
+                if c.budget_left[0] == 0 {
+                    let routine = routine_of(&c, m.latches, 0);
+                    let mut core = lane_view!(rows, m.latches, program, m.budget, 0);
+                    control::stop(&mut core, ld, last_row, routine, 0);
+                    return Err(Interrupted::Fault(Fault::Watchdog {
+                        address: program.slot_info(pc as u32).address,
+                        budget: m.budget,
+                    }));
+                }
+                c.budget_left[0] -= 1;
+            }
+            let op: &Op = &ops[pc as usize];
+            let this = pc;
+            pc = this.wrapping_add(1);
+            if op.flags & DYNAMIC_FORWARDING != 0 {
+                // Reached by paths that disagree about forwarding: compare addresses now.
+                each_lane!(lane in c.group => {
+                    let (ld, last_row) = if N == 1 || c.uniform {
+                        (ld, last_row)
+                    } else {
+                        (c.lane_ld[lane], c.lane_row[lane])
+                    };
+                    let a = operand_row(op.a_addr, op.a_home, ld, last_row);
+                    let b = operand_row(op.b_addr, op.b_home, ld, last_row);
+                    let (a, b) = (rows[a as usize].lane(lane), rows[b as usize].lane(lane));
+                    rows[FORWARD_A_ROW as usize].set_lane(lane, a);
+                    rows[FORWARD_B_ROW as usize].set_lane(lane, b);
+                });
+            }
+            // Operands are read where the arms use them (a load folded into the arithmetic).
+            macro_rules! a {
+                () => {
+                    rows[op.a_row as usize]
+                };
+            }
+            macro_rules! b {
+                () => {
+                    rows[op.b_row as usize]
+                };
+            }
+            // The observer gets the operands before the result is written.
+            let seen = if O::ENABLED {
+                (a!().lane(0), b!().lane(0))
+            } else {
+                ([0; 3], [0; 3])
+            };
+            // For the observer: a conditional jump's outcome.
+            let mut taken = None;
+            // Whether control went to `pc` by a jump (what a group's scheduling needs).
+            let mut jumped = false;
+            // Every running lane continues at `$target` after an instruction with `$result`
+            // (control instructions write the latch row). Unless `PRECISE`, this charges the
+            // run that starts there; should a lone core's budget not cover it, the core
+            // finishes the instruction and runs the rest of the routine precisely.
+            macro_rules! jump {
+                ($target:expr, $result:expr) => {{
+                    let target: u16 = $target;
+                    let result: Row<N> = $result;
+                    pc = target;
+                    jumped = true;
+                    if !PRECISE {
+                        let run = ops[target as usize].run as u64;
+                        let mut covered = true;
+                        each_lane!(lane in c.group => {
+                            covered &= control::charge(&mut c.budget_left[lane], run);
+                        });
+                        if !covered {
+                            if N > 1 {
+                                return Err(Interrupted::Abandoned);
+                            }
+                            rows[op.d_row as usize] = result;
+                            (ld, last_row) = (op.dst, op.d_row);
+                            if O::ENABLED {
+                                let step = (result.lane(0), taken);
+                                observe(observer, program, this, op, seen, step, target, c.ret[0]);
+                            }
+                            (c.pc, c.ld, c.last_row) = (pc, ld, last_row);
+                            return execute_precisely(m, parity, c, observer);
+                        }
+                    }
+                    result
+                }};
+            }
+            // The running lanes part (`N > 1`): each continues at its `lane_pc`.
+            macro_rules! split {
+                ($result:expr) => {{
+                    rows[op.d_row as usize].blend(&$result, &active);
+                    for lane in lanes_of(c.group) {
+                        c.lane_ld[lane] = op.dst;
+                        c.lane_row[lane] = op.d_row;
+                        let run = ops[c.lane_pc[lane] as usize].run as u64;
+                        if !control::charge(&mut c.budget_left[lane], run) {
+                            return Err(Interrupted::Abandoned);
+                        }
+                    }
+                    break 'step;
+                }};
+            }
+            // A conditional jump on component `$component`.
+            macro_rules! branch {
+                ($component:expr) => {{
+                        let (x, y) = (&a!().0[$component], &b!().0[$component]);
+                        let mut jumps: LaneMask = 0;
+                        for lane in 0..N {
+                            jumps |= (jump_taken(op.mask, x[lane], y[lane]) as LaneMask) << lane;
+                        }
+                        let jumps = if N == 1 { jumps } else { jumps & c.group };
+                        if op.flags & TARGET_IS_CALL != 0 {
+                            each_lane!(lane in jumps => {
+                                if jumps >> lane & 1 == 1 {
+                                    c.arrival[lane] = Arrival::jump(program, this);
+                                }
+                            });
+                        }
+                        if N == 1 || jumps == c.group || jumps == 0 {
+                            taken = Some(jumps != 0);
+                            let target = if jumps != 0 { op.imm as u16 } else { pc };
+                            jump!(target, Row::ZERO)
+                        } else {
+                            for lane in lanes_of(c.group) {
+                                if jumps >> lane & 1 == 1 {
+                                    c.lane_pc[lane] = op.imm as u16;
+                                } else {
+                                    c.lane_pc[lane] = pc;
+                                }
+                            }
+                            split!(Row::ZERO)
+                        }
+
+                }};
+            }
+            let result: Row<N> = match op.kind {
+                Operation::Nop | Operation::Zero => Row::ZERO,
+                Operation::Add => a!().zip(&b!(), alu::add),
+                Operation::Sub => a!().zip(&b!(), alu::sub),
+                Operation::Mul => a!().zip(&b!(), alu::mul),
+                Operation::Imul => a!().zip(&b!(), alu::imul),
+                Operation::Mod => a!().zip(&b!(), alu::modulo),
+                Operation::Div => Row(control::divide(&a!().0, &b!().0, &active)),
+                Operation::Dot => dot(&a!(), &b!(), &active),
+                Operation::Cross => cross(&a!(), &b!(), &active),
+                Operation::Copy => a!(),
+                Operation::Inc => a!().map(alu::inc),
+                Operation::Dec => a!().map(alu::dec),
+                Operation::Frac => a!().map(alu::frac),
+                Operation::Intp => a!().map(alu::intp),
+                Operation::Neg => a!().map(alu::neg),
+                Operation::Unscale => a!().map(alu::unscale),
+                Operation::Rescale => a!().map(alu::rescale),
+                // The lane-specific operations: each arm's component is the table's
+                // (`Operation::component`), fixed at compile time, so that the operand
+                // stays in registers.
+                Operation::IncX => increment::<{ Operation::IncX.component() }, N>(a!()),
+                Operation::IncY => increment::<{ Operation::IncY.component() }, N>(a!()),
+                Operation::IncZ => increment::<{ Operation::IncZ.component() }, N>(a!()),
+                Operation::ExchangeX => {
+                    exchange::<{ Operation::ExchangeX.component() }, N>(a!(), b!())
+                }
+                Operation::ExchangeY => {
+                    exchange::<{ Operation::ExchangeY.component() }, N>(a!(), b!())
+                }
+                Operation::ExchangeZ => {
+                    exchange::<{ Operation::ExchangeZ.component() }, N>(a!(), b!())
+                }
+                Operation::SetX => set::<{ Operation::SetX.component() }, N>(b!(), op.imm),
+                Operation::SetY => set::<{ Operation::SetY.component() }, N>(b!(), op.imm),
+                Operation::SetZ => set::<{ Operation::SetZ.component() }, N>(b!(), op.imm),
+                Operation::Mulp => {
+                    let a = a!();
+                    let mut result = a;
+                    for lane in 0..N {
+                        result.0[2][lane] = alu::mul(a.0[0][lane], a.0[1][lane]);
+                    }
+                    result
+                }
+                Operation::Lea => Row::splat([op.imm; 3]),
+                Operation::Mag => {
+                    let a = a!();
+                    let mut result = Row::ZERO;
+                    each_lane!(lane in c.group => {
+                        result.set_lane(lane, [alu::vector_magnitude(a.lane(lane)); 3]);
+                    });
+                    result
+                }
+                Operation::Swizzle => {
+                    let b = b!();
+                    let mut result = Row::ZERO;
+                    each_lane!(lane in c.group => {
+                        result.set_lane(lane, alu::swizzle(b.lane(lane), op.imm));
+                    });
+                    result
+                }
+                Operation::Omwrite => {
+                    let (a, b) = (a!(), b!());
+                    each_lane!(lane in c.group => {
+                        control::omwrite(&mut m.outputs[lane], a.lane(lane), b.lane(lane));
+                    });
+                    Row::ZERO
+                }
+                Operation::Tmread => {
+                    let a = a!();
+                    let mut result = Row::ZERO;
+                    each_lane!(lane in c.group => {
+                        let latch = &mut m.latches[lane].tmem_latch;
+                        result.set_lane(lane, tmem::read(m.texture, latch, a.lane(lane)));
+                    });
+                    result
+                }
+                Operation::Jmp => {
+                    if op.flags & TARGET_IS_CALL != 0 {
+                        each_lane!(lane in c.group => {
+                            c.arrival[lane] = Arrival::jump(program, this);
+                        });
+                    }
+                    jump!(op.imm as u16, Row::ZERO)
+                }
+                Operation::Call => {
+                    let mut target = 0;
+                    each_lane!(lane in c.group => {
+                        target = control::call(op, this, &mut c.arrival[lane], &mut c.ret[lane]);
+                    });
+                    jump!(target, Row::ZERO)
+                }
+                Operation::Ret => {
+                    let result = Row(control::ret_result([op.imm; N], b!().0));
+                    if op.flags & RET_BEFORE_CALL != 0 {
+                        let slot = program.jump_return_slot(this);
+                        each_lane!(lane in c.group => {
+                            c.ret[lane] = slot;
+                        });
+                    }
+                    let first = if N == 1 {
+                        c.ret[0]
+                    } else {
+                        c.ret[c.group.trailing_zeros() as usize]
+                    };
+                    if N == 1 || lanes_of(c.group).all(|lane| c.ret[lane] == first) {
+                        jump!(first, result)
+                    } else {
+                        for lane in lanes_of(c.group) {
+                            c.lane_pc[lane] = c.ret[lane];
+                        }
+                        split!(result)
+                    }
+                }
+                Operation::BranchX => branch!(Operation::BranchX.component()),
+                Operation::BranchY => branch!(Operation::BranchY.component()),
+                Operation::BranchZ => branch!(Operation::BranchZ.component()),
+                Operation::Return => {
+                    if O::ENABLED {
+                        let step = ([op.imm; 3], None);
+                        observe(observer, program, this, op, seen, step, pc, c.ret[0]);
+                    }
+                    let mut value = false;
+                    each_lane!(lane in c.group => {
+                        let routine = routine_of(&c, m.latches, lane);
+                        let mut core = lane_view!(rows, m.latches, program, m.budget, lane);
+                        value = control::finish(&mut core, op, routine, c.budget_left[lane]);
+                    });
+                    if N == 1 {
+                        return Ok(value as LaneMask);
+                    }
+                    if value {
+                        c.returned |= c.group;
+                    }
+                    if c.waiting == 0 {
+                        return Ok(c.returned);
+                    }
+                    c.group = 0;
+                    break 'step;
+                }
+                Operation::Hang => {
+                    if N > 1 {
+                        return Err(Interrupted::Abandoned);
+                    }
+                    // The hung instruction is not executed.
+                    let routine = routine_of(&c, m.latches, 0);
+                    let mut core = lane_view!(rows, m.latches, program, m.budget, 0);
+                    control::stop(&mut core, ld, last_row, routine, c.budget_left[0] + 1);
+                    let address = op.imm as u16;
+                    return Err(Interrupted::Fault(Fault::Hang {
+                        address,
+                        word: program.word(address),
+                    }));
+                }
+            };
+            // One test for the two rare effects (most ops have neither flag).
+            if op.flags & (SAVES_OLD | SLOW_BEFORE_CALL) != 0 {
+                if op.flags & SAVES_OLD != 0 {
+                    let old = rows[op.d_row as usize];
+                    rows[STALE_ROW as usize].blend(&old, &active);
+                }
+                if op.flags & SLOW_BEFORE_CALL != 0 {
+                    // The CALL at `pc` saves its own address + 2.
+                    each_lane!(lane in c.group => {
+                        c.arrival[lane] = Arrival::jump(program, pc);
+                    });
+                }
+            }
+            rows[op.d_row as usize].blend(&result, &active);
+            (ld, last_row) = (op.dst, op.d_row);
+            if O::ENABLED {
+                let step = (result.lane(0), taken);
+                observe(observer, program, this, op, seen, step, pc, c.ret[0]);
+            }
+            if N == 1 {
+                continue 'instructions;
+            }
+            c.uniform = true;
+            if jumped {
+                if pc < c.meeting {
+                    continue 'instructions;
+                }
+                for lane in lanes_of(c.group) {
+                    (c.lane_pc[lane], c.lane_ld[lane], c.lane_row[lane]) = (pc, ld, last_row);
+                }
+                break 'step;
+            }
+            if pc != c.meeting {
+                continue 'instructions;
+            }
+            // Waiting lanes join: from here the group's lanes may differ in what they
+            // forward, so each keeps its own.
+            for lane in lanes_of(c.group) {
+                c.lane_ld[lane] = ld;
+                c.lane_row[lane] = last_row;
+            }
+            c.uniform = false;
+            let joining = lanes_at(&c.lane_pc, c.waiting, pc);
+            c.group |= joining;
+            c.waiting &= !joining;
+            c.meeting = lowest(&c.lane_pc, c.waiting);
+            active = lanes_running(c.group);
+            continue 'instructions;
+        }
+        // The group broke up (or ended): every lane of it waits at `lane_pc`, and the
+        // lanes at the lowest slot form the next group.
+        let running = c.group | c.waiting;
+        pc = lowest(&c.lane_pc, running);
+        c.group = lanes_at(&c.lane_pc, running, pc);
+        c.waiting = running & !c.group;
+        c.meeting = lowest(&c.lane_pc, c.waiting);
+        active = lanes_running(c.group);
+        c.uniform = false;
+    }
+}
+
+/// The rest of a lone core's routine, counted instruction by instruction: its budget does
+/// not cover the next straight run. Kept out of line, as the rare path it is.
+#[inline(never)]
+#[cold]
+fn execute_precisely<const N: usize, O: Observer>(
+    m: &mut Lanes<'_, '_, N>,
+    parity: usize,
+    c: Cursor<N>,
+    observer: &mut O,
+) -> Result<LaneMask, Interrupted> {
+    execute::<N, O, true>(m, parity, c, observer)
+}
+
+/// All ones in the running lanes, zero elsewhere: [`spread`], but constant for a lone core,
+/// whose one lane always runs.
+#[inline(always)]
+fn lanes_running<const N: usize>(group: LaneMask) -> [u32; N] {
+    if N == 1 {
+        [!0; N]
+    } else {
+        spread(group)
+    }
+}
+
+/// INCX/INCY/INCZ: component `C` of A incremented.
+#[inline(always)]
+fn increment<const C: usize, const N: usize>(mut a: Row<N>) -> Row<N> {
+    a.0[C] = a.0[C].map(alu::inc);
+    a
+}
+
+/// XCHANGEX/Y/Z: component `C` from B, the others from A.
+#[inline(always)]
+fn exchange<const C: usize, const N: usize>(mut a: Row<N>, b: Row<N>) -> Row<N> {
+    a.0[C] = b.0[C];
+    a
+}
+
+/// SETX/Y/Z: component `C` the immediate, the others from B.
+#[inline(always)]
+fn set<const C: usize, const N: usize>(mut b: Row<N>, imm: u32) -> Row<N> {
+    b.0[C] = [imm; N];
+    b
+}
+
+/// Lane `lane`'s routine, as the control unit books it.
+#[inline(always)]
+fn routine_of<const N: usize>(c: &Cursor<N>, latches: &[Latches; N], lane: usize) -> Routine {
+    // The latches keep the budget the routine started with until it stops.
+    Routine {
+        ret: c.ret[lane],
+        budget_at_start: latches[lane].budget_left,
+    }
+}
+
+/// The lanes of `mask` at slot `pc`.
+#[inline(always)]
+fn lanes_at<const N: usize>(lane_pc: &[u16; N], mask: LaneMask, pc: u16) -> LaneMask {
+    let mut at = 0;
+    for lane in lanes_of(mask) {
+        at |= ((lane_pc[lane] == pc) as LaneMask) << lane;
+    }
+    at
+}
+
+/// The lowest slot among the lanes of `mask` (`u16::MAX` for none).
+#[inline(always)]
+fn lowest<const N: usize>(lane_pc: &[u16; N], mask: LaneMask) -> u16 {
+    lanes_of(mask)
+        .map(|lane| lane_pc[lane])
+        .min()
+        .unwrap_or(u16::MAX)
+}
+
+/// Whether every lane of `active` has an exact multiplicand vector in `a`.
+#[inline(always)]
+fn exact_multiplicands<const N: usize>(a: &Row<N>, active: &[u32; N]) -> bool {
+    let mut inexact = 0;
+    for lane in 0..N {
+        let exact = alu::exact_multiplicand(a.0[0][lane])
+            & alu::exact_multiplicand(a.0[1][lane])
+            & alu::exact_multiplicand(a.0[2][lane]);
+        inexact |= !exact as u32 & active[lane];
+    }
+    inexact == 0
+}
+
+/// DOT in every lane ([`alu::dot`]); a group vectorises it when the multiplicands allow:
+/// the sum of [`alu::dot_exact`] built one component at a time, a shape the vectoriser
+/// takes.
+#[inline(always)]
+fn dot<const N: usize>(a: &Row<N>, b: &Row<N>, active: &[u32; N]) -> Row<N> {
+    if N == 1 {
+        return Row::splat([alu::dot(a.lane(0), b.lane(0)); 3]);
+    }
+    let mut word = [0; N];
+    if exact_multiplicands(a, active) {
+        let mut sum = [0u64; N];
+        for component in 0..3 {
+            for lane in 0..N {
+                let (x, y) = (a.0[component][lane], b.0[component][lane]);
+                sum[lane] = sum[lane].wrapping_add(alu::exact_scaled_product(x, y));
+            }
+        }
+        for lane in 0..N {
+            word[lane] = alu::pack(sum[lane]);
+        }
+    } else {
+        for (lane, word) in word.iter_mut().enumerate() {
+            *word = alu::dot(a.lane(lane), b.lane(lane));
+        }
+    }
+    Row([word; 3])
+}
+
+/// CROSS in every lane ([`alu::cross`]); a group vectorises it when the multiplicands
+/// allow: the components of [`alu::cross_exact`] one at a time.
+#[inline(always)]
+fn cross<const N: usize>(a: &Row<N>, b: &Row<N>, active: &[u32; N]) -> Row<N> {
+    if N == 1 {
+        return Row::splat(alu::cross(a.lane(0), b.lane(0)));
+    }
+    let mut out = Row::ZERO;
+    if exact_multiplicands(a, active) {
+        for (component, (i, j)) in [(1, 2), (2, 0), (0, 1)].into_iter().enumerate() {
+            for lane in 0..N {
+                let ij = alu::exact_scaled_product(a.0[i][lane], b.0[j][lane]);
+                let ji = alu::exact_scaled_product(a.0[j][lane], b.0[i][lane]);
+                out.0[component][lane] = alu::pack(ij.wrapping_sub(ji));
+            }
+        }
+    } else {
+        for lane in 0..N {
+            out.set_lane(lane, alu::cross(a.lane(lane), b.lane(lane)));
+        }
+    }
+    out
+}
+
+/// Reports one executed instruction of a lone core to an enabled observer, with the
+/// operands as the ALU saw them (`a`, `b`: the rows read; type II A is the immediate) and,
+/// for a CALL, the return register `ret` (a slot) it left.
+#[allow(clippy::too_many_arguments)]
+#[cold]
+fn observe<O: Observer>(
+    observer: &mut O,
+    program: &Program,
+    this: u16,
+    op: &Op,
+    (a, b): (Vec3, Vec3),
+    (result, taken): (Vec3, Option<bool>),
+    next: u16,
+    ret: u16,
+) {
+    let slot = program.slot_info(this as u32);
+    let instruction = slot.instr;
+    let a = match instruction.a() {
+        InputA::Src1 => a,
+        InputA::Imm => [instruction.word().imm(), 0, 0],
+        InputA::Unused => [0; 3],
+    };
+    let b = if instruction.b() == InputB::Unused {
+        [0; 3]
+    } else {
+        b
+    };
+    observer.step(&Step {
+        address: slot.address,
+        instruction,
+        a,
+        b,
+        result,
+        written: op.d_row != LATCH_ROW,
+        taken,
+        next: program.slot_info(next as u32).address,
+        returns_to: (op.kind == Operation::Call).then(|| program.slot_info(ret as u32).address),
+    });
+}
