@@ -14,12 +14,12 @@
 //! budget, [`CoreGroup::run`] gives up with [`Abandoned`], leaving the group in no useful
 //! state, and the caller reruns core by core to report the fault exactly.
 
-use super::alu::Vec3;
 use super::exec::{Core, NoObserver};
+pub use super::interp::Lane;
 use super::interp::{self, spread, Lanes, Row, Rows};
 use super::output::OutputMemory;
 use super::program::Program;
-use super::state::{triangle_rows, CoreState, Latches};
+use super::state::{triangle_rows, Latches};
 use super::triangle::Triangle;
 use crate::isa::registers::EntryPoint;
 
@@ -76,12 +76,6 @@ pub struct CoreGroup<'a> {
     outputs: Vec<OutputMemory>,
 }
 
-/// One lane of a group, as the host sees a core.
-pub struct LaneMut<'g, 'a> {
-    group: &'g mut CoreGroup<'a>,
-    lane: usize,
-}
-
 impl<'a> CoreGroup<'a> {
     /// Takes over up to [`LANES`] cores (booted, between routines) running one program;
     /// lane `l` is `cores[l]`.
@@ -119,9 +113,16 @@ impl<'a> CoreGroup<'a> {
         (1 << self.lanes) - 1
     }
 
-    pub fn lane(&mut self, lane: usize) -> LaneMut<'_, 'a> {
+    /// Lane `lane`, as the host sees a core.
+    pub fn lane(&mut self, lane: usize) -> Lane<'_, LANES> {
         assert!(lane < self.lanes, "lane {lane} is not in the group");
-        LaneMut { group: self, lane }
+        Lane::new(
+            &mut self.rows,
+            &mut self.latches,
+            self.program,
+            self.budget,
+            lane,
+        )
     }
 
     /// The lanes of `lanes` that see swap copy 1.
@@ -258,36 +259,6 @@ impl<'a> CoreGroup<'a> {
     }
 }
 
-impl CoreState for LaneMut<'_, '_> {
-    #[inline(always)]
-    fn row(&self, row: usize) -> Vec3 {
-        self.group.rows[row].lane(self.lane)
-    }
-
-    #[inline(always)]
-    fn set_row(&mut self, row: usize, value: Vec3) {
-        self.group.rows[row].set_lane(self.lane, value);
-    }
-
-    #[inline(always)]
-    fn latches(&self) -> &Latches {
-        &self.group.latches[self.lane]
-    }
-
-    #[inline(always)]
-    fn latches_mut(&mut self) -> &mut Latches {
-        &mut self.group.latches[self.lane]
-    }
-
-    fn program(&self) -> &Program {
-        self.group.program
-    }
-
-    fn budget(&self) -> u64 {
-        self.group.budget
-    }
-}
-
 #[cfg(test)]
 mod tests {
     //! A group against its cores run one by one ([`Core::run`], itself checked against a
@@ -295,6 +266,8 @@ mod tests {
     //! kind of control flow, so lanes split and meet, swap parities that differ between
     //! lanes, forwarding, CALL/RET, hangs and the watchdog.
     use super::*;
+    use crate::core::alu::Vec3;
+    use crate::core::state::CoreState;
     use crate::core::exec::tests::program_strategy;
     use crate::core::exec::NoObserver;
     use crate::core::rom::{rom, RomVariant};

@@ -159,8 +159,9 @@ pub(super) struct Lanes<'m, 'a, const N: usize> {
     pub budget: u64,
 }
 
-/// Lane `lane` of the rows with its latches: one core, as the control unit reaches it.
-struct LaneView<'g, const N: usize> {
+/// Lane `lane` of `N` cores' rows with its latches: one core, as the control unit, the host
+/// and culling reach it (a lone core's lane inside the interpreter, a group's anywhere).
+pub struct Lane<'g, const N: usize> {
     rows: &'g mut Rows<N>,
     latches: &'g mut Latches,
     program: &'g Program,
@@ -168,7 +169,27 @@ struct LaneView<'g, const N: usize> {
     lane: usize,
 }
 
-impl<const N: usize> CoreState for LaneView<'_, N> {
+impl<'g, const N: usize> Lane<'g, N> {
+    #[inline(always)]
+    pub(super) fn new(
+        rows: &'g mut Rows<N>,
+        latches: &'g mut [Latches; N],
+        program: &'g Program,
+        budget: u64,
+        lane: usize,
+    ) -> Lane<'g, N> {
+        let latches = &mut latches[lane];
+        Lane {
+            rows,
+            latches,
+            program,
+            budget,
+            lane,
+        }
+    }
+}
+
+impl<const N: usize> CoreState for Lane<'_, N> {
     #[inline(always)]
     fn row(&self, row: usize) -> Vec3 {
         self.rows[row].lane(self.lane)
@@ -195,19 +216,6 @@ impl<const N: usize> CoreState for LaneView<'_, N> {
 
     fn budget(&self) -> u64 {
         self.budget
-    }
-}
-
-impl<const N: usize> Lanes<'_, '_, N> {
-    #[inline(always)]
-    fn view(&mut self, lane: usize) -> LaneView<'_, N> {
-        LaneView {
-            rows: self.rows,
-            latches: &mut self.latches[lane],
-            program: self.program,
-            budget: self.budget,
-            lane,
-        }
     }
 }
 
@@ -289,7 +297,7 @@ pub(super) fn run<const N: usize, O: Observer>(
     };
     let mut covered = true;
     each_lane!(lane in lanes => {
-        let routine = control::start(&mut m.view(lane));
+        let routine = control::start(&mut Lane::new(m.rows, m.latches, m.program, m.budget, lane));
         c.ret[lane] = routine.ret;
         c.budget_left[lane] = routine.budget_at_start;
         covered &= control::charge(&mut c.budget_left[lane], start_run);
@@ -301,19 +309,6 @@ pub(super) fn run<const N: usize, O: Observer>(
     } else {
         Err(Interrupted::Abandoned)
     }
-}
-
-/// Lane `lane` of `rows` with its latches, as the control unit reaches a core.
-macro_rules! lane_view {
-    ($rows:expr, $latches:expr, $program:expr, $budget:expr, $lane:expr) => {
-        LaneView {
-            rows: &mut *$rows,
-            latches: &mut $latches[$lane],
-            program: $program,
-            budget: $budget,
-            lane: $lane,
-        }
-    };
 }
 
 /// The interpreter loop (see the module documentation). A straight instruction's arm
@@ -341,7 +336,7 @@ pub(super) fn execute<const N: usize, O: Observer, const PRECISE: bool>(
                 // Only a lone core runs precisely.
                 if c.budget_left[0] == 0 {
                     let routine = routine_of(&c, m.latches, 0);
-                    let mut core = lane_view!(rows, m.latches, program, m.budget, 0);
+                    let mut core = Lane::new(rows, m.latches, program, m.budget, 0);
                     control::stop(&mut core, ld, last_row, routine, 0);
                     return Err(Interrupted::Fault(Fault::Watchdog {
                         address: program.slot_info(pc as u32).address,
@@ -595,7 +590,7 @@ pub(super) fn execute<const N: usize, O: Observer, const PRECISE: bool>(
                     let mut value = false;
                     each_lane!(lane in c.group => {
                         let routine = routine_of(&c, m.latches, lane);
-                        let mut core = lane_view!(rows, m.latches, program, m.budget, lane);
+                        let mut core = Lane::new(rows, m.latches, program, m.budget, lane);
                         value = control::finish(&mut core, op, routine, c.budget_left[lane]);
                     });
                     if N == 1 {
@@ -616,7 +611,7 @@ pub(super) fn execute<const N: usize, O: Observer, const PRECISE: bool>(
                     }
                     // The hung instruction is not executed.
                     let routine = routine_of(&c, m.latches, 0);
-                    let mut core = lane_view!(rows, m.latches, program, m.budget, 0);
+                    let mut core = Lane::new(rows, m.latches, program, m.budget, 0);
                     control::stop(&mut core, ld, last_row, routine, c.budget_left[0] + 1);
                     let address = op.imm as u16;
                     return Err(Interrupted::Fault(Fault::Hang {
