@@ -267,10 +267,10 @@ mod tests {
     //! lanes, forwarding, CALL/RET, hangs and the watchdog.
     use super::*;
     use crate::core::alu::Vec3;
-    use crate::core::state::CoreState;
     use crate::core::exec::tests::program_strategy;
     use crate::core::exec::NoObserver;
     use crate::core::rom::{rom, RomVariant};
+    use crate::core::state::CoreState;
     use crate::isa::Word;
     use proptest::prelude::*;
 

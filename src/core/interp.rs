@@ -348,20 +348,34 @@ pub(super) fn execute<const N: usize, O: Observer, const PRECISE: bool>(
             let op: &Op = &ops[pc as usize];
             let this = pc;
             pc = this.wrapping_add(1);
-            if op.flags & DYNAMIC_FORWARDING != 0 {
-                // Reached by paths that disagree about forwarding: compare addresses now.
-                each_lane!(lane in c.group => {
-                    let (ld, last_row) = if N == 1 || c.uniform {
-                        (ld, last_row)
-                    } else {
-                        (c.lane_ld[lane], c.lane_row[lane])
-                    };
-                    let a = operand_row(op.a_addr, op.a_home, ld, last_row);
-                    let b = operand_row(op.b_addr, op.b_home, ld, last_row);
-                    let (a, b) = (rows[a as usize].lane(lane), rows[b as usize].lane(lane));
-                    rows[FORWARD_A_ROW as usize].set_lane(lane, a);
-                    rows[FORWARD_B_ROW as usize].set_lane(lane, b);
-                });
+            // One test for the three rare effects, which come before the op computes (most
+            // ops have none of them).
+            if op.flags & (DYNAMIC_FORWARDING | SAVES_OLD | SLOW_BEFORE_CALL) != 0 {
+                if op.flags & DYNAMIC_FORWARDING != 0 {
+                    // Reached by paths that disagree about forwarding: compare addresses now.
+                    each_lane!(lane in c.group => {
+                        let (ld, last_row) = if N == 1 || c.uniform {
+                            (ld, last_row)
+                        } else {
+                            (c.lane_ld[lane], c.lane_row[lane])
+                        };
+                        let a = operand_row(op.a_addr, op.a_home, ld, last_row);
+                        let b = operand_row(op.b_addr, op.b_home, ld, last_row);
+                        let (a, b) = (rows[a as usize].lane(lane), rows[b as usize].lane(lane));
+                        rows[FORWARD_A_ROW as usize].set_lane(lane, a);
+                        rows[FORWARD_B_ROW as usize].set_lane(lane, b);
+                    });
+                }
+                if op.flags & SAVES_OLD != 0 {
+                    let old = rows[op.d_row as usize];
+                    rows[STALE_ROW as usize].blend(&old, &active);
+                }
+                if op.flags & SLOW_BEFORE_CALL != 0 {
+                    // The CALL at `pc` saves its own address + 2.
+                    each_lane!(lane in c.group => {
+                        c.arrival[lane] = Arrival::jump(program, pc);
+                    });
+                }
             }
             // Operands are read where the arms use them (a load folded into the arithmetic).
             macro_rules! a {
@@ -620,19 +634,6 @@ pub(super) fn execute<const N: usize, O: Observer, const PRECISE: bool>(
                     }));
                 }
             };
-            // One test for the two rare effects (most ops have neither flag).
-            if op.flags & (SAVES_OLD | SLOW_BEFORE_CALL) != 0 {
-                if op.flags & SAVES_OLD != 0 {
-                    let old = rows[op.d_row as usize];
-                    rows[STALE_ROW as usize].blend(&old, &active);
-                }
-                if op.flags & SLOW_BEFORE_CALL != 0 {
-                    // The CALL at `pc` saves its own address + 2.
-                    each_lane!(lane in c.group => {
-                        c.arrival[lane] = Arrival::jump(program, pc);
-                    });
-                }
-            }
             rows[op.d_row as usize].blend(&result, &active);
             (ld, last_row) = (op.dst, op.d_row);
             if O::ENABLED {

@@ -90,7 +90,8 @@ pub(crate) const SLOW_BEFORE_CALL: u8 = 16;
 pub(crate) const FORWARD_A_ROW: u8 = 161;
 pub(crate) const FORWARD_B_ROW: u8 = 162;
 /// [`Op::flags`]: the next instruction may read this one's destination row through another
-/// address, and so must see its old value: the op copies it to [`STALE_ROW`] first.
+/// address, and so must see its old value: the op copies it to [`STALE_ROW`] before it
+/// computes (after its dynamic operands are copied in).
 pub(crate) const SAVES_OLD: u8 = 8;
 /// Where [`SAVES_OLD`] keeps the destination row's value from before the write.
 pub(crate) const STALE_ROW: u8 = 163;
@@ -174,6 +175,17 @@ fn resolve_forwarding(ops: &mut [Op], slots: &[Slot], entries: &[u32], return_po
     for (op, saves) in ops.iter_mut().zip(saves_old) {
         if saves {
             op.flags |= SAVES_OLD;
+            // The save happens before the op computes, so an operand it reads from the
+            // stale row itself is copied aside first, as a dynamic one is.
+            for (row, forward_row) in [
+                (&mut op.a_row, FORWARD_A_ROW),
+                (&mut op.b_row, FORWARD_B_ROW),
+            ] {
+                if *row == STALE_ROW {
+                    *row = forward_row;
+                    op.flags |= DYNAMIC_FORWARDING;
+                }
+            }
         }
     }
     // Straight runs, from the back; any change of control flow (or a hang) ends one.
