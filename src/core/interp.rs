@@ -235,10 +235,8 @@ pub(super) enum Interrupted {
 pub(super) struct Cursor<const N: usize> {
     /// The slot the running group is about to execute.
     pc: u16,
-    /// The previous instruction's DST field and the row holding its result, for the running
-    /// group when `uniform` (else per lane in `lane_ld`, `lane_row`).
-    ld: u16,
-    last_row: u8,
+    /// Whether the running lanes share the previous op (what forwarding compares with);
+    /// else each has its own DST field and result row in `lane_ld`, `lane_row`.
     uniform: bool,
     budget_left: [u64; N],
     ret: [u16; N],
@@ -281,8 +279,6 @@ pub(super) fn run<const N: usize, O: Observer>(
     let start_run = program.ops(parity)[start as usize].run as u64;
     let mut c = Cursor {
         pc: start,
-        ld: 0,
-        last_row: LATCH_ROW,
         uniform: true,
         budget_left: [0; N],
         ret: [0; N],
@@ -303,9 +299,9 @@ pub(super) fn run<const N: usize, O: Observer>(
         covered &= control::charge(&mut c.budget_left[lane], start_run);
     });
     if covered {
-        execute::<N, O, false>(m, parity, c, observer)
+        execute::<N, O, false>(m, parity, c, &Op::ROUTINE_START, observer)
     } else if N == 1 {
-        execute::<N, O, true>(m, parity, c, observer)
+        execute::<N, O, true>(m, parity, c, &Op::ROUTINE_START, observer)
     } else {
         Err(Interrupted::Abandoned)
     }
@@ -316,10 +312,11 @@ pub(super) fn run<const N: usize, O: Observer>(
 /// flow sets the next slot itself (and, for a group whose lanes part, leaves for the
 /// scheduling at the bottom).
 #[inline(always)]
-pub(super) fn execute<const N: usize, O: Observer, const PRECISE: bool>(
-    m: &mut Lanes<'_, '_, N>,
+pub(super) fn execute<'a, const N: usize, O: Observer, const PRECISE: bool>(
+    m: &mut Lanes<'_, 'a, N>,
     parity: usize,
     mut c: Cursor<N>,
+    mut prev: &'a Op,
     observer: &mut O,
 ) -> Result<LaneMask, Interrupted> {
     // Few locals: the loop keeps its hot state in registers (latches, outputs and the
@@ -328,8 +325,9 @@ pub(super) fn execute<const N: usize, O: Observer, const PRECISE: bool>(
     let ops = program.ops(parity);
     let rows = &mut *m.rows;
     let mut active = lanes_running::<N>(c.group);
-    // The hot scalars as locals (they go back into `c` where the precise loop takes over).
-    let (mut pc, mut ld, mut last_row) = (c.pc, c.ld, c.last_row);
+    // The slot as a local (it goes back into `c` where the precise loop takes over); `prev`
+    // is the previous op, whose DST field and result row forwarding compares with.
+    let mut pc = c.pc;
     'instructions: loop {
         'step: {
             if PRECISE {
@@ -337,7 +335,7 @@ pub(super) fn execute<const N: usize, O: Observer, const PRECISE: bool>(
                 if c.budget_left[0] == 0 {
                     let routine = routine_of(&c, m.latches, 0);
                     let mut core = Lane::new(rows, m.latches, program, m.budget, 0);
-                    control::stop(&mut core, ld, last_row, routine, 0);
+                    control::stop(&mut core, prev.dst, prev.d_row, routine, 0);
                     return Err(Interrupted::Fault(Fault::Watchdog {
                         address: program.slot_info(pc as u32).address,
                         budget: m.budget,
@@ -355,7 +353,7 @@ pub(super) fn execute<const N: usize, O: Observer, const PRECISE: bool>(
                     // Reached by paths that disagree about forwarding: compare addresses now.
                     each_lane!(lane in c.group => {
                         let (ld, last_row) = if N == 1 || c.uniform {
-                            (ld, last_row)
+                            (prev.dst, prev.d_row)
                         } else {
                             (c.lane_ld[lane], c.lane_row[lane])
                         };
@@ -419,13 +417,12 @@ pub(super) fn execute<const N: usize, O: Observer, const PRECISE: bool>(
                                 return Err(Interrupted::Abandoned);
                             }
                             rows[op.d_row as usize] = result;
-                            (ld, last_row) = (op.dst, op.d_row);
                             if O::ENABLED {
                                 let step = (result.lane(0), taken);
                                 observe(observer, program, this, op, seen, step, target, c.ret[0]);
                             }
-                            (c.pc, c.ld, c.last_row) = (pc, ld, last_row);
-                            return execute_precisely(m, parity, c, observer);
+                            c.pc = pc;
+                            return execute_precisely(m, parity, c, op, observer);
                         }
                     }
                     result
@@ -626,7 +623,13 @@ pub(super) fn execute<const N: usize, O: Observer, const PRECISE: bool>(
                     // The hung instruction is not executed.
                     let routine = routine_of(&c, m.latches, 0);
                     let mut core = Lane::new(rows, m.latches, program, m.budget, 0);
-                    control::stop(&mut core, ld, last_row, routine, c.budget_left[0] + 1);
+                    control::stop(
+                        &mut core,
+                        prev.dst,
+                        prev.d_row,
+                        routine,
+                        c.budget_left[0] + 1,
+                    );
                     let address = op.imm as u16;
                     return Err(Interrupted::Fault(Fault::Hang {
                         address,
@@ -635,7 +638,7 @@ pub(super) fn execute<const N: usize, O: Observer, const PRECISE: bool>(
                 }
             };
             rows[op.d_row as usize].blend(&result, &active);
-            (ld, last_row) = (op.dst, op.d_row);
+            prev = op;
             if O::ENABLED {
                 let step = (result.lane(0), taken);
                 observe(observer, program, this, op, seen, step, pc, c.ret[0]);
@@ -649,7 +652,7 @@ pub(super) fn execute<const N: usize, O: Observer, const PRECISE: bool>(
                     continue 'instructions;
                 }
                 for lane in lanes_of(c.group) {
-                    (c.lane_pc[lane], c.lane_ld[lane], c.lane_row[lane]) = (pc, ld, last_row);
+                    (c.lane_pc[lane], c.lane_ld[lane], c.lane_row[lane]) = (pc, op.dst, op.d_row);
                 }
                 break 'step;
             }
@@ -659,8 +662,8 @@ pub(super) fn execute<const N: usize, O: Observer, const PRECISE: bool>(
             // Waiting lanes join: from here the group's lanes may differ in what they
             // forward, so each keeps its own.
             for lane in lanes_of(c.group) {
-                c.lane_ld[lane] = ld;
-                c.lane_row[lane] = last_row;
+                c.lane_ld[lane] = op.dst;
+                c.lane_row[lane] = op.d_row;
             }
             c.uniform = false;
             let joining = lanes_at(&c.lane_pc, c.waiting, pc);
@@ -686,13 +689,14 @@ pub(super) fn execute<const N: usize, O: Observer, const PRECISE: bool>(
 /// not cover the next straight run. Kept out of line, as the rare path it is.
 #[inline(never)]
 #[cold]
-fn execute_precisely<const N: usize, O: Observer>(
-    m: &mut Lanes<'_, '_, N>,
+fn execute_precisely<'a, const N: usize, O: Observer>(
+    m: &mut Lanes<'_, 'a, N>,
     parity: usize,
     c: Cursor<N>,
+    prev: &'a Op,
     observer: &mut O,
 ) -> Result<LaneMask, Interrupted> {
-    execute::<N, O, true>(m, parity, c, observer)
+    execute::<N, O, true>(m, parity, c, prev, observer)
 }
 
 /// All ones in the running lanes, zero elsewhere: [`spread`], but constant for a lone core,

@@ -73,6 +73,26 @@ pub(crate) struct Op {
     pub imm: u32,
 }
 
+impl Op {
+    /// What forwarding sees before a routine's first instruction, as if an op had run: the
+    /// DST latch reset to 0, the previous result in the latch row.
+    pub(crate) const ROUTINE_START: Op = Op {
+        kind: Operation::Nop,
+        mask: 0,
+        flags: 0,
+        a_row: LATCH_ROW,
+        b_row: LATCH_ROW,
+        d_row: LATCH_ROW,
+        a_home: LATCH_ROW,
+        b_home: LATCH_ROW,
+        a_addr: 0,
+        b_addr: 0,
+        dst: 0,
+        run: 1,
+        imm: 0,
+    };
+}
+
 /// [`Op::flags`]: operand rows must be resolved at run time (see [`resolve_forwarding`]).
 pub(crate) const DYNAMIC_FORWARDING: u8 = 1;
 /// [`Op::flags`]: a jump, branch or CALL whose target is a CALL (which then takes its
