@@ -134,7 +134,7 @@ impl<'a> CoreGroup<'a> {
         odd
     }
 
-    /// [`CoreState::load_triangle`] on every lane of `lanes` at once.
+    /// [`CoreState::load_triangle`](super::CoreState::load_triangle) on every lane of `lanes` at once.
     pub fn load_triangle(&mut self, lanes: LaneMask, triangle: &Triangle) {
         #[cfg(target_arch = "x86_64")]
         if vectorised() {
