@@ -3,7 +3,7 @@
 //! which ALU inputs it uses, what becomes of its result, and the operation the execution
 //! unit performs (which also says how it changes control flow). The encoder, decoder,
 //! assembler, disassembler, the pre-decoded program and the trace all read this table, so
-//! adding an opcode is a row here (and, for a new operation, its arm in the datapath).
+//! adding an opcode is a row here (and, for a new operation, its arm in `core::interp`).
 
 /// How an instruction's fields are written in assembly (and which fields mean what).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
