@@ -343,7 +343,7 @@ pub fn trace_pixel(
         ),
     };
     let first_word = 3 * location.index;
-    let output = std::array::from_fn(|c| core.output.read(first_word + c));
+    let output = std::array::from_fn(|c| core.output().read(first_word + c));
     let registers = (0..REGISTER_ADDRESSES as u16)
         .map(|address| core.register(address))
         .collect();

@@ -73,7 +73,7 @@ fn run_with(code: &[Word], texture: &[u32], budget: u64) -> Run {
     Run {
         registers: (0..128).map(|a| core.register(a)).collect(),
         returned,
-        output: core.output.clone(),
+        output: core.output().clone(),
         instructions: core.instructions(),
     }
 }

@@ -84,70 +84,79 @@ impl Observer for NoObserver {
     const ENABLED: bool = false;
 }
 
-/// One THEIA core.
+/// One THEIA core: one lane of the interpreter's state.
 pub struct Core<'a> {
-    pub(super) program: &'a Program,
-    pub(super) texture: &'a [u32],
-    /// Storage rows (see [`storage_row`]); rows past the 160 real ones are the write sink
-    /// and padding, so that any `u8` row indexes without a bounds check.
-    pub(super) regs: Rows<1>,
-    pub(super) latches: Latches,
-    pub(super) budget: u64,
+    pub(super) lanes: Lanes<'a, 1>,
     /// Of the routines booked without being interpreted, those booked at an upper bound of
     /// their cost because their exit was not known (the acceleration structure):
     /// `instructions` is then not exact.
     pub unknown_cost_routines: u64,
-    pub output: OutputMemory,
 }
 
 impl<'a> Core<'a> {
     pub fn new(program: &'a Program, texture: &'a [u32], output_words: usize) -> Core<'a> {
         Core {
-            program,
-            texture,
-            regs: Rows::ZERO,
-            // The return register starts at address 0 (slot 0).
-            latches: Latches::boot(program.slot_of(0).unwrap_or(0)),
-            budget: u64::MAX,
+            lanes: Lanes {
+                program,
+                texture,
+                budget: u64::MAX,
+                // The return register starts at address 0 (slot 0).
+                latches: [Latches::boot(program.slot_of(0).unwrap_or(0))],
+                outputs: [OutputMemory::new(output_words)],
+                rows: Rows::ZERO,
+            },
             unknown_cost_routines: 0,
-            output: OutputMemory::new(output_words),
         }
+    }
+
+    /// The output memory OMWRITE writes.
+    pub fn output(&self) -> &OutputMemory {
+        &self.lanes.outputs[0]
+    }
+
+    /// The output memory, the core done with.
+    pub fn into_output(self) -> OutputMemory {
+        let [output] = self.lanes.outputs;
+        output
     }
 
     /// Sets the per-pixel instruction budget and refills it.
     pub fn set_budget(&mut self, budget: u64) {
-        self.budget = budget;
-        self.latches.budget_left = budget;
+        self.lanes.budget = budget;
+        self.latches_mut().budget_left = budget;
     }
 
     /// Instructions executed since the core started (culled routines included).
     pub fn instructions(&self) -> u64 {
-        self.latches.instructions
+        self.latches().instructions
     }
 
     /// Routines booked without being interpreted (culling).
     pub fn culled_routines(&self) -> u64 {
-        self.latches.culled_routines
+        self.latches().culled_routines
     }
 
     /// The texture memory TMREAD reads.
     pub fn texture(&self) -> &'a [u32] {
-        self.texture
+        self.lanes.texture
     }
 
     /// What OMWRITE does with its operands: output word `addresses[i]` := `values[i]`.
     pub fn omwrite(&mut self, addresses: Vec3, values: Vec3) {
-        control::omwrite(&mut self.output, addresses, values);
+        control::omwrite(&mut self.lanes.outputs[0], addresses, values);
     }
 
     /// The address CALL's return register holds.
     pub fn return_address(&self) -> u16 {
-        self.program.slot_info(self.latches.return_slot).address
+        self.lanes
+            .program
+            .slot_info(self.latches().return_slot)
+            .address
     }
 
     /// The previous instruction's ALU result (what address 0 reads at a routine's start).
     pub fn last_result(&self) -> Vec3 {
-        self.row(self.latches.last_row as usize)
+        self.row(self.latches().last_row as usize)
     }
 
     /// Whether two cores are in the same architectural state: every register as the
@@ -158,17 +167,17 @@ impl<'a> Core<'a> {
         let io = |core: &Core<'_>, row: usize| core.row(core.io_swap_base() + row);
         (0..128).all(|row| exe(self, row) == exe(other, row))
             && (0..32).all(|row| io(self, row) == io(other, row))
-            && self.latches.last_dst == other.latches.last_dst
+            && self.latches().last_dst == other.latches().last_dst
             && self.last_result() == other.last_result()
             && self.return_address() == other.return_address()
-            && self.latches.tmem_latch == other.latches.tmem_latch
+            && self.latches().tmem_latch == other.latches().tmem_latch
     }
 
     /// Runs one routine from the entry-point table until its RETURN; returns bit 0 of it.
     #[inline]
     pub fn run<O: Observer>(&mut self, entry: EntryPoint, observer: &mut O) -> Result<bool, Fault> {
         if O::ENABLED {
-            observer.routine_start(entry, self.program.entry(entry));
+            observer.routine_start(entry, self.lanes.program.entry(entry));
         }
         let value = self.interpret(entry, observer)?;
         if O::ENABLED {
@@ -184,15 +193,7 @@ impl<'a> Core<'a> {
         observer: &mut O,
     ) -> Result<bool, Fault> {
         let parity = self.parity();
-        let mut lanes = Lanes {
-            program: self.program,
-            texture: self.texture,
-            rows: &mut self.regs,
-            latches: std::array::from_mut(&mut self.latches),
-            outputs: std::slice::from_mut(&mut self.output),
-            budget: self.budget,
-        };
-        match interp::run::<1, O>(&mut lanes, parity, 1, entry, observer) {
+        match interp::run::<1, O>(&mut self.lanes, parity, 1, entry, observer) {
             Ok(returned) => Ok(returned != 0),
             Err(Interrupted::Fault(fault)) => Err(fault),
             Err(Interrupted::Abandoned) => unreachable!("a lone core reports its faults"),
@@ -203,30 +204,30 @@ impl<'a> Core<'a> {
 impl CoreState for Core<'_> {
     #[inline(always)]
     fn row(&self, row: usize) -> Vec3 {
-        self.regs[row].lane(0)
+        self.lanes.rows[row].lane(0)
     }
 
     #[inline(always)]
     fn set_row(&mut self, row: usize, value: Vec3) {
-        self.regs[row].set_lane(0, value);
+        self.lanes.rows[row].set_lane(0, value);
     }
 
     #[inline(always)]
     fn latches(&self) -> &Latches {
-        &self.latches
+        &self.lanes.latches[0]
     }
 
     #[inline(always)]
     fn latches_mut(&mut self) -> &mut Latches {
-        &mut self.latches
+        &mut self.lanes.latches[0]
     }
 
     fn program(&self) -> &Program {
-        self.program
+        self.lanes.program
     }
 
     fn budget(&self) -> u64 {
-        self.budget
+        self.lanes.budget
     }
 }
 
@@ -523,10 +524,10 @@ pub(crate) mod tests {
             for row in 0..160 {
                 each.set_row(row, [row as u32, seed, 1]);
             }
-            each.latches.parity = parity as u8;
+            each.lanes.latches[0].parity = parity as u8;
             let mut at_once = Core::new(&program, &[], 0);
-            at_once.regs = each.regs.clone();
-            at_once.latches.parity = parity as u8;
+            at_once.lanes.rows = each.lanes.rows.clone();
+            at_once.lanes.latches[0].parity = parity as u8;
             for triangle in &triangles {
                 each.load_triangle(triangle);
             }
@@ -611,8 +612,8 @@ pub(crate) mod tests {
                 prop_assert!(core.same_state(&traced));
                 prop_assert_eq!(core.last_result(), reference.last_result);
                 prop_assert_eq!(core.return_address(), reference.return_address);
-                prop_assert_eq!(core.latches.tmem_latch, reference.tmem_latch);
-                let written: Vec<(usize, u32)> = (0..4096).filter_map(|i| core.output.read(i).map(|w| (i, w))).collect();
+                prop_assert_eq!(core.latches().tmem_latch, reference.tmem_latch);
+                let written: Vec<(usize, u32)> = (0..4096).filter_map(|i| core.output().read(i).map(|w| (i, w))).collect();
                 let mut expected_output = std::collections::BTreeMap::new();
                 for &(address, value) in &reference.output {
                     if (address as usize) < 4096 {

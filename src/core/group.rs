@@ -18,8 +18,7 @@ use super::exec::{Core, NoObserver};
 pub use super::interp::Lane;
 use super::interp::{self, spread, Lanes, Row, Rows};
 use super::output::OutputMemory;
-use super::program::Program;
-use super::state::{triangle_rows, Latches};
+use super::state::triangle_rows;
 use super::triangle::Triangle;
 use crate::isa::registers::EntryPoint;
 
@@ -66,14 +65,9 @@ pub fn vectorised() -> bool {
 
 /// Cores in lock-step: the registers of lane `l` are component `l` of every row.
 pub struct CoreGroup<'a> {
-    program: &'a Program,
-    texture: &'a [u32],
-    rows: Box<Rows<LANES>>,
-    lanes: usize,
-    /// Lane `l`'s latches, as [`Core`] keeps its own.
-    latches: [Latches; LANES],
-    budget: u64,
-    outputs: Vec<OutputMemory>,
+    cores: Box<Lanes<'a, LANES>>,
+    /// The lanes holding a core: the first `len`.
+    len: usize,
 }
 
 impl<'a> CoreGroup<'a> {
@@ -84,43 +78,51 @@ impl<'a> CoreGroup<'a> {
             !cores.is_empty() && cores.len() <= LANES,
             "a group holds 1 to {LANES} cores"
         );
-        let first = &cores[0];
-        let mut group = CoreGroup {
+        let first = &cores[0].lanes;
+        let mut group = Box::new(Lanes {
             program: first.program,
             texture: first.texture,
-            rows: Box::new(Rows::ZERO),
-            lanes: cores.len(),
-            latches: [first.latches; LANES],
             budget: first.budget,
-            outputs: Vec::with_capacity(cores.len()),
-        };
+            latches: [first.latches[0]; LANES],
+            outputs: std::array::from_fn(|_| OutputMemory::new(0)),
+            rows: Rows::ZERO,
+        });
+        let len = cores.len();
         for (lane, core) in cores.into_iter().enumerate() {
+            let Lanes {
+                program,
+                budget,
+                latches: [latches],
+                outputs: [output],
+                rows,
+                ..
+            } = core.lanes;
             assert!(
-                std::ptr::eq(core.program, group.program) && core.budget == group.budget,
+                std::ptr::eq(program, group.program) && budget == group.budget,
                 "the cores of a group run one program with one budget"
             );
-            for (row, value) in core.regs.0.iter().enumerate() {
+            for (row, value) in rows.0.iter().enumerate() {
                 group.rows[row].set_lane(lane, value.lane(0));
             }
-            group.latches[lane] = core.latches;
-            group.outputs.push(core.output);
+            group.latches[lane] = latches;
+            group.outputs[lane] = output;
         }
-        group
+        CoreGroup { cores: group, len }
     }
 
     /// Every lane.
     pub fn all(&self) -> LaneMask {
-        (1 << self.lanes) - 1
+        (1 << self.len) - 1
     }
 
     /// Lane `lane`, as the host sees a core.
     pub fn lane(&mut self, lane: usize) -> Lane<'_, LANES> {
-        assert!(lane < self.lanes, "lane {lane} is not in the group");
+        assert!(lane < self.len, "lane {lane} is not in the group");
         Lane::new(
-            &mut self.rows,
-            &mut self.latches,
-            self.program,
-            self.budget,
+            &mut self.cores.rows,
+            &mut self.cores.latches,
+            self.cores.program,
+            self.cores.budget,
             lane,
         )
     }
@@ -129,7 +131,7 @@ impl<'a> CoreGroup<'a> {
     fn odd_lanes(&self, lanes: LaneMask) -> LaneMask {
         let mut odd = 0;
         for lane in lanes_of(lanes) {
-            odd |= (self.latches[lane].parity as LaneMask) << lane;
+            odd |= (self.cores.latches[lane].parity as LaneMask) << lane;
         }
         odd
     }
@@ -166,31 +168,34 @@ impl<'a> CoreGroup<'a> {
                 let broadcast = Row::splat(*value);
                 for target in [io + row, alias + row] {
                     if every_lane {
-                        self.rows[target] = broadcast;
+                        self.cores.rows[target] = broadcast;
                     } else {
-                        self.rows[target].blend(&broadcast, &active);
+                        self.cores.rows[target].blend(&broadcast, &active);
                     }
                 }
             }
             for lane in lanes_of(mask) {
-                self.latches[lane].parity ^= 1;
+                self.cores.latches[lane].parity ^= 1;
             }
         }
     }
 
     /// The cores back, lane by lane, in the state the group left them.
     pub fn into_cores(self) -> Vec<Core<'a>> {
-        self.outputs
+        let group = *self.cores;
+        group
+            .outputs
             .into_iter()
+            .take(self.len)
             .enumerate()
             .map(|(lane, output)| {
-                let mut core = Core::new(self.program, self.texture, 0);
-                for (row, value) in core.regs.0.iter_mut().enumerate() {
-                    value.set_lane(0, self.rows[row].lane(lane));
+                let mut core = Core::new(group.program, group.texture, 0);
+                for (row, value) in core.lanes.rows.0.iter_mut().enumerate() {
+                    value.set_lane(0, group.rows[row].lane(lane));
                 }
-                core.latches = self.latches[lane];
-                core.budget = self.budget;
-                core.output = output;
+                core.lanes.latches = [group.latches[lane]];
+                core.lanes.budget = group.budget;
+                core.lanes.outputs = [output];
                 core
             })
             .collect()
@@ -246,15 +251,7 @@ impl<'a> CoreGroup<'a> {
         lanes: LaneMask,
         entry: EntryPoint,
     ) -> Result<LaneMask, Abandoned> {
-        let mut cores = Lanes {
-            program: self.program,
-            texture: self.texture,
-            rows: &mut self.rows,
-            latches: &mut self.latches,
-            outputs: &mut self.outputs[..],
-            budget: self.budget,
-        };
-        interp::run::<LANES, NoObserver>(&mut cores, parity, lanes, entry, &mut NoObserver)
+        interp::run::<LANES, NoObserver>(&mut self.cores, parity, lanes, entry, &mut NoObserver)
             .map_err(|_| Abandoned)
     }
 }
@@ -269,6 +266,7 @@ mod tests {
     use crate::core::alu::Vec3;
     use crate::core::exec::tests::program_strategy;
     use crate::core::exec::NoObserver;
+    use crate::core::program::Program;
     use crate::core::rom::{rom, RomVariant};
     use crate::core::state::CoreState;
     use crate::isa::Word;
@@ -296,7 +294,7 @@ mod tests {
     }
 
     fn outputs(core: &Core<'_>) -> Vec<Option<u32>> {
-        (0..4096).map(|i| core.output.read(i)).collect()
+        (0..4096).map(|i| core.output().read(i)).collect()
     }
 
     proptest! {
@@ -362,7 +360,7 @@ mod tests {
             let back = group.into_cores();
             for (core, back) in alone.iter().zip(&back) {
                 prop_assert!(core.same_state(back));
-                prop_assert_eq!(core.latches, back.latches);
+                prop_assert_eq!(core.latches(), back.latches());
                 prop_assert_eq!(outputs(core), outputs(back));
             }
         }

@@ -148,15 +148,17 @@ pub(super) fn spread<const N: usize>(mask: LaneMask) -> [u32; N] {
     std::array::from_fn(|lane| 0u32.wrapping_sub((mask >> lane) & 1))
 }
 
-/// `N` cores as the interpreter reaches them.
-pub(super) struct Lanes<'m, 'a, const N: usize> {
+/// The state of `N` cores, as a lone core (`N = 1`) and a lock-step group keep it and the
+/// interpreter runs it: the registers lane by lane, each lane's latches and output memory,
+/// and what the lanes share (program, texture memory, per-pixel budget).
+pub(super) struct Lanes<'a, const N: usize> {
     pub program: &'a Program,
     pub texture: &'a [u32],
-    pub rows: &'m mut Rows<N>,
-    pub latches: &'m mut [Latches; N],
-    /// One output memory per lane that exists (a group may hold fewer cores than `N`).
-    pub outputs: &'m mut [OutputMemory],
     pub budget: u64,
+    pub latches: [Latches; N],
+    /// One output memory per lane (a group's lanes without a core hold an empty one).
+    pub outputs: [OutputMemory; N],
+    pub rows: Rows<N>,
 }
 
 /// Lane `lane` of `N` cores' rows with its latches: one core, as the control unit, the host
@@ -268,7 +270,7 @@ macro_rules! each_lane {
 /// each has returned; the result has the bit of every lane whose RETURN value had bit 0 set.
 #[inline(always)]
 pub(super) fn run<const N: usize, O: Observer>(
-    m: &mut Lanes<'_, '_, N>,
+    m: &mut Lanes<'_, N>,
     parity: usize,
     lanes: LaneMask,
     entry: EntryPoint,
@@ -293,7 +295,7 @@ pub(super) fn run<const N: usize, O: Observer>(
     };
     let mut covered = true;
     each_lane!(lane in lanes => {
-        let routine = control::start(&mut Lane::new(m.rows, m.latches, m.program, m.budget, lane));
+        let routine = control::start(&mut Lane::new(&mut m.rows, &mut m.latches, m.program, m.budget, lane));
         c.ret[lane] = routine.ret;
         c.budget_left[lane] = routine.budget_at_start;
         covered &= control::charge(&mut c.budget_left[lane], start_run);
@@ -313,7 +315,7 @@ pub(super) fn run<const N: usize, O: Observer>(
 /// scheduling at the bottom).
 #[inline(always)]
 pub(super) fn execute<'a, const N: usize, O: Observer, const PRECISE: bool>(
-    m: &mut Lanes<'_, 'a, N>,
+    m: &mut Lanes<'a, N>,
     parity: usize,
     mut c: Cursor<N>,
     mut prev: &'a Op,
@@ -323,7 +325,7 @@ pub(super) fn execute<'a, const N: usize, O: Observer, const PRECISE: bool>(
     // budget are reached through `m` in the arms that need them).
     let program = m.program;
     let ops = program.ops(parity);
-    let rows = &mut *m.rows;
+    let rows = &mut m.rows;
     let mut active = lanes_running::<N>(c.group);
     // The slot as a local (it goes back into `c` where the precise loop takes over); `prev`
     // is the previous op, whose DST field and result row forwarding compares with.
@@ -333,8 +335,8 @@ pub(super) fn execute<'a, const N: usize, O: Observer, const PRECISE: bool>(
             if PRECISE {
                 // Only a lone core runs precisely.
                 if c.budget_left[0] == 0 {
-                    let routine = routine_of(&c, m.latches, 0);
-                    let mut core = Lane::new(rows, m.latches, program, m.budget, 0);
+                    let routine = routine_of(&c, &m.latches, 0);
+                    let mut core = Lane::new(rows, &mut m.latches, program, m.budget, 0);
                     control::stop(&mut core, prev.dst, prev.d_row, routine, 0);
                     return Err(Interrupted::Fault(Fault::Watchdog {
                         address: program.slot_info(pc as u32).address,
@@ -600,8 +602,8 @@ pub(super) fn execute<'a, const N: usize, O: Observer, const PRECISE: bool>(
                     }
                     let mut value = false;
                     each_lane!(lane in c.group => {
-                        let routine = routine_of(&c, m.latches, lane);
-                        let mut core = Lane::new(rows, m.latches, program, m.budget, lane);
+                        let routine = routine_of(&c, &m.latches, lane);
+                        let mut core = Lane::new(rows, &mut m.latches, program, m.budget, lane);
                         value = control::finish(&mut core, op, routine, c.budget_left[lane]);
                     });
                     if N == 1 {
@@ -621,8 +623,8 @@ pub(super) fn execute<'a, const N: usize, O: Observer, const PRECISE: bool>(
                         return Err(Interrupted::Abandoned);
                     }
                     // The hung instruction is not executed.
-                    let routine = routine_of(&c, m.latches, 0);
-                    let mut core = Lane::new(rows, m.latches, program, m.budget, 0);
+                    let routine = routine_of(&c, &m.latches, 0);
+                    let mut core = Lane::new(rows, &mut m.latches, program, m.budget, 0);
                     control::stop(
                         &mut core,
                         prev.dst,
@@ -690,7 +692,7 @@ pub(super) fn execute<'a, const N: usize, O: Observer, const PRECISE: bool>(
 #[inline(never)]
 #[cold]
 fn execute_precisely<'a, const N: usize, O: Observer>(
-    m: &mut Lanes<'_, 'a, N>,
+    m: &mut Lanes<'a, N>,
     parity: usize,
     c: Cursor<N>,
     prev: &'a Op,

@@ -1129,7 +1129,7 @@ impl CoreRun {
             culled: core.culled_routines(),
             unknown_cost: core.unknown_cost_routines,
             instructions: core.instructions(),
-            output: core.output,
+            output: core.into_output(),
             hits,
         }
     }
