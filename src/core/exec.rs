@@ -5,10 +5,10 @@
 
 use super::alu::Vec3;
 use super::control;
-use super::interp::{self, Interrupted, Lanes, Rows};
+use super::interp::{self, Interrupted};
 use super::output::OutputMemory;
 use super::program::{storage_row, Program};
-use super::state::{CoreState, Latches};
+use super::state::{CoreState, Lanes, Latches, Rows};
 use crate::isa::registers::EntryPoint;
 use crate::isa::{Instr, Word};
 

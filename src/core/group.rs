@@ -15,10 +15,10 @@
 //! state, and the caller reruns core by core to report the fault exactly.
 
 use super::exec::{Core, NoObserver};
-pub use super::interp::Lane;
-use super::interp::{self, spread, Lanes, Row, Rows};
+use super::interp;
 use super::output::OutputMemory;
-use super::state::triangle_rows;
+pub use super::state::Lane;
+use super::state::{spread, triangle_rows, Lanes, Row, Rows};
 use super::triangle::Triangle;
 use crate::isa::registers::EntryPoint;
 

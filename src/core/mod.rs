@@ -9,8 +9,9 @@
 //! written once for any number of lanes: a lone [`Core`] is one lane, a lock-step
 //! [`group::CoreGroup`] eight. The arms compute with `alu` (the bit-exact arithmetic,
 //! one small function per formula) and `tmem` (TMREAD), and leave what a routine's start,
-//! CALL, RET, RETURN, OMWRITE and the watchdog do to a core to `control`. A core's state
-//! (registers, latches, budget) is [`CoreState`], the one trait the host and culling use.
+//! CALL, RET, RETURN, OMWRITE and the watchdog do to a core to `control`. A core's state is
+//! `state`'s: the `Lanes` a core or a group owns (registers stored lane by lane, latches and
+//! output memory per lane) and [`CoreState`], the one trait the host and culling use.
 
 pub mod alu;
 mod control;
