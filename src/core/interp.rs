@@ -50,11 +50,11 @@ pub(super) enum Interrupted {
 /// and, per lane, the budget, the return register and how the next CALL is reached; with
 /// `N > 1` also the lanes that wait and where.
 #[derive(Clone, Copy)]
-pub(super) struct Cursor<const N: usize> {
+pub(super) struct Cursor<'a, const N: usize> {
     /// The slot the running group is about to execute.
     pc: u16,
     /// Whether the running lanes share the previous op (what forwarding compares with);
-    /// else each has its own DST field and result row in `lane_ld`, `lane_row`.
+    /// else each has its own in `lane_prev`.
     uniform: bool,
     budget_left: [u64; N],
     ret: [u16; N],
@@ -66,8 +66,7 @@ pub(super) struct Cursor<const N: usize> {
     meeting: u16,
     returned: LaneMask,
     lane_pc: [u16; N],
-    lane_ld: [u16; N],
-    lane_row: [u8; N],
+    lane_prev: [&'a Op; N],
 }
 
 /// Runs `body` for every lane of `mask`; for a lone core, for its one lane.
@@ -106,8 +105,7 @@ pub(super) fn run<const N: usize, O: Observer>(
         meeting: u16::MAX,
         returned: 0,
         lane_pc: [start; N],
-        lane_ld: [0; N],
-        lane_row: [LATCH_ROW; N],
+        lane_prev: [&Op::ROUTINE_START; N],
     };
     let mut covered = true;
     each_lane!(lane in lanes => {
@@ -133,7 +131,7 @@ pub(super) fn run<const N: usize, O: Observer>(
 pub(super) fn execute<'a, const N: usize, O: Observer, const PRECISE: bool>(
     m: &mut Lanes<'a, N>,
     parity: usize,
-    mut c: Cursor<N>,
+    mut c: Cursor<'a, N>,
     mut prev: &'a Op,
     observer: &mut O,
 ) -> Result<LaneMask, Interrupted> {
@@ -170,13 +168,9 @@ pub(super) fn execute<'a, const N: usize, O: Observer, const PRECISE: bool>(
                 if op.flags & DYNAMIC_FORWARDING != 0 {
                     // Reached by paths that disagree about forwarding: compare addresses now.
                     each_lane!(lane in c.group => {
-                        let (ld, last_row) = if N == 1 || c.uniform {
-                            (prev.dst, prev.d_row)
-                        } else {
-                            (c.lane_ld[lane], c.lane_row[lane])
-                        };
-                        let a = operand_row(op.a_addr, op.a_home, ld, last_row);
-                        let b = operand_row(op.b_addr, op.b_home, ld, last_row);
+                        let prev = if N == 1 || c.uniform { prev } else { c.lane_prev[lane] };
+                        let a = operand_row(op.a_addr, op.a_home, prev.dst, prev.d_row);
+                        let b = operand_row(op.b_addr, op.b_home, prev.dst, prev.d_row);
                         let (a, b) = (rows[a as usize].lane(lane), rows[b as usize].lane(lane));
                         rows[FORWARD_A_ROW as usize].set_lane(lane, a);
                         rows[FORWARD_B_ROW as usize].set_lane(lane, b);
@@ -251,8 +245,7 @@ pub(super) fn execute<'a, const N: usize, O: Observer, const PRECISE: bool>(
                 ($result:expr) => {{
                     rows[op.d_row as usize].blend(&$result, &active);
                     for lane in lanes_of(c.group) {
-                        c.lane_ld[lane] = op.dst;
-                        c.lane_row[lane] = op.d_row;
+                        c.lane_prev[lane] = op;
                         let run = ops[c.lane_pc[lane] as usize].run as u64;
                         if !control::charge(&mut c.budget_left[lane], run) {
                             return Err(Interrupted::Abandoned);
@@ -470,7 +463,7 @@ pub(super) fn execute<'a, const N: usize, O: Observer, const PRECISE: bool>(
                     continue 'instructions;
                 }
                 for lane in lanes_of(c.group) {
-                    (c.lane_pc[lane], c.lane_ld[lane], c.lane_row[lane]) = (pc, op.dst, op.d_row);
+                    (c.lane_pc[lane], c.lane_prev[lane]) = (pc, op);
                 }
                 break 'step;
             }
@@ -480,8 +473,7 @@ pub(super) fn execute<'a, const N: usize, O: Observer, const PRECISE: bool>(
             // Waiting lanes join: from here the group's lanes may differ in what they
             // forward, so each keeps its own.
             for lane in lanes_of(c.group) {
-                c.lane_ld[lane] = op.dst;
-                c.lane_row[lane] = op.d_row;
+                c.lane_prev[lane] = op;
             }
             c.uniform = false;
             let joining = lanes_at(&c.lane_pc, c.waiting, pc);
@@ -510,7 +502,7 @@ pub(super) fn execute<'a, const N: usize, O: Observer, const PRECISE: bool>(
 fn execute_precisely<'a, const N: usize, O: Observer>(
     m: &mut Lanes<'a, N>,
     parity: usize,
-    c: Cursor<N>,
+    c: Cursor<'a, N>,
     prev: &'a Op,
     observer: &mut O,
 ) -> Result<LaneMask, Interrupted> {
@@ -551,7 +543,7 @@ fn set<const C: usize, const N: usize>(mut b: Row<N>, imm: u32) -> Row<N> {
 
 /// Lane `lane`'s routine, as the control unit books it.
 #[inline(always)]
-fn routine_of<const N: usize>(c: &Cursor<N>, latches: &[Latches; N], lane: usize) -> Routine {
+fn routine_of<const N: usize>(c: &Cursor<'_, N>, latches: &[Latches; N], lane: usize) -> Routine {
     // The latches keep the budget the routine started with until it stops.
     Routine {
         ret: c.ret[lane],
