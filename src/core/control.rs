@@ -11,35 +11,25 @@
 use super::alu::{self, Vec3};
 use super::output::OutputMemory;
 use super::program::{Op, Program, LATCH_ROW, TARGET_IS_CALL};
-use super::state::CoreState;
+use super::state::{CoreState, Latches};
 
-/// What the control unit keeps for a core while it runs a routine, besides the program
-/// counter and the forwarding latches.
-#[derive(Clone, Copy)]
-pub(super) struct Routine {
-    /// CALL's return register, as a slot.
-    pub ret: u16,
-    /// The budget left when the routine started: what it executed is the difference.
-    pub budget_at_start: u64,
-}
-
-/// Triggering a routine resets the last-destination latch (not the result latch).
-/// Decoding assumes a routine starts with the result latch in the latch row (true after
-/// every RETURN; moving it covers a core resumed after a fault).
+/// Triggering a routine resets the last-destination latch (not the result latch), and the
+/// next CALL is reached in sequence. Decoding assumes a routine starts with the result
+/// latch in the latch row (true after every RETURN; moving it covers a core resumed after
+/// a fault). Returns the budget left at the start: what the routine executes is the
+/// difference.
 #[inline(always)]
-pub(super) fn start(core: &mut impl CoreState) -> Routine {
-    core.latches_mut().last_dst = 0;
+pub(super) fn start(core: &mut impl CoreState) -> u64 {
+    let latches = core.latches_mut();
+    latches.last_dst = 0;
+    latches.arrival = Arrival::Sequential;
     let last_row = core.latches().last_row;
     if last_row != LATCH_ROW {
         let result = core.row(last_row as usize);
         core.set_row(LATCH_ROW as usize, result);
         core.latches_mut().last_row = LATCH_ROW;
     }
-    let latches = core.latches();
-    Routine {
-        ret: latches.return_slot as u16,
-        budget_at_start: latches.budget_left,
-    }
+    core.latches().budget_left
 }
 
 /// Charges the watchdog a whole straight run of `run` instructions (at a routine's start
@@ -79,17 +69,17 @@ impl Arrival {
     }
 }
 
-/// CALL at slot `pc`, reached as `arrival` says (which it resets for the next CALL, setting
-/// it to [`Arrival::Call`] when its own target is a CALL): the return register takes the
-/// slot [`Arrival`] names; returns the target.
+/// CALL at slot `pc`, reached as the latches' `arrival` says (which it resets for the next
+/// CALL, setting it to [`Arrival::Call`] when its own target is a CALL): the return
+/// register takes the slot [`Arrival`] names; returns the target.
 #[inline(always)]
-pub(super) fn call(op: &Op, pc: u16, arrival: &mut Arrival, ret: &mut u16) -> u16 {
-    match *arrival {
-        Arrival::Sequential => *ret = pc.wrapping_add(1),
-        Arrival::Jump(slot) => *ret = slot,
+pub(super) fn call(op: &Op, pc: u16, latches: &mut Latches) -> u16 {
+    match latches.arrival {
+        Arrival::Sequential => latches.return_slot = pc.wrapping_add(1),
+        Arrival::Jump(slot) => latches.return_slot = slot,
         Arrival::Call => {}
     }
-    *arrival = if op.flags & TARGET_IS_CALL != 0 {
+    latches.arrival = if op.flags & TARGET_IS_CALL != 0 {
         Arrival::Call
     } else {
         Arrival::Sequential
@@ -119,31 +109,30 @@ pub(super) fn omwrite(output: &mut OutputMemory, addresses: Vec3, values: Vec3) 
 pub(super) fn finish(
     core: &mut impl CoreState,
     op: &Op,
-    routine: Routine,
+    budget_at_start: u64,
     budget_left: u64,
 ) -> bool {
     let result = [op.imm; 3];
     core.set_row(op.d_row as usize, result);
     core.set_row(LATCH_ROW as usize, result);
-    stop(core, op.dst, LATCH_ROW, routine, budget_left);
+    stop(core, op.dst, LATCH_ROW, budget_at_start, budget_left);
     op.imm & 1 == 1
 }
 
-/// A routine stops (returned or faulted): the core keeps its forwarding latches (`last_dst`,
-/// `last_row`) and return register, and books what the routine executed.
+/// A routine that started with `budget_at_start` stops (returned or faulted): the core keeps
+/// its forwarding latches (`last_dst`, `last_row`) and books what the routine executed.
 #[inline(always)]
 pub(super) fn stop(
     core: &mut impl CoreState,
     last_dst: u16,
     last_row: u8,
-    routine: Routine,
+    budget_at_start: u64,
     budget_left: u64,
 ) {
     let latches = core.latches_mut();
     latches.last_dst = last_dst;
     latches.last_row = last_row;
-    latches.return_slot = routine.ret as u32;
-    latches.instructions += routine.budget_at_start - budget_left;
+    latches.instructions += budget_at_start - budget_left;
     latches.budget_left = budget_left;
 }
 

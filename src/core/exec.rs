@@ -101,7 +101,7 @@ impl<'a> Core<'a> {
                 texture,
                 budget: u64::MAX,
                 // The return register starts at address 0 (slot 0).
-                latches: [Latches::boot(program.slot_of(0).unwrap_or(0))],
+                latches: [Latches::boot(program.slot_of(0).unwrap_or(0) as u16)],
                 outputs: [OutputMemory::new(output_words)],
                 rows: Rows::ZERO,
             },
@@ -150,7 +150,7 @@ impl<'a> Core<'a> {
     pub fn return_address(&self) -> u16 {
         self.lanes
             .program
-            .slot_info(self.latches().return_slot)
+            .slot_info(self.latches().return_slot as u32)
             .address
     }
 

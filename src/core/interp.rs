@@ -24,7 +24,7 @@
 #![allow(clippy::needless_range_loop)]
 
 use super::alu::{self, Vec3};
-use super::control::{self, Arrival, Routine};
+use super::control::{self, Arrival};
 use super::exec::{Fault, Observer, Step};
 use super::group::{lanes_of, LaneMask};
 use super::program::{
@@ -32,7 +32,7 @@ use super::program::{
     FORWARD_B_ROW, LATCH_ROW, RET_BEFORE_CALL, SAVES_OLD, SLOW_BEFORE_CALL, STALE_ROW,
     TARGET_IS_CALL,
 };
-use super::state::{spread, Lane, Lanes, Latches, Row};
+use super::state::{spread, Lane, Lanes, Row};
 use super::tmem;
 use crate::isa::registers::EntryPoint;
 use crate::isa::{InputA, InputB};
@@ -47,8 +47,8 @@ pub(super) enum Interrupted {
 }
 
 /// The control state the loop carries: where the running lanes are, what they forward,
-/// and, per lane, the budget, the return register and how the next CALL is reached; with
-/// `N > 1` also the lanes that wait and where.
+/// and each lane's budget; with `N > 1` also the lanes that wait and where. (The return
+/// register and how the next CALL is reached stay in each lane's `Latches`.)
 #[derive(Clone, Copy)]
 pub(super) struct Cursor<'a, const N: usize> {
     /// The slot the running group is about to execute.
@@ -57,8 +57,6 @@ pub(super) struct Cursor<'a, const N: usize> {
     /// else each has its own in `lane_prev`.
     uniform: bool,
     budget_left: [u64; N],
-    ret: [u16; N],
-    arrival: [Arrival; N],
     /// The lanes running, the lanes waiting (at `lane_pc`), the lowest slot a waiting lane
     /// is at (`u16::MAX` for none), and the lanes that returned a set bit 0.
     group: LaneMask,
@@ -98,8 +96,6 @@ pub(super) fn run<const N: usize, O: Observer>(
         pc: start,
         uniform: true,
         budget_left: [0; N],
-        ret: [0; N],
-        arrival: [Arrival::Sequential; N],
         group: lanes,
         waiting: 0,
         meeting: u16::MAX,
@@ -109,9 +105,7 @@ pub(super) fn run<const N: usize, O: Observer>(
     };
     let mut covered = true;
     each_lane!(lane in lanes => {
-        let routine = control::start(&mut Lane::new(&mut m.rows, &mut m.latches, m.program, m.budget, lane));
-        c.ret[lane] = routine.ret;
-        c.budget_left[lane] = routine.budget_at_start;
+        c.budget_left[lane] = control::start(&mut Lane::new(&mut m.rows, &mut m.latches, m.program, m.budget, lane));
         covered &= control::charge(&mut c.budget_left[lane], start_run);
     });
     if covered {
@@ -149,9 +143,9 @@ pub(super) fn execute<'a, const N: usize, O: Observer, const PRECISE: bool>(
             if PRECISE {
                 // Only a lone core runs precisely.
                 if c.budget_left[0] == 0 {
-                    let routine = routine_of(&c, &m.latches, 0);
+                    let at_start = m.latches[0].budget_left;
                     let mut core = Lane::new(rows, &mut m.latches, program, m.budget, 0);
-                    control::stop(&mut core, prev.dst, prev.d_row, routine, 0);
+                    control::stop(&mut core, prev.dst, prev.d_row, at_start, 0);
                     return Err(Interrupted::Fault(Fault::Watchdog {
                         address: program.slot_info(pc as u32).address,
                         budget: m.budget,
@@ -183,7 +177,7 @@ pub(super) fn execute<'a, const N: usize, O: Observer, const PRECISE: bool>(
                 if op.flags & SLOW_BEFORE_CALL != 0 {
                     // The CALL at `pc` saves its own address + 2.
                     each_lane!(lane in c.group => {
-                        c.arrival[lane] = Arrival::jump(program, pc);
+                        m.latches[lane].arrival = Arrival::jump(program, pc);
                     });
                 }
             }
@@ -231,7 +225,7 @@ pub(super) fn execute<'a, const N: usize, O: Observer, const PRECISE: bool>(
                             rows[op.d_row as usize] = result;
                             if O::ENABLED {
                                 let step = (result.lane(0), taken);
-                                observe(observer, program, this, op, seen, step, target, c.ret[0]);
+                                observe(observer, program, this, op, seen, step, target, m.latches[0].return_slot);
                             }
                             c.pc = pc;
                             return execute_precisely(m, parity, c, op, observer);
@@ -266,7 +260,7 @@ pub(super) fn execute<'a, const N: usize, O: Observer, const PRECISE: bool>(
                         if op.flags & TARGET_IS_CALL != 0 {
                             each_lane!(lane in jumps => {
                                 if jumps >> lane & 1 == 1 {
-                                    c.arrival[lane] = Arrival::jump(program, this);
+                                    m.latches[lane].arrival = Arrival::jump(program, this);
                                 }
                             });
                         }
@@ -367,7 +361,7 @@ pub(super) fn execute<'a, const N: usize, O: Observer, const PRECISE: bool>(
                 Operation::Jmp => {
                     if op.flags & TARGET_IS_CALL != 0 {
                         each_lane!(lane in c.group => {
-                            c.arrival[lane] = Arrival::jump(program, this);
+                            m.latches[lane].arrival = Arrival::jump(program, this);
                         });
                     }
                     jump!(op.imm as u16, Row::ZERO)
@@ -375,7 +369,7 @@ pub(super) fn execute<'a, const N: usize, O: Observer, const PRECISE: bool>(
                 Operation::Call => {
                     let mut target = 0;
                     each_lane!(lane in c.group => {
-                        target = control::call(op, this, &mut c.arrival[lane], &mut c.ret[lane]);
+                        target = control::call(op, this, &mut m.latches[lane]);
                     });
                     jump!(target, Row::ZERO)
                 }
@@ -384,19 +378,20 @@ pub(super) fn execute<'a, const N: usize, O: Observer, const PRECISE: bool>(
                     if op.flags & RET_BEFORE_CALL != 0 {
                         let slot = program.jump_return_slot(this);
                         each_lane!(lane in c.group => {
-                            c.ret[lane] = slot;
+                            m.latches[lane].return_slot = slot;
                         });
                     }
+                    let ret = |lane: usize| m.latches[lane].return_slot;
                     let first = if N == 1 {
-                        c.ret[0]
+                        ret(0)
                     } else {
-                        c.ret[c.group.trailing_zeros() as usize]
+                        ret(c.group.trailing_zeros() as usize)
                     };
-                    if N == 1 || lanes_of(c.group).all(|lane| c.ret[lane] == first) {
+                    if N == 1 || lanes_of(c.group).all(|lane| ret(lane) == first) {
                         jump!(first, result)
                     } else {
                         for lane in lanes_of(c.group) {
-                            c.lane_pc[lane] = c.ret[lane];
+                            c.lane_pc[lane] = ret(lane);
                         }
                         split!(result)
                     }
@@ -407,13 +402,22 @@ pub(super) fn execute<'a, const N: usize, O: Observer, const PRECISE: bool>(
                 Operation::Return => {
                     if O::ENABLED {
                         let step = ([op.imm; 3], None);
-                        observe(observer, program, this, op, seen, step, pc, c.ret[0]);
+                        observe(
+                            observer,
+                            program,
+                            this,
+                            op,
+                            seen,
+                            step,
+                            pc,
+                            m.latches[0].return_slot,
+                        );
                     }
                     let mut value = false;
                     each_lane!(lane in c.group => {
-                        let routine = routine_of(&c, &m.latches, lane);
+                        let at_start = m.latches[lane].budget_left;
                         let mut core = Lane::new(rows, &mut m.latches, program, m.budget, lane);
-                        value = control::finish(&mut core, op, routine, c.budget_left[lane]);
+                        value = control::finish(&mut core, op, at_start, c.budget_left[lane]);
                     });
                     if N == 1 {
                         return Ok(value as LaneMask);
@@ -432,13 +436,13 @@ pub(super) fn execute<'a, const N: usize, O: Observer, const PRECISE: bool>(
                         return Err(Interrupted::Abandoned);
                     }
                     // The hung instruction is not executed.
-                    let routine = routine_of(&c, &m.latches, 0);
+                    let at_start = m.latches[0].budget_left;
                     let mut core = Lane::new(rows, &mut m.latches, program, m.budget, 0);
                     control::stop(
                         &mut core,
                         prev.dst,
                         prev.d_row,
-                        routine,
+                        at_start,
                         c.budget_left[0] + 1,
                     );
                     let address = op.imm as u16;
@@ -452,7 +456,16 @@ pub(super) fn execute<'a, const N: usize, O: Observer, const PRECISE: bool>(
             prev = op;
             if O::ENABLED {
                 let step = (result.lane(0), taken);
-                observe(observer, program, this, op, seen, step, pc, c.ret[0]);
+                observe(
+                    observer,
+                    program,
+                    this,
+                    op,
+                    seen,
+                    step,
+                    pc,
+                    m.latches[0].return_slot,
+                );
             }
             if N == 1 {
                 continue 'instructions;
@@ -539,16 +552,6 @@ fn exchange<const C: usize, const N: usize>(mut a: Row<N>, b: Row<N>) -> Row<N> 
 fn set<const C: usize, const N: usize>(mut b: Row<N>, imm: u32) -> Row<N> {
     b.0[C] = [imm; N];
     b
-}
-
-/// Lane `lane`'s routine, as the control unit books it.
-#[inline(always)]
-fn routine_of<const N: usize>(c: &Cursor<'_, N>, latches: &[Latches; N], lane: usize) -> Routine {
-    // The latches keep the budget the routine started with until it stops.
-    Routine {
-        ret: c.ret[lane],
-        budget_at_start: latches[lane].budget_left,
-    }
 }
 
 /// The lanes of `mask` at slot `pc`.

@@ -8,6 +8,7 @@
 #![allow(clippy::needless_range_loop)]
 
 use super::alu::Vec3;
+use super::control::Arrival;
 use super::group::LaneMask;
 use super::output::OutputMemory;
 use super::program::{storage_row, Program, LATCH_ROW, REGISTER_ARRAY_ROWS, SHADOW_SWAP_ROW};
@@ -52,12 +53,17 @@ pub struct Latches {
     pub(super) last_dst: u16,
     pub(super) last_row: u8,
     /// CALL's single return register (no stack), as a program slot.
-    pub(super) return_slot: u32,
+    pub(super) return_slot: u16,
+    /// How the next CALL of the running routine is reached (what its return register
+    /// takes). Kept here rather than in a local of the interpreter: it changes only at
+    /// CALLs and jumps to CALLs, and a lone core's loop has no register to spare.
+    pub(super) arrival: Arrival,
     /// The words the texture interface last latched for x, y and z ([`tmem::read`]).
     ///
     /// [`tmem::read`]: super::tmem::read
     pub(super) tmem_latch: Vec3,
-    /// Instructions left before the watchdog stops the current pixel.
+    /// Instructions left before the watchdog stops the current pixel; while a routine
+    /// runs, what was left at its start (the interpreter counts in a local until it stops).
     pub(super) budget_left: u64,
     /// Instructions executed since the core started (culled routines included).
     pub(super) instructions: u64,
@@ -67,12 +73,13 @@ pub struct Latches {
 
 impl Latches {
     /// A core at boot, its return register at slot `return_slot` (address 0's).
-    pub(super) fn boot(return_slot: u32) -> Latches {
+    pub(super) fn boot(return_slot: u16) -> Latches {
         Latches {
             parity: 0,
             last_dst: 0,
             last_row: LATCH_ROW,
             return_slot,
+            arrival: Arrival::Sequential,
             tmem_latch: ZERO,
             budget_left: u64::MAX,
             instructions: 0,
@@ -223,7 +230,7 @@ pub trait CoreState {
         let return_slot = self
             .program()
             .slot_of(return_address)
-            .expect("a CALL's return point has a slot");
+            .expect("a CALL's return point has a slot") as u16;
         let latches = self.latches_mut();
         latches.last_dst = return_dst;
         latches.last_row = LATCH_ROW;
