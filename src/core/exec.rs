@@ -179,25 +179,16 @@ impl<'a> Core<'a> {
         if O::ENABLED {
             observer.routine_start(entry, self.lanes.program.entry(entry));
         }
-        let value = self.interpret(entry, observer)?;
+        let parity = self.parity();
+        let value = match interp::run::<1, O>(&mut self.lanes, parity, 1, entry, observer) {
+            Ok(returned) => returned != 0,
+            Err(Interrupted::Fault(fault)) => return Err(fault),
+            Err(Interrupted::Abandoned) => unreachable!("a lone core reports its faults"),
+        };
         if O::ENABLED {
             observer.routine_end(entry, value);
         }
         Ok(value)
-    }
-
-    /// The interpreter for one lane.
-    fn interpret<O: Observer>(
-        &mut self,
-        entry: EntryPoint,
-        observer: &mut O,
-    ) -> Result<bool, Fault> {
-        let parity = self.parity();
-        match interp::run::<1, O>(&mut self.lanes, parity, 1, entry, observer) {
-            Ok(returned) => Ok(returned != 0),
-            Err(Interrupted::Fault(fault)) => Err(fault),
-            Err(Interrupted::Abandoned) => unreachable!("a lone core reports its faults"),
-        }
     }
 }
 

@@ -238,34 +238,6 @@ pub trait CoreState {
     }
 }
 
-/// A borrowed core is a core.
-impl<C: CoreState + ?Sized> CoreState for &mut C {
-    #[inline(always)]
-    fn row(&self, row: usize) -> Vec3 {
-        (**self).row(row)
-    }
-    #[inline(always)]
-    fn set_row(&mut self, row: usize, value: Vec3) {
-        (**self).set_row(row, value)
-    }
-    #[inline(always)]
-    fn latches(&self) -> &Latches {
-        (**self).latches()
-    }
-    #[inline(always)]
-    fn latches_mut(&mut self) -> &mut Latches {
-        (**self).latches_mut()
-    }
-    #[inline(always)]
-    fn program(&self) -> &Program {
-        (**self).program()
-    }
-    #[inline(always)]
-    fn budget(&self) -> u64 {
-        (**self).budget()
-    }
-}
-
 /// One register row of `N` cores: component `c` of lane `l` is `self.0[c][l]`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[repr(C)]
