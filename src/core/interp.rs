@@ -224,8 +224,8 @@ pub(super) fn execute<'a, const N: usize, O: Observer, const PRECISE: bool>(
                             }
                             rows[op.d_row as usize] = result;
                             if O::ENABLED {
-                                let step = (result.lane(0), taken);
-                                observe(observer, program, this, op, seen, step, target, m.latches[0].return_slot);
+                                let (step, ret) = ((result.lane(0), taken), m.latches[0].return_slot);
+                                observe(observer, program, this, op, seen, step, target, ret);
                             }
                             c.pc = pc;
                             return execute_precisely(m, parity, c, op, observer);
@@ -401,17 +401,8 @@ pub(super) fn execute<'a, const N: usize, O: Observer, const PRECISE: bool>(
                 Operation::BranchZ => branch!(Operation::BranchZ.component()),
                 Operation::Return => {
                     if O::ENABLED {
-                        let step = ([op.imm; 3], None);
-                        observe(
-                            observer,
-                            program,
-                            this,
-                            op,
-                            seen,
-                            step,
-                            pc,
-                            m.latches[0].return_slot,
-                        );
+                        let (step, ret) = (([op.imm; 3], None), m.latches[0].return_slot);
+                        observe(observer, program, this, op, seen, step, pc, ret);
                     }
                     let mut value = false;
                     each_lane!(lane in c.group => {
@@ -455,17 +446,8 @@ pub(super) fn execute<'a, const N: usize, O: Observer, const PRECISE: bool>(
             rows[op.d_row as usize].blend(&result, &active);
             prev = op;
             if O::ENABLED {
-                let step = (result.lane(0), taken);
-                observe(
-                    observer,
-                    program,
-                    this,
-                    op,
-                    seen,
-                    step,
-                    pc,
-                    m.latches[0].return_slot,
-                );
+                let (step, ret) = ((result.lane(0), taken), m.latches[0].return_slot);
+                observe(observer, program, this, op, seen, step, pc, ret);
             }
             if N == 1 {
                 continue 'instructions;
