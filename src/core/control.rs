@@ -106,33 +106,23 @@ pub(super) fn omwrite(output: &mut OutputMemory, addresses: Vec3, values: Vec3) 
 /// the next routine's first instruction may read it through address 0 after the host has
 /// written rows; the routine ends with bit 0 of the immediate.
 #[inline(always)]
-pub(super) fn finish(
-    core: &mut impl CoreState,
-    op: &Op,
-    budget_at_start: u64,
-    budget_left: u64,
-) -> bool {
+pub(super) fn finish(core: &mut impl CoreState, op: &Op, budget_left: u64) -> bool {
     let result = [op.imm; 3];
     core.set_row(op.d_row as usize, result);
     core.set_row(LATCH_ROW as usize, result);
-    stop(core, op.dst, LATCH_ROW, budget_at_start, budget_left);
+    stop(core, op.dst, LATCH_ROW, budget_left);
     op.imm & 1 == 1
 }
 
-/// A routine that started with `budget_at_start` stops (returned or faulted): the core keeps
-/// its forwarding latches (`last_dst`, `last_row`) and books what the routine executed.
+/// A routine stops (returned or faulted) with `budget_left`: the core keeps its forwarding
+/// latches (`last_dst`, `last_row`) and books what the routine executed, the difference
+/// from the budget the latches have held since its start.
 #[inline(always)]
-pub(super) fn stop(
-    core: &mut impl CoreState,
-    last_dst: u16,
-    last_row: u8,
-    budget_at_start: u64,
-    budget_left: u64,
-) {
+pub(super) fn stop(core: &mut impl CoreState, last_dst: u16, last_row: u8, budget_left: u64) {
     let latches = core.latches_mut();
     latches.last_dst = last_dst;
     latches.last_row = last_row;
-    latches.instructions += budget_at_start - budget_left;
+    latches.instructions += latches.budget_left - budget_left;
     latches.budget_left = budget_left;
 }
 

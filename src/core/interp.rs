@@ -143,9 +143,8 @@ pub(super) fn execute<'a, const N: usize, O: Observer, const PRECISE: bool>(
             if PRECISE {
                 // Only a lone core runs precisely.
                 if c.budget_left[0] == 0 {
-                    let at_start = m.latches[0].budget_left;
                     let mut core = Lane::new(rows, &mut m.latches, program, m.budget, 0);
-                    control::stop(&mut core, prev.dst, prev.d_row, at_start, 0);
+                    control::stop(&mut core, prev.dst, prev.d_row, 0);
                     return Err(Interrupted::Fault(Fault::Watchdog {
                         address: program.slot_info(pc as u32).address,
                         budget: m.budget,
@@ -406,9 +405,8 @@ pub(super) fn execute<'a, const N: usize, O: Observer, const PRECISE: bool>(
                     }
                     let mut value = false;
                     each_lane!(lane in c.group => {
-                        let at_start = m.latches[lane].budget_left;
                         let mut core = Lane::new(rows, &mut m.latches, program, m.budget, lane);
-                        value = control::finish(&mut core, op, at_start, c.budget_left[lane]);
+                        value = control::finish(&mut core, op, c.budget_left[lane]);
                     });
                     if N == 1 {
                         return Ok(value as LaneMask);
@@ -427,15 +425,8 @@ pub(super) fn execute<'a, const N: usize, O: Observer, const PRECISE: bool>(
                         return Err(Interrupted::Abandoned);
                     }
                     // The hung instruction is not executed.
-                    let at_start = m.latches[0].budget_left;
                     let mut core = Lane::new(rows, &mut m.latches, program, m.budget, 0);
-                    control::stop(
-                        &mut core,
-                        prev.dst,
-                        prev.d_row,
-                        at_start,
-                        c.budget_left[0] + 1,
-                    );
+                    control::stop(&mut core, prev.dst, prev.d_row, c.budget_left[0] + 1);
                     let address = op.imm as u16;
                     return Err(Interrupted::Fault(Fault::Hang {
                         address,
