@@ -188,15 +188,20 @@ impl<'a> CoreGroup<'a> {
             .into_iter()
             .take(self.len)
             .enumerate()
-            .map(|(lane, output)| {
-                let mut core = Core::new(group.program, group.texture, 0);
-                for (row, value) in core.lanes.rows.0.iter_mut().enumerate() {
-                    value.set_lane(0, group.rows[row].lane(lane));
-                }
-                core.lanes.latches = [group.latches[lane]];
-                core.lanes.budget = group.budget;
-                core.lanes.outputs = [output];
-                core
+            .map(|(lane, output)| Core {
+                lanes: Lanes {
+                    rows: Rows(std::array::from_fn(|row| {
+                        Row::splat(group.rows[row].lane(lane))
+                    })),
+                    program: group.program,
+                    texture: group.texture,
+                    budget: group.budget,
+                    latches: [group.latches[lane]],
+                    outputs: [output],
+                },
+                // A group's triangles come from culled runs or the whole list, never from the
+                // acceleration structure, which alone books routines at unknown cost.
+                unknown_cost_routines: 0,
             })
             .collect()
     }
