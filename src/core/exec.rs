@@ -9,6 +9,7 @@ use super::interp::{self, Interrupted};
 use super::output::OutputMemory;
 use super::program::{storage_row, Program};
 use super::state::{CoreState, Lanes, Latches, Rows};
+use super::track::{element, Elements, Footprint, RETURN_REGISTER, TMEM_LATCH};
 use crate::isa::registers::EntryPoint;
 use crate::isa::{Instr, Word};
 
@@ -72,9 +73,31 @@ pub struct Step {
 /// Sees every instruction when tracing; the default observer compiles away.
 pub trait Observer {
     const ENABLED: bool;
+    /// Whether the interpreter records what the core reads and writes into
+    /// [`Observer::footprint`] (a core with a footprint runs its routines so).
+    #[doc(hidden)]
+    const TRACKS: bool = false;
     fn routine_start(&mut self, _entry: EntryPoint, _address: u16) {}
     fn step(&mut self, _step: &Step) {}
     fn routine_end(&mut self, _entry: EntryPoint, _return_value: bool) {}
+    #[doc(hidden)]
+    fn footprint(&self) -> &Footprint {
+        unreachable!("only an observer that tracks has a footprint")
+    }
+}
+
+/// Runs a core's routines recording their [`Footprint`] (and sees nothing else: culling
+/// and every other shortcut stay on).
+struct Tracking<'f>(&'f Footprint);
+
+impl Observer for Tracking<'_> {
+    const ENABLED: bool = false;
+    const TRACKS: bool = true;
+
+    #[inline(always)]
+    fn footprint(&self) -> &Footprint {
+        self.0
+    }
 }
 
 /// The observer of normal renders: nothing.
@@ -85,12 +108,15 @@ impl Observer for NoObserver {
 }
 
 /// One THEIA core: one lane of the interpreter's state.
+#[derive(Clone)]
 pub struct Core<'a> {
     pub(super) lanes: Lanes<'a, 1>,
     /// Of the routines booked without being interpreted, those booked at an upper bound of
     /// their cost because their exit was not known (the acceleration structure):
     /// `instructions` is then not exact.
     pub unknown_cost_routines: u64,
+    /// What the core has read and written since [`Core::track`], when it is tracked.
+    pub(super) footprint: Option<Box<Footprint>>,
 }
 
 impl<'a> Core<'a> {
@@ -106,12 +132,62 @@ impl<'a> Core<'a> {
                 rows: Rows::ZERO,
             },
             unknown_cost_routines: 0,
+            footprint: None,
         }
+    }
+
+    /// From now on, records what the core reads of its state before writing it, and what
+    /// it writes ([`Footprint`]), until [`Core::untrack`].
+    pub fn track(&mut self) {
+        self.footprint = Some(Box::default());
+    }
+
+    /// What the core read and wrote since [`Core::track`]; it runs untracked again.
+    pub fn untrack(&mut self) -> Option<Box<Footprint>> {
+        self.footprint.take()
+    }
+
+    /// The value of state element `element` ([`track`](super::track)); untracked.
+    pub fn element(&self, element: usize) -> u32 {
+        let latches = self.latches();
+        match element {
+            RETURN_REGISTER => latches.return_slot as u32,
+            _ if element >= TMEM_LATCH => latches.tmem_latch[element - TMEM_LATCH],
+            _ => self.lanes.rows[element / 3].lane(0)[element % 3],
+        }
+    }
+
+    /// Sets state element `element` (a return register's value must be a slot of the
+    /// program); untracked.
+    pub fn set_element(&mut self, element: usize, value: u32) {
+        let latches = self.latches_mut();
+        match element {
+            RETURN_REGISTER => latches.return_slot = value as u16,
+            _ if element >= TMEM_LATCH => latches.tmem_latch[element - TMEM_LATCH] = value,
+            _ => self.lanes.rows[element / 3].0[element % 3][0] = value,
+        }
+    }
+
+    /// Whether the elements `live` and the latches a routine's start compares or copies
+    /// (swap parity, forwarding latches) hold the same values in both cores: then the same
+    /// stretch of execution, run from either, reads the same values (its footprint's live
+    /// elements being `live`).
+    pub fn agrees_on(&self, other: &Core<'_>, live: &Elements) -> bool {
+        let (a, b) = (self.latches(), other.latches());
+        a.parity == b.parity
+            && a.last_dst == b.last_dst
+            && a.last_row == b.last_row
+            && live.iter().all(|e| self.element(e) == other.element(e))
     }
 
     /// The output memory OMWRITE writes.
     pub fn output(&self) -> &OutputMemory {
         &self.lanes.outputs[0]
+    }
+
+    /// Puts `output` in place of the core's output memory, which it returns.
+    pub fn replace_output(&mut self, output: OutputMemory) -> OutputMemory {
+        std::mem::replace(&mut self.lanes.outputs[0], output)
     }
 
     /// The output memory, the core done with.
@@ -176,6 +252,9 @@ impl<'a> Core<'a> {
     /// Runs one routine from the entry-point table until its RETURN; returns bit 0 of it.
     #[inline]
     pub fn run<O: Observer>(&mut self, entry: EntryPoint, observer: &mut O) -> Result<bool, Fault> {
+        if !O::ENABLED && self.footprint.is_some() {
+            return self.run_tracked(entry);
+        }
         if O::ENABLED {
             observer.routine_start(entry, self.lanes.program.entry(entry));
         }
@@ -192,15 +271,62 @@ impl<'a> Core<'a> {
     }
 }
 
+impl Core<'_> {
+    /// [`Core::run`] recording the routine's footprint. Out of line: it is another
+    /// instance of the interpreter, and the untracked one stays as small as it was.
+    #[inline(never)]
+    fn run_tracked(&mut self, entry: EntryPoint) -> Result<bool, Fault> {
+        let parity = self.parity();
+        let footprint = self.footprint.as_deref().expect("a tracked core");
+        let mut tracking = Tracking(footprint);
+        match interp::run::<1, _>(&mut self.lanes, parity, 1, entry, &mut tracking) {
+            Ok(returned) => Ok(returned != 0),
+            Err(Interrupted::Fault(fault)) => Err(fault),
+            Err(Interrupted::Abandoned) => unreachable!("a lone core reports its faults"),
+        }
+    }
+}
+
+/// Native code (the host, culling, the structure, pixel stages) reaches a core's state
+/// here; a tracked core records every row it reads or writes.
 impl CoreState for Core<'_> {
     #[inline(always)]
     fn row(&self, row: usize) -> Vec3 {
+        if let Some(footprint) = &self.footprint {
+            footprint.read_row(row);
+        }
         self.lanes.rows[row].lane(0)
     }
 
     #[inline(always)]
     fn set_row(&mut self, row: usize, value: Vec3) {
+        if let Some(footprint) = &self.footprint {
+            footprint.write_row(row);
+        }
         self.lanes.rows[row].set_lane(0, value);
+    }
+
+    #[inline(always)]
+    fn row_component(&self, row: usize, component: usize) -> u32 {
+        if let Some(footprint) = &self.footprint {
+            footprint.read(element(row, component));
+        }
+        self.lanes.rows[row].0[component][0]
+    }
+
+    #[inline(always)]
+    fn set_row_component(&mut self, row: usize, component: usize, value: u32) {
+        if let Some(footprint) = &self.footprint {
+            footprint.write(element(row, component));
+        }
+        self.lanes.rows[row].0[component][0] = value;
+    }
+
+    fn set_return_register(&mut self, slot: u16) {
+        if let Some(footprint) = &self.footprint {
+            footprint.write(RETURN_REGISTER);
+        }
+        self.latches_mut().return_slot = slot;
     }
 
     #[inline(always)]
@@ -622,6 +748,81 @@ pub(crate) mod tests {
                 core.refill_budget();
                 traced.refill_budget();
                 reference.budget_left = budget;
+            }
+        }
+    }
+
+    /// Runs the test program's pixel shader twice with a triangle load between, as in
+    /// `the_interpreter_matches_the_reference`; what came out (results, counts, output).
+    fn two_routines(core: &mut Core<'_>, triangle: &Triangle) -> Vec<(Result<bool, Fault>, u64)> {
+        let mut results = Vec::new();
+        for _round in 0..2 {
+            let result = core.run(EntryPoint::PixelShader, &mut NoObserver);
+            results.push((result, core.instructions()));
+            if result.is_err() {
+                break;
+            }
+            core.load_triangle(triangle);
+            core.refill_budget();
+        }
+        results
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(3000))]
+
+        /// The footprint's claim: start values of elements that are not live change
+        /// nothing the routines do, and an untouched element ends as it started.
+        #[test]
+        fn a_footprint_holds_everything_the_routines_depend_on(
+            code in program_strategy(),
+            start in prop::collection::vec(any::<u32>(), crate::core::track::ELEMENTS),
+            other in prop::collection::vec(any::<u32>(), crate::core::track::ELEMENTS),
+            budget in prop_oneof![Just(64u64), 0u64..40],
+            triangle in [[any::<u32>(); 3]; 7],
+            parity in 0u8..2,
+        ) {
+            let mut imem = Program::default_imem();
+            imem[EntryPoint::PixelShader as usize] = Word(0x800C);
+            imem.extend_from_slice(&code);
+            let program = Program::new(rom(RomVariant::Faithful), &imem);
+            let slots = program.slot_count() as u32;
+            let texture: Vec<u32> = (0..64).map(|i| i * 7).collect();
+            let mut tracked = Core::new(&program, &texture, 4096);
+            for (element, &value) in start.iter().enumerate() {
+                let value = if element == RETURN_REGISTER { value % slots } else { value };
+                tracked.set_element(element, value);
+            }
+            tracked.lanes.latches[0].parity = parity;
+            tracked.set_budget(budget);
+            let mut changed = tracked.clone();
+            tracked.track();
+            let ran = two_routines(&mut tracked, &triangle);
+            let footprint = tracked.untrack().expect("tracked");
+            let live = footprint.live();
+            for (element, &value) in other.iter().enumerate() {
+                if !live.contains(element) {
+                    let value = if element == RETURN_REGISTER { value % slots } else { value };
+                    changed.set_element(element, value);
+                }
+            }
+            let start_changed = changed.clone();
+            prop_assert_eq!(&two_routines(&mut changed, &triangle), &ran);
+            prop_assert_eq!(changed.output().words.clone(), tracked.output().words.clone());
+            prop_assert_eq!(changed.latches().parity, tracked.latches().parity);
+            // A fault ends the frame: what the core holds after one does not matter (and a
+            // run the watchdog cut short has claimed its writes whole).
+            if ran.iter().any(|(result, _)| result.is_err()) {
+                return Ok(());
+            }
+            let untouched = footprint.untouched();
+            for element in 0..crate::core::track::ELEMENTS {
+                let expected = if untouched.contains(element) {
+                    start_changed.element(element)
+                } else {
+                    tracked.element(element)
+                };
+                prop_assert_eq!(changed.element(element), expected, "element {}", element);
             }
         }
     }

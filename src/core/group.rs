@@ -202,6 +202,7 @@ impl<'a> CoreGroup<'a> {
                 // A group's triangles come from culled runs or the whole list, never from the
                 // acceleration structure, which alone books routines at unknown cost.
                 unknown_cost_routines: 0,
+                footprint: None,
             })
             .collect()
     }

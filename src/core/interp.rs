@@ -34,6 +34,7 @@ use super::program::{
 };
 use super::state::{spread, Lane, Lanes, Row};
 use super::tmem;
+use super::track::{Footprint, RETURN_REGISTER, TMEM_LATCH};
 use crate::isa::registers::EntryPoint;
 use crate::isa::{InputA, InputB};
 
@@ -103,6 +104,17 @@ pub(super) fn run<const N: usize, O: Observer>(
         lane_pc: [start; N],
         lane_prev: [&Op::ROUTINE_START; N],
     };
+    if O::TRACKS {
+        let footprint = observer.footprint();
+        // `control::start` moves a result latch that is not in the latch row there.
+        let last_row = m.latches[0].last_row;
+        if last_row != LATCH_ROW {
+            footprint.read_row(last_row as usize);
+            footprint.write_row(LATCH_ROW as usize);
+        }
+        let (ops, effects) = (program.ops(parity), program.effects(parity));
+        footprint.enter(ops, effects, start, &Op::ROUTINE_START);
+    }
     let mut covered = true;
     each_lane!(lane in lanes => {
         c.budget_left[lane] = control::start(&mut Lane::new(&mut m.rows, &mut m.latches, m.program, m.budget, lane));
@@ -211,6 +223,9 @@ pub(super) fn execute<'a, const N: usize, O: Observer, const PRECISE: bool>(
                     let result: Row<N> = $result;
                     pc = target;
                     jumped = true;
+                    if O::TRACKS {
+                        observer.footprint().enter(ops, program.effects(parity), target, op);
+                    }
                     if !PRECISE {
                         let run = ops[target as usize].run as u64;
                         let mut covered = true;
@@ -352,6 +367,9 @@ pub(super) fn execute<'a, const N: usize, O: Observer, const PRECISE: bool>(
                     let a = a!();
                     let mut result = Row::ZERO;
                     each_lane!(lane in c.group => {
+                        if O::TRACKS {
+                            track_tmread(observer.footprint(), a.lane(lane));
+                        }
                         let latch = &mut m.latches[lane].tmem_latch;
                         result.set_lane(lane, tmem::read(m.texture, latch, a.lane(lane)));
                     });
@@ -367,6 +385,9 @@ pub(super) fn execute<'a, const N: usize, O: Observer, const PRECISE: bool>(
                 }
                 Operation::Call => {
                     let mut target = 0;
+                    if O::TRACKS && m.latches[0].arrival != Arrival::Call {
+                        observer.footprint().write(RETURN_REGISTER);
+                    }
                     each_lane!(lane in c.group => {
                         target = control::call(op, this, &mut m.latches[lane]);
                     });
@@ -374,6 +395,13 @@ pub(super) fn execute<'a, const N: usize, O: Observer, const PRECISE: bool>(
                 }
                 Operation::Ret => {
                     let result = Row(control::ret_result([op.imm; N], b!().0));
+                    if O::TRACKS {
+                        let footprint = observer.footprint();
+                        if op.flags & RET_BEFORE_CALL != 0 {
+                            footprint.write(RETURN_REGISTER);
+                        }
+                        footprint.read(RETURN_REGISTER);
+                    }
                     if op.flags & RET_BEFORE_CALL != 0 {
                         let slot = program.jump_return_slot(this);
                         each_lane!(lane in c.group => {
@@ -493,6 +521,19 @@ fn execute_precisely<'a, const N: usize, O: Observer>(
     observer: &mut O,
 ) -> Result<LaneMask, Interrupted> {
     execute::<N, O, true>(m, parity, c, prev, observer)
+}
+
+/// TMREAD at `addresses` in a tracked core: the latch components it keeps are read, the
+/// others written ([`tmem::kept`]).
+#[inline(always)]
+fn track_tmread(footprint: &Footprint, addresses: Vec3) {
+    for (component, kept) in tmem::kept(addresses).into_iter().enumerate() {
+        if kept {
+            footprint.read(TMEM_LATCH + component);
+        } else {
+            footprint.write(TMEM_LATCH + component);
+        }
+    }
 }
 
 /// All ones in the running lanes, zero elsewhere: [`spread`], but constant for a lone core,

@@ -23,6 +23,7 @@ pub mod program;
 pub mod rom;
 pub mod state;
 pub mod tmem;
+pub mod track;
 pub mod triangle;
 
 pub use exec::{Core, Fault, NoObserver, Observer, Step};

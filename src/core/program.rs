@@ -20,6 +20,7 @@ use crate::isa::registers::{
 use crate::isa::{Flow, Instr, Word, Writes, UNDEFINED_ROM_WORD};
 
 use super::alu;
+use super::track::RunEffect;
 
 /// What an [`Op`] does: the opcode table's operation column (one variant per lane for the
 /// lane-specific ones), with [`Operation::Hang`] for undefined opcodes.
@@ -282,6 +283,9 @@ pub struct Program {
     slots: Vec<Slot>,
     /// `ops[parity][slot]`.
     ops: Vec<Box<[Op; OP_TABLE_LEN]>>,
+    /// `effects[parity][slot]`: what the straight run starting at the slot reads and
+    /// writes, for tracking ([`track`](super::track)).
+    effects: Vec<Vec<RunEffect>>,
     slot_of: HashMap<u16, u32>,
 }
 
@@ -310,6 +314,7 @@ impl Program {
             loaded_imem_words: loaded,
             slots: Vec::new(),
             ops: Vec::new(),
+            effects: Vec::new(),
             slot_of: HashMap::new(),
         };
         // Sequential runs first, each followed by the address after it, so that "next
@@ -403,6 +408,15 @@ impl Program {
                 ops.into_boxed_slice()
                     .try_into()
                     .expect("the op table has 2^16 slots")
+            })
+            .collect();
+        program.effects = program
+            .ops
+            .iter()
+            .map(|ops| {
+                (0..program.slots.len())
+                    .map(|slot| RunEffect::of_run(&ops[slot..]))
+                    .collect()
             })
             .collect();
         program
@@ -523,6 +537,12 @@ impl Program {
             && (address & !USER_CODE_BIT) as usize >= self.loaded_imem_words
     }
 
+    /// Slots: every address that can execute has one, numbered from 0.
+    #[cfg(test)]
+    pub(crate) fn slot_count(&self) -> usize {
+        self.slots.len()
+    }
+
     pub(crate) fn entry_slot(&self, entry: EntryPoint) -> u32 {
         self.entry_slot[entry as usize]
     }
@@ -533,6 +553,12 @@ impl Program {
     }
 
     #[inline(always)]
+    /// What the straight run starting at each slot reads and writes, for swap parity
+    /// `parity` ([`track`](super::track)).
+    pub(crate) fn effects(&self, parity: usize) -> &[RunEffect] {
+        &self.effects[parity]
+    }
+
     pub(crate) fn ops(&self, parity: usize) -> &[Op; OP_TABLE_LEN] {
         &self.ops[parity]
     }

@@ -155,6 +155,35 @@ pub trait CoreState {
         }
     }
 
+    /// One component of storage row `row` (a tracked core records that component alone).
+    #[inline(always)]
+    fn row_component(&self, row: usize, component: usize) -> u32 {
+        self.row(row)[component]
+    }
+
+    /// Sets one component of storage row `row`, the others unchanged.
+    #[inline(always)]
+    fn set_row_component(&mut self, row: usize, component: usize, value: u32) {
+        let mut old = self.row(row);
+        old[component] = value;
+        self.set_row(row, old);
+    }
+
+    /// One component of a register, as [`CoreState::register`] reads it.
+    #[inline(always)]
+    fn register_component(&self, address: u16, component: usize) -> u32 {
+        self.row_component(storage_row(address, self.parity()), component)
+    }
+
+    /// Writes one component of a register as the execution unit would, the others
+    /// unchanged (what SETX does to its own destination).
+    #[inline(always)]
+    fn write_register_component(&mut self, address: u16, component: usize, value: u32) {
+        if core_writable(address) {
+            self.set_row_component(storage_row(address, self.parity()), component, value);
+        }
+    }
+
     /// A host (IO) write: bank-0 row `address & 31` and the IO-side swap copy's row both
     /// receive it (spec isa_and_formats §2.1).
     fn host_write(&mut self, address: u16, value: Vec3) {
@@ -231,10 +260,16 @@ pub trait CoreState {
             .program()
             .slot_of(return_address)
             .expect("a CALL's return point has a slot") as u16;
+        self.set_return_register(return_slot);
         let latches = self.latches_mut();
         latches.last_dst = return_dst;
         latches.last_row = LATCH_ROW;
-        latches.return_slot = return_slot;
+    }
+
+    /// CALL's return register takes program slot `slot` (native code; the interpreter's
+    /// CALL and RET reach the latches themselves).
+    fn set_return_register(&mut self, slot: u16) {
+        self.latches_mut().return_slot = slot;
     }
 }
 
@@ -353,6 +388,7 @@ pub(super) fn spread<const N: usize>(mask: LaneMask) -> [u32; N] {
 /// and what the lanes share (program, texture memory, per-pixel budget).
 // The rows first, at the start of the (aligned) allocation: a group's lock-step rows ran
 // 3-5% slower with the rows after the other fields (the same host instructions).
+#[derive(Clone)]
 #[repr(C)]
 pub(super) struct Lanes<'a, const N: usize> {
     pub rows: Rows<N>,
