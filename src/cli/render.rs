@@ -17,6 +17,7 @@ use super::Outcome;
 use theia::image::partial::{PartialHeader, PartialImage};
 use theia::image::{write_atomically, write_frame};
 use theia::machine::fingerprint::Fingerprint;
+use theia::machine::speculate::ChunkStats;
 use theia::machine::ssaa::box_filter;
 use theia::machine::{Band, Machine, Render, RenderError, RenderOptions};
 
@@ -331,13 +332,22 @@ pub fn summary(
         ),
         None => String::new(),
     };
+    let reruns = match render.chunks {
+        ChunkStats { reruns: 0, .. } => String::new(),
+        ChunkStats {
+            reruns,
+            speculative,
+        } => format!(
+            "; {reruns} of {speculative} chunks run again (their guessed start state was wrong)"
+        ),
+    };
     let loading = if loaded.elapsed >= SHOW_LOAD_TIME {
         format!(", loaded in {:.2} s", loaded.elapsed.as_secs_f64())
     } else {
         String::new()
     };
     format!(
-        "{}: {size}{samples}, {} triangles{loading}, {cores}, {cost}{artifacts}",
+        "{}: {size}{samples}, {} triangles{loading}, {cores}, {cost}{artifacts}{reruns}",
         output.display(),
         loaded.scene.triangles.len(),
     )

@@ -638,7 +638,7 @@ pub fn verdict(h2: u32, h3: impl FnOnce() -> u32, delta: u32) -> Option<Exit> {
 /// returns FALSE.
 #[inline]
 pub fn main_returns_false(core: &impl CoreState) -> bool {
-    alu::compare(0, core.register(address::CREG_ZERO)[0], JEQ)
+    alu::compare(0, core.register_component(address::CREG_ZERO, 0), JEQ)
 }
 
 impl Culler {
@@ -652,9 +652,8 @@ impl Culler {
         ray: Vec3,
     ) {
         let s = self.reject_state(last, ray);
-        let r3 = core.register(address::R3);
         match self.biu {
-            Biu::Faithful => core.write_register(address::R3, [alu::ONE, r3[1], r3[2]]),
+            Biu::Faithful => core.write_register_component(address::R3, 0, alu::ONE),
             Biu::Fixed => {
                 let (_, r3) = fixed_bounds(s.delta_prime);
                 core.write_register(address::R3, r3);
@@ -663,8 +662,7 @@ impl Culler {
                 core.write_register(address::R2, [s.g1; 3]);
             }
         }
-        let r1 = core.register(address::R1);
-        core.write_register(address::R1, [0, r1[1], r1[2]]);
+        core.write_register_component(address::R1, 0, 0);
         for (address, value) in [
             (address::CREG_E1, s.e1),
             (address::CREG_E2, s.e2),

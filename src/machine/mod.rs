@@ -9,6 +9,7 @@ pub mod band;
 pub mod cull;
 pub mod fingerprint;
 pub mod hits;
+pub mod speculate;
 pub mod ssaa;
 pub mod triangles;
 
@@ -34,6 +35,7 @@ use accel::{Accel, AccelRefusal, RayTree, RowVerdicts};
 pub use band::Band;
 use cull::{Culler, Refusal};
 use hits::PixelHit;
+use speculate::{ChunkStats, Chunking, CoreRun};
 use triangles::{Candidates, CulledRuns, Every, TileCandidates};
 
 /// How to run a frame.
@@ -59,6 +61,9 @@ pub struct RenderOptions {
     pub accel: AccelUse,
     /// Render only this band of the partitions ([`Band`]); `None`: all of them.
     pub band: Option<Band>,
+    /// How each core's pixels are cut into chunks that run on several host threads
+    /// ([`speculate`]); the default cuts by the work and the threads.
+    pub chunking: Chunking,
 }
 
 /// When culling uses the acceleration structure ([`accel`]) rather than testing every
@@ -151,6 +156,7 @@ impl Default for RenderOptions {
             stage: None,
             accel: AccelUse::Auto,
             band: None,
+            chunking: Chunking::default(),
         }
     }
 }
@@ -211,6 +217,9 @@ pub struct Render {
     pub accel: Result<bool, AccelRefusal>,
     /// What the structure's batches held and cost, when the cores used it.
     pub structure: Option<StructureUse>,
+    /// How the cores' pixels were cut into chunks run in parallel, and how many chunks
+    /// had to run again ([`speculate`]).
+    pub chunks: ChunkStats,
 }
 
 /// The acceleration structure's batches in one render.
@@ -292,6 +301,8 @@ pub struct Machine<'a> {
     /// About how many candidates one batch of the structure may hold (4 bytes each):
     /// [`BATCH_CANDIDATES`] unless a test asks for smaller batches.
     batch_candidates: u64,
+    /// How each core's pixels are cut into chunks ([`RenderOptions::chunking`]).
+    chunking: Chunking,
     /// Raised by another thread to stop a render early ([`RenderError::Cancelled`]), e.g.
     /// when a newer edit makes the frame in flight worthless. Checked once per pixel.
     pub cancel: Option<Arc<AtomicBool>>,
@@ -351,6 +362,7 @@ impl<'a> Machine<'a> {
             max_steps: options
                 .max_steps
                 .unwrap_or_else(|| default_max_steps(scene.triangles.len())),
+            chunking: options.chunking,
             cancel: None,
         };
         let wanted = match options.accel {
@@ -498,13 +510,14 @@ impl<'a> Machine<'a> {
     pub fn render(&self, progress: Option<&AtomicU64>) -> Result<Render, RenderError> {
         let start = Instant::now();
         let mut structure = None;
+        let mut chunks = ChunkStats::default();
         let (cores, lockstep_groups) = match self.render_lockstep(progress) {
             Some(grouped) => grouped,
             None => {
                 if let Some(counter) = progress {
                     counter.store(0, Ordering::Relaxed);
                 }
-                match self.render_core_by_core(progress, &mut structure) {
+                match self.render_core_by_core(progress, &mut structure, &mut chunks) {
                     Ok(cores) => (cores, 0),
                     // Skipped exits were charged at their most: only per-triangle culling
                     // stops a pixel exactly where the hardware's watchdog would.
@@ -538,106 +551,8 @@ impl<'a> Machine<'a> {
                 Err(refusal) => Err(refusal.clone()),
             },
             structure,
+            chunks,
         })
-    }
-
-    /// Every core on its own, partitions in parallel; with the acceleration structure,
-    /// batch by batch ([`FrameAccel`]): each batch is built, every core renders its pixels
-    /// of the batch, and the batch is dropped before the next is built. A core's state
-    /// carries over from batch to batch, so batches change nothing a core computes.
-    /// `structure` receives what the batches held.
-    fn render_core_by_core(
-        &self,
-        progress: Option<&AtomicU64>,
-        structure: &mut Option<StructureUse>,
-    ) -> Result<Vec<CoreRun>, RenderError> {
-        let mut runs: Vec<CoreProgress<'_, '_>> = self.partitions[self.active.clone()]
-            .par_iter()
-            .enumerate()
-            .map(|(index, partition)| {
-                CoreProgress::boot(self, self.active.start + index, partition, progress)
-            })
-            .collect();
-        if let (Ok(culler), Ok(Some(accel))) = (&self.culler, &self.accel) {
-            let mut batches = StructureUse::default();
-            for ends in &accel.ends {
-                if self.cancelled() {
-                    return Err(RenderError::Cancelled);
-                }
-                let batch = match &accel.whole {
-                    Some(whole) => whole.clone(),
-                    None => {
-                        let wanted = self.batch_rows(&accel.tree, &runs, ends);
-                        if !wanted.contains(&true) {
-                            continue;
-                        }
-                        let start = Instant::now();
-                        let batch = accel.tree.build(culler, &wanted);
-                        batches.build += start.elapsed();
-                        Arc::new(batch)
-                    }
-                };
-                batches.add(&batch);
-                runs.par_iter_mut()
-                    .zip(ends)
-                    .for_each(|(run, &end)| self.advance(run, Some(&batch), end));
-            }
-            *structure = Some(batches);
-        }
-        // Without the structure, or should a core outlast its last batch (its NPG leaving
-        // the partition's order), the rest with per-triangle culling.
-        runs.par_iter_mut()
-            .for_each(|run| self.advance(run, None, u32::MAX));
-        // Every core runs to its end or its fault, so the error reported is always the
-        // lowest-numbered failing core's, whatever the threads' timing.
-        runs.into_iter().map(CoreProgress::finish).collect()
-    }
-
-    /// The tile rows of a batch: each unfinished core's, from its next pixel's row to the
-    /// row before its end in the batch.
-    fn batch_rows(&self, tree: &RayTree, runs: &[CoreProgress<'_, '_>], ends: &[u32]) -> Vec<bool> {
-        let rows = runs
-            .iter()
-            .zip(ends)
-            .filter(|(run, _)| run.outcome.is_none())
-            .map(|(run, &end)| run.next_row()..run.partition.end_pixel().1.min(end));
-        tree.tile_rows_of(rows)
-    }
-
-    /// Runs `run`'s core until it finishes, faults, or its next pixel's row is `end` or
-    /// later, with `batch` as its structure.
-    fn advance(&self, run: &mut CoreProgress<'_, '_>, batch: Option<&Accel>, end: u32) {
-        let Some(core) = run.core.as_mut() else {
-            return;
-        };
-        let mut accel = PixelAccel::new(batch);
-        let mut observer = NoObserver;
-        let pixels = run.partition.pixel_count();
-        // The last batch runs the core to its end, without a row to check.
-        while run.outcome.is_none() && (end == u32::MAX || pixel_row(run.partition, run.done) < end)
-        {
-            let PixelDone { more, hit } = match self.run_pixel(core, &mut observer, &mut accel) {
-                Ok(done) => done,
-                Err((entry, fault)) => {
-                    let error = self.fault(run.index, run.partition, run.done, entry, fault);
-                    run.outcome = Some(Err(error));
-                    return;
-                }
-            };
-            run.hits.push(hit);
-            run.done += 1;
-            run.reporter.add(1, !more);
-            if !more {
-                run.outcome = Some(Ok(()));
-            } else if self.cancelled() {
-                run.outcome = Some(Err(RenderError::Cancelled));
-            } else if run.done >= pixels {
-                run.outcome = Some(Err(RenderError::Runaway {
-                    core: run.index,
-                    pixels,
-                }));
-            }
-        }
     }
 
     /// The cores in lock-step groups, one group per worker thread (more when there are
@@ -689,8 +604,7 @@ impl<'a> Machine<'a> {
         partition: &Partition,
         observer: &mut O,
     ) -> Result<Core<'_>, RenderError> {
-        let output_words = (partition.pixel_count() * 3).max(OutputMemory::HARDWARE_WORDS);
-        let mut core = Core::new(&self.program, &self.scene.texture, output_words);
+        let mut core = Core::new(&self.program, &self.scene.texture, output_words(partition));
         core.set_budget(self.max_steps);
         for (row, value) in self.scene.config.iter().enumerate() {
             core.host_write(row as u16, *value);
@@ -867,7 +781,7 @@ impl<'a> Machine<'a> {
             .into_cores()
             .into_iter()
             .zip(hits)
-            .map(|(core, hits)| CoreRun::new(core, hits))
+            .map(|(core, hits)| CoreRun::whole(core, hits))
             .collect())
     }
 
@@ -899,7 +813,8 @@ impl<'a> Machine<'a> {
     }
 
     /// Core c's output memory holds its k-th pixel (in NPG order) at words 3k..3k+2;
-    /// `cores` are the active ones. Pixels of other partitions stay unwritten.
+    /// `cores` are the active ones. Pixels of other partitions stay unwritten. Row by row
+    /// in parallel; a later core's partition wins where partitions overlap.
     fn assemble(&self, cores: &[CoreRun]) -> Frame {
         let (width, height) = (self.scene.width(), self.scene.height());
         let size = width as usize * height as usize * 3;
@@ -911,21 +826,48 @@ impl<'a> Machine<'a> {
             partitions: self.partitions.clone(),
             hits: vec![PixelHit::Miss; size / 3],
         };
-        for ((_, partition), core) in self.active_partitions().zip(cores) {
-            for (k, (x, y)) in partition.pixels().enumerate() {
-                let pixel = y as usize * width as usize + x as usize;
-                if let Some(&hit) = core.hits.get(k) {
-                    frame.hits[pixel] = hit;
-                }
-                let at = pixel * 3;
-                for c in 0..3 {
-                    if let Some(word) = core.output.read(3 * k + c) {
-                        frame.words[at + c] = word;
-                        frame.written[at + c] = true;
+        // Pieces that wrote outside their own pixels are laid over each other first.
+        let merged: Vec<Option<OutputMemory>> = cores
+            .par_iter()
+            .map(|core| (!core.pieces_disjoint()).then(|| core.merged()))
+            .collect();
+        let cores: Vec<_> = self
+            .active_partitions()
+            .zip(cores.iter().zip(&merged))
+            .collect();
+        let row = 3 * width as usize;
+        frame
+            .words
+            .par_chunks_mut(row)
+            .zip(frame.written.par_chunks_mut(row))
+            .zip(frame.hits.par_chunks_mut(width as usize))
+            .enumerate()
+            .for_each(|(y, ((words, written), hits))| {
+                for ((_, partition), (core, merged)) in &cores {
+                    let ((x0, y0), (x1, y1)) = (partition.start_pixel(), partition.end_pixel());
+                    let y = y as u32;
+                    if y < y0 || y >= y1 {
+                        continue;
+                    }
+                    let first = if y == y0 { x0 } else { 0 };
+                    let k0 = partition
+                        .index_of(first, y)
+                        .expect("a pixel of the partition");
+                    for (k, x) in (k0..).zip(first..x1) {
+                        let (piece, hit) = core.pixel(k);
+                        if let Some(hit) = hit {
+                            hits[x as usize] = hit;
+                        }
+                        let output = merged.as_ref().unwrap_or(&piece.output);
+                        for c in 0..3 {
+                            if let Some(word) = output.read(3 * k + c) {
+                                words[3 * x as usize + c] = word;
+                                written[3 * x as usize + c] = true;
+                            }
+                        }
                     }
                 }
-            }
-        }
+            });
         frame
     }
 }
@@ -1031,69 +973,10 @@ impl<'s> PixelAccel<'s> {
     }
 }
 
-/// A core's render so far, from batch to batch.
-struct CoreProgress<'m, 'p> {
-    index: usize,
-    partition: &'m Partition,
-    /// `None` when it did not boot (`outcome` says why). Boxed: cores side by side in
-    /// one array would share cache lines between the threads running them (measured 5%
-    /// slower on the 81,920-triangle mesh).
-    core: Option<Box<Core<'m>>>,
-    hits: Vec<PixelHit>,
-    /// Pixels rendered.
-    done: usize,
-    /// How the core ended, once it has.
-    outcome: Option<Result<(), RenderError>>,
-    reporter: ProgressReporter<'p>,
-}
-
-impl<'m, 'p> CoreProgress<'m, 'p> {
-    fn boot(
-        machine: &'m Machine<'_>,
-        index: usize,
-        partition: &'m Partition,
-        progress: Option<&'p AtomicU64>,
-    ) -> Self {
-        let (core, outcome) = match machine.boot_core(index, partition, &mut NoObserver) {
-            Ok(core) => (Some(Box::new(core)), None),
-            Err(error) => (None, Some(Err(error))),
-        };
-        CoreProgress {
-            index,
-            partition,
-            core,
-            hits: Vec::with_capacity(partition.pixel_count()),
-            done: 0,
-            outcome,
-            reporter: ProgressReporter::new(progress),
-        }
-    }
-
-    /// The row of the next pixel.
-    fn next_row(&self) -> u32 {
-        pixel_row(self.partition, self.done)
-    }
-
-    fn finish(self) -> Result<CoreRun, RenderError> {
-        match (self.outcome, self.core) {
-            (Some(Err(error)), _) => Err(error),
-            (_, Some(core)) => Ok(CoreRun::new(*core, self.hits)),
-            // A core that did not boot has its error as outcome.
-            (_, None) => Err(RenderError::Config("a core did not boot".into())),
-        }
-    }
-}
-
-/// The row of `partition`'s pixel `k` in [`Partition::pixels`]' order (NPG's, as for
-/// [`Machine::fault`]'s report).
-fn pixel_row(partition: &Partition, k: usize) -> u32 {
-    let ((x0, y0), (x1, _)) = (partition.start_pixel(), partition.end_pixel());
-    let first = x1.saturating_sub(x0) as usize;
-    if k < first || x1 == 0 {
-        y0
-    } else {
-        y0 + 1 + ((k - first) / x1 as usize) as u32
-    }
+/// The words of the output memory of a core rendering `partition`: the hardware's, or 3
+/// per pixel when the partition has more pixels.
+fn output_words(partition: &Partition) -> usize {
+    (partition.pixel_count() * 3).max(OutputMemory::HARDWARE_WORDS)
 }
 
 /// One pixel done: NPG's answer and what the ray hit.
@@ -1106,33 +989,17 @@ pub struct PixelDone {
 
 /// A pixel's [`PixelHit`] from the control unit's hit flag and the closest hit BIU kept.
 fn classify(core: &impl CoreState, hit: bool) -> PixelHit {
+    // A miss reads nothing: a tracked core must not count the registers as read.
+    if !hit {
+        return PixelHit::Miss;
+    }
+    let x = |address| core.register_component(address, 0);
     PixelHit::classify(
         hit,
-        core.register(address::CREG_LAST_T)[0],
-        core.register(address::CREG_LAST_U)[0],
-        core.register(address::CREG_LAST_V)[0],
+        x(address::CREG_LAST_T),
+        x(address::CREG_LAST_U),
+        x(address::CREG_LAST_V),
     )
-}
-
-struct CoreRun {
-    output: OutputMemory,
-    instructions: u64,
-    culled: u64,
-    unknown_cost: u64,
-    /// What each pixel hit, in NPG order.
-    hits: Vec<PixelHit>,
-}
-
-impl CoreRun {
-    fn new(core: Core<'_>, hits: Vec<PixelHit>) -> CoreRun {
-        CoreRun {
-            culled: core.culled_routines(),
-            unknown_cost: core.unknown_cost_routines,
-            instructions: core.instructions(),
-            output: core.into_output(),
-            hits,
-        }
-    }
 }
 
 /// Publishes finished pixels in batches: one shared counter bumped per pixel by every

@@ -114,6 +114,30 @@ impl Partition {
         Some(index as usize)
     }
 
+    /// The `k`-th pixel of [`Partition::pixels`], if there are that many.
+    pub fn pixel(&self, k: usize) -> Option<(u32, u32)> {
+        let ((x0, y0), (x1, _)) = (self.start_pixel(), self.end_pixel());
+        let first = (x1 - x0) as usize;
+        let (x, y) = if k < first {
+            (x0 + k as u32, y0)
+        } else {
+            let k = k - first;
+            ((k % x1 as usize) as u32, y0 + 1 + (k / x1 as usize) as u32)
+        };
+        (k < self.pixel_count()).then_some((x, y))
+    }
+
+    /// Where the first pixel of row `y` or a later row comes in [`Partition::pixels`]
+    /// ([`Partition::pixel_count`] past the last row).
+    pub fn row_start(&self, y: u32) -> usize {
+        let ((x0, y0), (x1, y1)) = (self.start_pixel(), self.end_pixel());
+        match y {
+            _ if y <= y0 => 0,
+            _ if y >= y1 => self.pixel_count(),
+            _ => (x1 - x0) as usize + (y - y0 - 1) as usize * x1 as usize,
+        }
+    }
+
     /// Number of pixels in [`Partition::pixels`].
     pub fn pixel_count(&self) -> usize {
         let ((x0, y0), (x1, y1)) = (self.start_pixel(), self.end_pixel());

@@ -1,0 +1,713 @@
+//! One core's pixels on several host threads, exactly: a core's partition is cut into
+//! *chunks* of consecutive pixels, and every chunk but a core's first runs at once from a
+//! guessed start, which is checked once the chunk before it has finished.
+//!
+//! # Why the frame is the one sequential execution gives
+//!
+//! A core's pixels are not independent: its state carries from one pixel to the next
+//! (the pixel position and output address NPG advances, registers a shader leaves, the
+//! texture colour of a miss, TMREAD's latch, the return register; the black first pixel of
+//! a core shows that it matters). So chunk k (pixels `start..end`) starts from a *seed*:
+//! the state a cheap pass of the core's boot routines, RGU, triangle loads and NPG leaves
+//! before pixel `start - WARM_UP` (the *skeleton*, which runs no MAIN, PSU2 or shader),
+//! warmed up by running the pixels `start - WARM_UP .. start` in full. It then runs its
+//! pixels *tracked*: a [`Footprint`] records every element of the core's state (each
+//! component of each register row, both swap copies, the latch and forwarding rows, the
+//! return register, TMREAD's latch: `core::track`) whose first access in the chunk was a
+//! read, and every element it wrote.
+//!
+//! When chunk k - 1 has finished, its end state S is the real state before pixel `start`
+//! (by induction: chunk 0 starts from the booted core, which is exact). Chunk k is
+//! accepted when S and the state it assumed agree on every element it read before writing
+//! it, and on the swap parity and forwarding latches (compared whole): then every value
+//! the chunk read was the value the sequential run reads, so it executed the same
+//! instructions on the same values, wrote the same output words, counted the same
+//! instructions and stopped (or faulted) at the same pixel. Its end state is then the
+//! sequential one once the elements it never touched take S's values (they pass through
+//! a chunk unchanged). Otherwise it is run again from S (a *re-run*), which is exact.
+//!
+//! The comparison covers all a pixel can read: everything an interpreted instruction
+//! reads is in the elements (operand rows after forwarding, dynamic sources, stale rows),
+//! and native code (the host's loads, culling, the acceleration structure, foreign pixel
+//! stages, hit classification) reaches a core only through its rows and return register,
+//! which a tracked core records. What is left out is what no pixel reads: the instruction
+//! counters (each chunk counts its own, summed), the watchdog budget (refilled before
+//! every pixel), how the next CALL is reached (reset when a routine starts), and the
+//! output memory, which code only writes (each chunk writes its own window, laid over the
+//! others in chunk order).
+//!
+//! # The split
+//!
+//! Work, not the emulated core count, decides it: with `T` host threads the active
+//! partitions' pixels are cut into about `CHUNKS_PER_THREAD * T` chunks (none smaller than
+//! [`MIN_CHUNK_PIXELS`]), at row starts, and at tile-row starts where the acceleration
+//! structure is used (a chunk that starts inside a tile row would compute that row's
+//! candidate verdicts again). Batches of the structure cut chunks too: a batch starts each
+//! core from its real state. With one thread nothing is cut and a core runs as it always
+//! did.
+
+use std::ops::Range;
+use std::sync::atomic::AtomicU64;
+
+use rayon::prelude::*;
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use super::accel::Accel;
+use super::hits::PixelHit;
+use super::{
+    output_words, Machine, PixelAccel, PixelDone, ProgressReporter, RenderError, StructureUse,
+};
+use crate::core::track::{Footprint, ELEMENTS};
+use crate::core::{Core, CoreState, NoObserver, OutputMemory};
+use crate::isa::registers::EntryPoint;
+use crate::scene::Partition;
+
+/// About how many chunks each host thread gets: enough that a thread which drew cheap
+/// chunks (background) takes more while another works through the model.
+pub const CHUNKS_PER_THREAD: usize = 16;
+/// The smallest chunk a frame is cut into by default: each costs a warm-up pixel, a seed
+/// and a comparison.
+pub const MIN_CHUNK_PIXELS: usize = 256;
+/// Pixels a chunk runs in full before its own, from the skeleton's state.
+pub const WARM_UP: usize = 1;
+
+/// How a frame's pixels are cut into chunks.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Chunking {
+    /// Pixels per chunk; `None`: from the host threads (one chunk per core and batch with
+    /// one thread). Tests force small chunks, down to one pixel.
+    pub pixels: Option<usize>,
+}
+
+/// Where a chunk starts from.
+enum Start<'m> {
+    /// The core's real state: the chunk is exact as it runs.
+    Real(Box<Core<'m>>),
+    /// The skeleton's state [`WARM_UP`] pixels before the chunk.
+    Seed(Box<Core<'m>>),
+    /// No seed (the skeleton stopped before it): the chunk waits for the real state.
+    None,
+}
+
+/// A chunk to run: pixels `pixels` of active core `core`.
+struct Job<'m> {
+    core: usize,
+    pixels: Range<usize>,
+    start: Start<'m>,
+}
+
+/// How a chunk's run ended early.
+#[derive(Debug)]
+pub(super) enum Ending {
+    /// NPG asked for no more pixels.
+    Finished,
+    Failed(RenderError),
+}
+
+/// What one chunk produced.
+pub(super) struct ChunkRun<'m> {
+    pixels: Range<usize>,
+    /// The core after the chunk's last pixel (its output memory taken out).
+    core: Box<Core<'m>>,
+    pub output: OutputMemory,
+    pub hits: Vec<PixelHit>,
+    /// `None`: the chunk ran to its end and NPG asked for more.
+    ending: Option<Ending>,
+    instructions: u64,
+    culled: u64,
+    unknown_cost: u64,
+    /// For a chunk that started from a seed: the state it assumed after the warm-up and
+    /// what it read of it. `None` with a seed: the warm-up failed, nothing ran.
+    assumed: Option<(Box<Core<'m>>, Box<Footprint>)>,
+    speculative: bool,
+}
+
+/// The output words and hits of consecutive pixels of one core, from `start` on.
+pub(super) struct Piece {
+    pub start: usize,
+    pub output: OutputMemory,
+    pub hits: Vec<PixelHit>,
+}
+
+/// A core's whole render: its pieces in pixel order and what it cost.
+pub(super) struct CoreRun {
+    pub pieces: Vec<Piece>,
+    pub instructions: u64,
+    pub culled: u64,
+    pub unknown_cost: u64,
+}
+
+impl CoreRun {
+    /// A core run whole, as lock-step groups do.
+    pub fn whole(core: Core<'_>, hits: Vec<PixelHit>) -> CoreRun {
+        CoreRun {
+            culled: core.culled_routines(),
+            unknown_cost: core.unknown_cost_routines,
+            instructions: core.instructions(),
+            pieces: vec![Piece {
+                start: 0,
+                output: core.into_output(),
+                hits,
+            }],
+        }
+    }
+
+    /// Output word `address` (as the core's one output memory would hold it) and what
+    /// pixel `k` hit, reading from `merged` when the pieces' windows overlap.
+    pub fn pixel(&self, k: usize) -> (&Piece, Option<PixelHit>) {
+        let at = self.pieces.partition_point(|piece| piece.start <= k) - 1;
+        let piece = &self.pieces[at];
+        (piece, piece.hits.get(k - piece.start).copied())
+    }
+
+    /// Whether each piece wrote only its own pixels' words (3 per pixel), so that a word
+    /// is found in the piece of its pixel; otherwise the pieces are laid over each other
+    /// into one ([`CoreRun::merged`]).
+    pub fn pieces_disjoint(&self) -> bool {
+        self.pieces.iter().enumerate().all(|(i, piece)| {
+            let end = self
+                .pieces
+                .get(i + 1)
+                .map_or(usize::MAX / 3, |next| next.start);
+            piece.output.written_within(3 * piece.start..3 * end)
+        })
+    }
+
+    /// The core's output memory, its pieces laid over each other in order.
+    pub fn merged(&self) -> OutputMemory {
+        let mut merged = OutputMemory::new(self.pieces[0].output.capacity());
+        for piece in &self.pieces {
+            merged.overlay(&piece.output);
+        }
+        merged
+    }
+}
+
+/// What the chunks of one frame did.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ChunkStats {
+    /// Chunks that started from a seed.
+    pub speculative: u64,
+    /// Of those, the ones run again from the real state.
+    pub reruns: u64,
+}
+
+impl Machine<'_> {
+    /// Pixels per chunk for this frame: the test knob, or from the host threads.
+    fn chunk_pixels(&self) -> Option<usize> {
+        if let Some(pixels) = self.chunking.pixels {
+            return Some(pixels.max(1));
+        }
+        let threads = rayon::current_num_threads();
+        if threads <= 1 {
+            return None;
+        }
+        let total: usize = self.active_partitions().map(|(_, p)| p.pixel_count()).sum();
+        Some((total / (threads * CHUNKS_PER_THREAD)).max(MIN_CHUNK_PIXELS))
+    }
+
+    /// Where chunks of `partition` start (besides batch starts), about `pixels` apart: at
+    /// row starts (tile-row starts when the structure is used and there are enough of
+    /// them), or anywhere when rows are longer than a chunk.
+    fn chunk_starts(&self, partition: &Partition, pixels: usize) -> Vec<usize> {
+        let count = partition.pixel_count();
+        let (y0, y1) = (partition.start_pixel().1, partition.end_pixel().1);
+        let width = partition.end_pixel().0 as usize;
+        if width > pixels || self.chunking.pixels.is_some() {
+            return (1..count.div_ceil(pixels)).map(|k| k * pixels).collect();
+        }
+        let tile_rows = match &self.accel {
+            Ok(Some(accel)) => Some(&accel.tree),
+            _ => None,
+        };
+        let rows: Vec<u32> = (y0 + 1..y1)
+            .filter(|&y| tile_rows.is_none_or(|tree| tree.starts_tile_row(y)))
+            .collect();
+        let mut starts = Vec::new();
+        let mut last = 0;
+        for y in rows {
+            let k = partition.row_start(y);
+            if k - last >= pixels {
+                starts.push(k);
+                last = k;
+            }
+        }
+        starts
+    }
+
+    /// Per active core, the skeleton's state [`WARM_UP`] pixels before each of `starts`
+    /// (in order); a core's list stops where its skeleton did (a fault, or NPG's end).
+    fn seeds(&self, starts: &[Vec<usize>]) -> Vec<Vec<Option<Box<Core<'_>>>>> {
+        self.active_partitions()
+            .zip(starts)
+            .collect::<Vec<_>>()
+            .into_par_iter()
+            .map(|((index, partition), starts)| self.skeleton(index, partition, starts))
+            .collect()
+    }
+
+    /// One core's skeleton: boot, then per pixel RGU, the triangle loads (as the swap
+    /// memory sees them) and NPG; a snapshot before each seed's pixel.
+    fn skeleton(
+        &self,
+        index: usize,
+        partition: &Partition,
+        starts: &[usize],
+    ) -> Vec<Option<Box<Core<'_>>>> {
+        let mut seeds: Vec<Option<Box<Core<'_>>>> = Vec::with_capacity(starts.len());
+        if starts.is_empty() {
+            return seeds;
+        }
+        let Ok(mut core) = self.boot_core(index, partition, &mut NoObserver) else {
+            return seeds;
+        };
+        let last = starts[starts.len() - 1] - WARM_UP;
+        for k in 0..=last {
+            while seeds.len() < starts.len() && starts[seeds.len()] - WARM_UP == k {
+                seeds.push(Some(Box::new(core.clone())));
+            }
+            core.refill_budget();
+            let step = |core: &mut Core<'_>| -> Result<bool, ()> {
+                core.run(EntryPoint::Rgu, &mut NoObserver).map_err(|_| ())?;
+                core.load_triangles(&self.scene.triangles);
+                core.load_dummy_triangle();
+                core.run(EntryPoint::Npg, &mut NoObserver).map_err(|_| ())
+            };
+            if step(&mut core) != Ok(true) {
+                break;
+            }
+        }
+        seeds.resize_with(starts.len(), || None);
+        seeds
+    }
+
+    /// Runs every active core through `ranges` (per core, the pixels of this batch;
+    /// `states`: each core's real state at its range's start, `None` for a core that has
+    /// ended) with `batch` as the structure, chunk by chunk in parallel; returns each
+    /// core's chunks in order, checked and re-run where their guess was wrong.
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn run_batch<'m>(
+        &'m self,
+        batch: Option<&Accel>,
+        ranges: &[Range<usize>],
+        states: Vec<Option<Box<Core<'m>>>>,
+        starts: &[Vec<usize>],
+        seeds: &mut [Vec<Option<Box<Core<'m>>>>],
+        progress: Option<&AtomicU64>,
+        stats: &mut ChunkStats,
+    ) -> Vec<Vec<ChunkRun<'m>>> {
+        let mut jobs = Vec::new();
+        for (core, (state, range)) in states.into_iter().zip(ranges).enumerate() {
+            let Some(state) = state else { continue };
+            let inside: Vec<usize> = starts[core]
+                .iter()
+                .enumerate()
+                .filter(|(_, &k)| k > range.start && k < range.end)
+                .map(|(i, _)| i)
+                .collect();
+            let mut from = range.start;
+            let mut start = Start::Real(state);
+            for i in inside {
+                let to = starts[core][i];
+                jobs.push(Job {
+                    core,
+                    pixels: from..to,
+                    start,
+                });
+                start = seeds[core][i].take().map_or(Start::None, Start::Seed);
+                from = to;
+            }
+            jobs.push(Job {
+                core,
+                pixels: from..range.end,
+                start,
+            });
+        }
+        let runs: Vec<(usize, ChunkRun<'m>)> = jobs
+            .into_par_iter()
+            .map(|job| (job.core, self.run_job(job, batch, progress)))
+            .collect();
+        let mut by_core: Vec<Vec<ChunkRun<'m>>> = ranges.iter().map(|_| Vec::new()).collect();
+        for (core, run) in runs {
+            by_core[core].push(run);
+        }
+        let checked: Vec<(Vec<ChunkRun<'m>>, ChunkStats)> = by_core
+            .into_par_iter()
+            .enumerate()
+            .map(|(core, runs)| self.check(core, runs, batch, progress))
+            .collect();
+        checked
+            .into_iter()
+            .map(|(runs, checked)| {
+                stats.speculative += checked.speculative;
+                stats.reruns += checked.reruns;
+                runs
+            })
+            .collect()
+    }
+
+    /// A core's chunks in order, each accepted or run again from the real state its
+    /// predecessor left (see the module documentation); chunks after the core ended are
+    /// dropped.
+    fn check<'m>(
+        &'m self,
+        core: usize,
+        runs: Vec<ChunkRun<'m>>,
+        batch: Option<&Accel>,
+        progress: Option<&AtomicU64>,
+    ) -> (Vec<ChunkRun<'m>>, ChunkStats) {
+        let mut stats = ChunkStats::default();
+        let mut checked: Vec<ChunkRun<'m>> = Vec::with_capacity(runs.len());
+        for mut run in runs {
+            stats.speculative += u64::from(run.speculative);
+            let Some(previous) = checked.last_mut() else {
+                checked.push(run);
+                continue;
+            };
+            if previous.ending.is_some() {
+                break;
+            }
+            let real = &previous.core;
+            let accepted = match &run.assumed {
+                Some((assumed, footprint)) => real.agrees_on(assumed, &footprint.live()),
+                None => false,
+            };
+            if accepted {
+                let (assumed, footprint) = run.assumed.take().expect("accepted");
+                drop(assumed);
+                let untouched = footprint.untouched();
+                for element in (0..ELEMENTS).filter(|&e| untouched.contains(e)) {
+                    run.core.set_element(element, real.element(element));
+                }
+            } else {
+                stats.reruns += 1;
+                let job = Job {
+                    core,
+                    pixels: run.pixels.clone(),
+                    start: Start::Real(previous.core.clone()),
+                };
+                run = self.run_job(job, batch, progress);
+            }
+            checked.push(run);
+        }
+        (checked, stats)
+    }
+
+    /// Runs one chunk (a chunk whose seed cannot warm up runs nothing: its check runs it
+    /// from the real state).
+    fn run_job<'m>(
+        &'m self,
+        job: Job<'m>,
+        batch: Option<&Accel>,
+        progress: Option<&AtomicU64>,
+    ) -> ChunkRun<'m> {
+        let mut accel = PixelAccel::new(batch);
+        let (index, partition) = self.active_partitions().nth(job.core).expect("active core");
+        let (mut core, assumed, speculative) = match job.start {
+            Start::Real(core) => (core, None, false),
+            Start::None => return self.unstarted(job.pixels),
+            Start::Seed(mut core) => {
+                for _ in 0..WARM_UP {
+                    core.refill_budget();
+                    let warm = self.run_pixel(&mut core, &mut NoObserver, &mut accel);
+                    if !matches!(warm, Ok(PixelDone { more: true, .. })) {
+                        return self.unstarted(job.pixels);
+                    }
+                }
+                let assumed = Box::new((*core).clone());
+                core.track();
+                (core, Some(assumed), true)
+            }
+        };
+        let counters = (
+            core.instructions(),
+            core.culled_routines(),
+            core.unknown_cost_routines,
+        );
+        let window = OutputMemory::window(3 * job.pixels.start, output_words(partition));
+        let previous_output = core.replace_output(window);
+        drop(previous_output);
+        let mut reporter = ProgressReporter::new(progress);
+        let mut hits = Vec::with_capacity(job.pixels.len());
+        let count = partition.pixel_count();
+        let mut ending = None;
+        for k in job.pixels.clone() {
+            let done = self.run_pixel(&mut core, &mut NoObserver, &mut accel);
+            let more = match done {
+                Ok(PixelDone { more, hit }) => {
+                    hits.push(hit);
+                    more
+                }
+                Err((entry, fault)) => {
+                    ending = Some(Ending::Failed(
+                        self.fault(index, partition, k, entry, fault),
+                    ));
+                    break;
+                }
+            };
+            reporter.add(1, !more || k + 1 == job.pixels.end);
+            if !more {
+                ending = Some(Ending::Finished);
+                break;
+            }
+            if self.cancelled() {
+                ending = Some(Ending::Failed(RenderError::Cancelled));
+                break;
+            }
+            if k + 1 >= count {
+                ending = Some(Ending::Failed(RenderError::Runaway {
+                    core: index,
+                    pixels: count,
+                }));
+                break;
+            }
+        }
+        let assumed = assumed.map(|assumed| {
+            let footprint = core.untrack().expect("a tracked chunk");
+            (assumed, footprint)
+        });
+        let output = core.replace_output(OutputMemory::new(0));
+        ChunkRun {
+            pixels: job.pixels,
+            instructions: core.instructions() - counters.0,
+            culled: core.culled_routines() - counters.1,
+            unknown_cost: core.unknown_cost_routines - counters.2,
+            core,
+            output,
+            hits,
+            ending,
+            assumed,
+            speculative,
+        }
+    }
+
+    /// A chunk that could not start: the check runs it from the real state.
+    fn unstarted(&self, pixels: Range<usize>) -> ChunkRun<'_> {
+        ChunkRun {
+            pixels,
+            core: Box::new(Core::new(&self.program, &self.scene.texture, 0)),
+            output: OutputMemory::new(0),
+            hits: Vec::new(),
+            ending: None,
+            instructions: 0,
+            culled: 0,
+            unknown_cost: 0,
+            assumed: None,
+            speculative: true,
+        }
+    }
+}
+
+impl Machine<'_> {
+    /// Every core on its own, its pixels cut into chunks that run in parallel (one chunk
+    /// per core with one thread); with the acceleration structure, batch by batch
+    /// ([`FrameAccel`](super::FrameAccel)): each batch is built, every core renders its
+    /// pixels of the batch, and the batch is dropped before the next is built. A core's
+    /// state carries over from batch to batch, so batches change nothing a core computes.
+    /// `structure` receives what the batches held, `stats` how chunks went. Every core
+    /// runs to its end or its fault, so the error reported is always the lowest-numbered
+    /// failing core's, whatever the threads' timing.
+    pub(super) fn render_core_by_core(
+        &self,
+        progress: Option<&AtomicU64>,
+        structure: &mut Option<StructureUse>,
+        stats: &mut ChunkStats,
+    ) -> Result<Vec<CoreRun>, RenderError> {
+        let mut cores = self.cores();
+        if let (Ok(culler), Ok(Some(accel))) = (&self.culler, &self.accel) {
+            let mut batches = StructureUse::default();
+            for ends in &accel.ends {
+                if self.cancelled() {
+                    return Err(RenderError::Cancelled);
+                }
+                let batch = match &accel.whole {
+                    Some(whole) => whole.clone(),
+                    None => {
+                        let wanted = accel.tree.tile_rows_of(cores.rows_before(ends));
+                        if !wanted.contains(&true) {
+                            continue;
+                        }
+                        let start = Instant::now();
+                        let batch = accel.tree.build(culler, &wanted);
+                        batches.build += start.elapsed();
+                        Arc::new(batch)
+                    }
+                };
+                batches.add(&batch);
+                self.advance(&mut cores, Some(&batch), Some(ends), progress, stats);
+            }
+            *structure = Some(batches);
+        }
+        // Without the structure, or should a core outlast its last batch (its NPG leaving
+        // the partition's order), the rest with per-triangle culling.
+        self.advance(&mut cores, None, None, progress, stats);
+        cores
+            .progress
+            .into_iter()
+            .map(CoreProgress::finish)
+            .collect()
+    }
+
+    /// The active cores booted, with where their chunks start and their seeds.
+    fn cores(&self) -> Cores<'_> {
+        let partitions: Vec<(usize, &Partition)> = self.active_partitions().collect();
+        let starts: Vec<Vec<usize>> = match self.chunk_pixels() {
+            Some(pixels) => partitions
+                .iter()
+                .map(|(_, partition)| self.chunk_starts(partition, pixels))
+                .collect(),
+            None => vec![Vec::new(); partitions.len()],
+        };
+        let seeds = self.seeds(&starts);
+        let progress = partitions
+            .par_iter()
+            .map(|&(index, partition)| {
+                let booted = self.boot_core(index, partition, &mut NoObserver);
+                CoreProgress::new(booted.map(Box::new))
+            })
+            .collect();
+        Cores {
+            partitions,
+            starts,
+            seeds,
+            progress,
+        }
+    }
+
+    /// Runs every core on to the row `ends` names for it (`None`: to its end), with
+    /// `batch` as the structure.
+    fn advance<'m>(
+        &'m self,
+        cores: &mut Cores<'m>,
+        batch: Option<&Accel>,
+        ends: Option<&[u32]>,
+        progress: Option<&AtomicU64>,
+        stats: &mut ChunkStats,
+    ) {
+        let ranges: Vec<Range<usize>> = cores
+            .progress
+            .iter()
+            .zip(&cores.partitions)
+            .enumerate()
+            .map(|(c, (core, (_, partition)))| {
+                let end = match ends.map(|ends| ends[c]) {
+                    Some(row) if row != u32::MAX => partition.row_start(row),
+                    _ => partition.pixel_count(),
+                };
+                core.done..end.max(core.done)
+            })
+            .collect();
+        let states: Vec<_> = cores
+            .progress
+            .iter_mut()
+            .map(|core| core.state.take())
+            .collect();
+        let runs = self.run_batch(
+            batch,
+            &ranges,
+            states,
+            &cores.starts,
+            &mut cores.seeds,
+            progress,
+            stats,
+        );
+        for (core, runs) in cores.progress.iter_mut().zip(runs) {
+            core.add(runs);
+        }
+    }
+}
+
+/// The active cores of a frame being rendered.
+struct Cores<'m> {
+    /// Each with its core number.
+    partitions: Vec<(usize, &'m Partition)>,
+    /// Where chunks start, besides batch starts ([`Machine::chunk_starts`]).
+    starts: Vec<Vec<usize>>,
+    /// The skeleton's states for those starts (taken as chunks use them).
+    seeds: Vec<Vec<Option<Box<Core<'m>>>>>,
+    progress: Vec<CoreProgress<'m>>,
+}
+
+impl Cores<'_> {
+    /// The image rows each running core has left before the row `ends` names for it.
+    fn rows_before<'e>(&'e self, ends: &'e [u32]) -> impl Iterator<Item = Range<u32>> + 'e {
+        self.progress
+            .iter()
+            .zip(&self.partitions)
+            .zip(ends)
+            .filter(|((core, _), _)| core.state.is_some())
+            .map(|((core, (_, partition)), &end)| {
+                let next = partition.pixel(core.done);
+                next.map_or(u32::MAX, |(_, y)| y)..partition.end_pixel().1.min(end)
+            })
+    }
+}
+
+/// One core's render so far, from batch to batch.
+struct CoreProgress<'m> {
+    /// Its real state at pixel `done`; `None` once it ended (or did not boot).
+    state: Option<Box<Core<'m>>>,
+    done: usize,
+    run: CoreRun,
+    /// How it failed (booting, or at a pixel).
+    failed: Option<RenderError>,
+}
+
+impl<'m> CoreProgress<'m> {
+    fn new(booted: Result<Box<Core<'m>>, RenderError>) -> Self {
+        let mut run = CoreRun {
+            pieces: Vec::new(),
+            instructions: 0,
+            culled: 0,
+            unknown_cost: 0,
+        };
+        let (state, failed) = match booted {
+            Ok(core) => {
+                // The boot routines count too.
+                run.instructions = core.instructions();
+                run.culled = core.culled_routines();
+                (Some(core), None)
+            }
+            Err(error) => (None, Some(error)),
+        };
+        CoreProgress {
+            state,
+            done: 0,
+            run,
+            failed,
+        }
+    }
+
+    /// The checked chunks of a batch, in order: the state after the last goes on, unless
+    /// the core ended there.
+    fn add(&mut self, runs: Vec<ChunkRun<'m>>) {
+        for chunk in runs {
+            self.done = chunk.pixels.start + chunk.hits.len();
+            self.run.instructions += chunk.instructions;
+            self.run.culled += chunk.culled;
+            self.run.unknown_cost += chunk.unknown_cost;
+            self.run.pieces.push(Piece {
+                start: chunk.pixels.start,
+                output: chunk.output,
+                hits: chunk.hits,
+            });
+            match chunk.ending {
+                None => self.state = Some(chunk.core),
+                Some(Ending::Finished) => self.state = None,
+                Some(Ending::Failed(error)) => {
+                    self.state = None;
+                    self.failed = Some(error);
+                }
+            }
+        }
+    }
+
+    fn finish(self) -> Result<CoreRun, RenderError> {
+        match self.failed {
+            Some(error) => Err(error),
+            None => Ok(self.run),
+        }
+    }
+}
