@@ -8,8 +8,9 @@ use super::control;
 use super::interp::{self, Interrupted};
 use super::output::OutputMemory;
 use super::program::{storage_row, Program};
-use super::state::{CoreState, Lanes, Latches, Rows};
-use super::track::{element, Elements, Footprint, RETURN_REGISTER, TMEM_LATCH};
+use super::state::{triangle_rows, CoreState, Lanes, Latches, Rows};
+use super::track::{Elements, Footprint, NativeWrites, RETURN_REGISTER, TMEM_LATCH};
+use super::triangle::{Triangle, TRIANGLE_VECTORS};
 use crate::isa::registers::EntryPoint;
 use crate::isa::{Instr, Word};
 
@@ -306,10 +307,60 @@ impl CoreState for Core<'_> {
         self.lanes.rows[row].set_lane(0, value);
     }
 
+    /// The host's triangle loads, recorded once per swap parity ([`NativeWrites`]): the
+    /// rows as the provided method writes them, with the stores one plain loop.
+    #[inline(always)]
+    fn write_triangle_rows(&mut self, values: &Triangle) {
+        let parity = self.parity();
+        let (io, alias) = triangle_rows(parity);
+        if let Some(footprint) = &self.footprint {
+            let key = NativeWrites::TriangleRows {
+                parity: parity as u8,
+            };
+            if !footprint.noted(key) {
+                for row in (io..io + TRIANGLE_VECTORS).chain(alias..alias + TRIANGLE_VECTORS) {
+                    footprint.write_row(row);
+                }
+                footprint.note(key);
+            }
+        }
+        for (row, &value) in values.iter().enumerate() {
+            self.lanes.rows[io + row].set_lane(0, value);
+            self.lanes.rows[alias + row].set_lane(0, value);
+        }
+    }
+
+    /// Tracked the first time per footprint, untracked after (debug builds check that
+    /// nothing new is written then).
+    #[inline(always)]
+    fn native_writes(&mut self, key: NativeWrites, write: impl FnOnce(&mut Self)) {
+        match self.footprint.as_deref() {
+            None => write(self),
+            Some(footprint) if footprint.noted(key) && !cfg!(debug_assertions) => {
+                let footprint = self.footprint.take();
+                write(self);
+                self.footprint = footprint;
+            }
+            Some(footprint) => {
+                let before = (footprint.live(), footprint.written(), footprint.noted(key));
+                write(self);
+                let footprint = self.footprint.as_deref().expect("still tracked");
+                if before.2 {
+                    assert_eq!(
+                        (footprint.live(), footprint.written()),
+                        (before.0, before.1),
+                        "{key:?} wrote other elements than the first time"
+                    );
+                }
+                footprint.note(key);
+            }
+        }
+    }
+
     #[inline(always)]
     fn row_component(&self, row: usize, component: usize) -> u32 {
         if let Some(footprint) = &self.footprint {
-            footprint.read(element(row, component));
+            footprint.native(row, 1 << component, 0);
         }
         self.lanes.rows[row].0[component][0]
     }
@@ -317,7 +368,7 @@ impl CoreState for Core<'_> {
     #[inline(always)]
     fn set_row_component(&mut self, row: usize, component: usize, value: u32) {
         if let Some(footprint) = &self.footprint {
-            footprint.write(element(row, component));
+            footprint.native(row, 0, 1 << component);
         }
         self.lanes.rows[row].0[component][0] = value;
     }

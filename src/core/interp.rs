@@ -112,8 +112,7 @@ pub(super) fn run<const N: usize, O: Observer>(
             footprint.read_row(last_row as usize);
             footprint.write_row(LATCH_ROW as usize);
         }
-        let (ops, effects) = (program.ops(parity), program.effects(parity));
-        footprint.enter(ops, effects, start, &Op::ROUTINE_START);
+        footprint.enter(program, parity, start, &Op::ROUTINE_START);
     }
     let mut covered = true;
     each_lane!(lane in lanes => {
@@ -224,7 +223,7 @@ pub(super) fn execute<'a, const N: usize, O: Observer, const PRECISE: bool>(
                     pc = target;
                     jumped = true;
                     if O::TRACKS {
-                        observer.footprint().enter(ops, program.effects(parity), target, op);
+                        observer.footprint().enter(program, parity, target, op);
                     }
                     if !PRECISE {
                         let run = ops[target as usize].run as u64;

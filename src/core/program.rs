@@ -20,7 +20,7 @@ use crate::isa::registers::{
 use crate::isa::{Flow, Instr, Word, Writes, UNDEFINED_ROM_WORD};
 
 use super::alu;
-use super::track::RunEffect;
+use super::track::{Packed, RunEffect};
 
 /// What an [`Op`] does: the opcode table's operation column (one variant per lane for the
 /// lane-specific ones), with [`Operation::Hang`] for undefined opcodes.
@@ -285,7 +285,7 @@ pub struct Program {
     ops: Vec<Box<[Op; OP_TABLE_LEN]>>,
     /// `effects[parity][slot]`: what the straight run starting at the slot reads and
     /// writes, for tracking ([`track`](super::track)).
-    effects: Vec<Vec<RunEffect>>,
+    effects: Vec<Vec<Packed>>,
     slot_of: HashMap<u16, u32>,
 }
 
@@ -415,7 +415,7 @@ impl Program {
             .iter()
             .map(|ops| {
                 (0..program.slots.len())
-                    .map(|slot| RunEffect::of_run(&ops[slot..]))
+                    .map(|slot| Packed::from(&RunEffect::of_run(&ops[slot..])))
                     .collect()
             })
             .collect();
@@ -549,16 +549,20 @@ impl Program {
 
     /// The slot of an address known to have one (an entry, target or sequential address).
     pub(crate) fn slot_of(&self, address: u16) -> Option<u32> {
+        // ROM addresses (and the one after the ROM) got slots 0.. in order, first.
+        if (address as usize) <= self.rom.len() {
+            return Some(address as u32);
+        }
         self.slot_of.get(&address).copied()
     }
 
-    #[inline(always)]
     /// What the straight run starting at each slot reads and writes, for swap parity
     /// `parity` ([`track`](super::track)).
-    pub(crate) fn effects(&self, parity: usize) -> &[RunEffect] {
+    pub(crate) fn effects(&self, parity: usize) -> &[Packed] {
         &self.effects[parity]
     }
 
+    #[inline(always)]
     pub(crate) fn ops(&self, parity: usize) -> &[Op; OP_TABLE_LEN] {
         &self.ops[parity]
     }

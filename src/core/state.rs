@@ -12,6 +12,7 @@ use super::control::Arrival;
 use super::group::LaneMask;
 use super::output::OutputMemory;
 use super::program::{storage_row, Program, LATCH_ROW, REGISTER_ARRAY_ROWS, SHADOW_SWAP_ROW};
+use super::track::NativeWrites;
 use super::triangle::{Triangle, TRIANGLE_VECTORS};
 use crate::isa::registers::core_writable;
 
@@ -93,7 +94,7 @@ impl Latches {
 /// unit, the host and culling do to a core between and at the ends of routines, written
 /// once. Implementors give the storage rows and the [`Latches`]; everything else is
 /// provided, in architectural terms (register and code addresses).
-pub trait CoreState {
+pub trait CoreState: Sized {
     /// Storage row `row`: the register array as the core stores it, banks and both swap
     /// copies (addresses map to rows by `program::storage_row`).
     fn row(&self, row: usize) -> Vec3;
@@ -197,12 +198,25 @@ pub trait CoreState {
     /// swap memory so MAIN sees it.
     #[inline]
     fn load_triangle(&mut self, triangle: &Triangle) {
+        self.write_triangle_rows(triangle);
+        self.flip_parity();
+    }
+
+    /// The IO side's triangle rows and their bank-0 aliases take `values`.
+    #[inline(always)]
+    fn write_triangle_rows(&mut self, values: &Triangle) {
         let (io, alias) = triangle_rows(self.parity());
-        for (row, &value) in triangle.iter().enumerate() {
+        for (row, &value) in values.iter().enumerate() {
             self.set_row(io + row, value);
             self.set_row(alias + row, value);
         }
-        self.flip_parity();
+    }
+
+    /// Runs `write`, native code that writes the elements `key` stands for and reads
+    /// nothing (a tracked core records them once per footprint).
+    #[inline(always)]
+    fn native_writes(&mut self, _key: NativeWrites, write: impl FnOnce(&mut Self)) {
+        write(self);
     }
 
     /// Loads `triangles` one after another, as [`CoreState::load_triangle`] each would,
@@ -223,11 +237,7 @@ pub trait CoreState {
     /// After the last triangle the host sends one more, never announced (words past the
     /// list: undefined in the RTL, zero here). Only the IO side and bank 0 see it.
     fn load_dummy_triangle(&mut self) {
-        let (io, alias) = triangle_rows(self.parity());
-        for row in 0..TRIANGLE_VECTORS {
-            self.set_row(io + row, ZERO);
-            self.set_row(alias + row, ZERO);
-        }
+        self.write_triangle_rows(&[ZERO; TRIANGLE_VECTORS]);
     }
 
     /// Refills the per-pixel instruction budget.

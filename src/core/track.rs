@@ -36,11 +36,11 @@
 //! routine's start), the output memory (written, never read). The swap parity and the
 //! forwarding latches are compared whole by the user of a footprint.
 
-use std::cell::Cell;
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 
 use super::program::{
-    operand_row, Op, Operation, DYNAMIC_FORWARDING, FORWARD_A_ROW, FORWARD_B_ROW, LATCH_ROW,
-    SAVES_OLD, STALE_ROW,
+    operand_row, Op, Operation, Program, DYNAMIC_FORWARDING, FORWARD_A_ROW, FORWARD_B_ROW,
+    LATCH_ROW, SAVES_OLD, STALE_ROW,
 };
 
 /// Storage rows an instruction can name (register array, both swap copies, the latch,
@@ -193,6 +193,33 @@ impl RunEffect {
     }
 }
 
+/// A [`RunEffect`] as the interpreter applies it: only the words of the element sets that
+/// it touches (a run touches a few rows, so two to four words of eight).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Packed {
+    len: u8,
+    index: [u8; WORDS],
+    reads: [u64; WORDS],
+    writes: [u64; WORDS],
+}
+
+impl From<&RunEffect> for Packed {
+    fn from(effect: &RunEffect) -> Packed {
+        let mut packed = Packed::default();
+        for word in 0..WORDS {
+            let (reads, writes) = (effect.reads.0[word], effect.writes.0[word]);
+            if reads | writes != 0 {
+                let at = packed.len as usize;
+                packed.index[at] = word as u8;
+                packed.reads[at] = reads;
+                packed.writes[at] = writes;
+                packed.len += 1;
+            }
+        }
+        packed
+    }
+}
+
 /// Where one component of an op's result comes from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Source {
@@ -246,24 +273,82 @@ fn side_reads(kind: Operation) -> (u8, u8) {
     }
 }
 
+/// A word of a footprint: an atomic only so that a core stays `Sync` (shared read-only by
+/// threads, as the booted cores the ray pass copies); relaxed loads and stores are plain
+/// moves.
+#[derive(Debug, Default)]
+struct Word(AtomicU64);
+
+impl Word {
+    #[inline(always)]
+    fn get(&self) -> u64 {
+        self.0.load(Relaxed)
+    }
+
+    #[inline(always)]
+    fn set(&self, value: u64) {
+        self.0.store(value, Relaxed);
+    }
+}
+
+impl Clone for Word {
+    fn clone(&self) -> Word {
+        Word(AtomicU64::new(self.get()))
+    }
+}
+
 /// What a stretch of one core's execution read before writing (*live* elements) and
 /// wrote; see the module documentation. Interior mutability: native code reads a core's
 /// rows through `&self`.
 #[derive(Clone, Debug, Default)]
 pub struct Footprint {
-    live: [Cell<u64>; WORDS],
-    written: [Cell<u64>; WORDS],
+    live: [Word; WORDS],
+    written: [Word; WORDS],
+    /// Per swap parity, one bit per program slot below [`MEMO_SLOTS`]: whether the run
+    /// starting there was applied. Applying a run's effect again changes nothing (the sets
+    /// only grow, and what it reads first was either written since or is live already),
+    /// so each run is applied once: after a chunk's first pixels tracking costs a bit test
+    /// per run. (Slots beyond, in programs larger than the ROM and IMEM, apply every time.)
+    entered: [[Word; MEMO_SLOTS / 64]; 2],
+    /// One bit per row whose three elements are all written: native code writes and reads
+    /// the same rows pixel after pixel (the host the triangle rows, culling its
+    /// registers), and an access to them then changes nothing: it pays one bit test.
+    rows_written: [Word; TRACKED_ROWS.div_ceil(64)],
+    /// The [`NativeWrites`] recorded: each writes the same elements every time.
+    noted: Word,
 }
+
+/// Native code that writes the same elements every time and reads none, recorded once per
+/// footprint: the host's triangle loads (per swap parity), the registers a run of culled
+/// MAINs leaves (per BIU, and whether the run ends with R2 written).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum NativeWrites {
+    TriangleRows { parity: u8 },
+    SkippedMain { fixed: bool, sum: bool },
+}
+
+impl NativeWrites {
+    fn bit(self) -> u64 {
+        match self {
+            NativeWrites::TriangleRows { parity } => 1 << (parity & 1),
+            NativeWrites::SkippedMain { fixed, sum } => 4 << (2 * fixed as u64 + sum as u64),
+        }
+    }
+}
+
+/// Program slots whose runs a footprint applies once: the ROM's 310-odd words, IMEM's 129
+/// and the few extra return points fit.
+const MEMO_SLOTS: usize = 1024;
 
 impl Footprint {
     /// Elements read before any write.
     pub fn live(&self) -> Elements {
-        Elements(self.live.each_ref().map(Cell::get))
+        Elements(self.live.each_ref().map(Word::get))
     }
 
     /// Elements written.
     pub fn written(&self) -> Elements {
-        Elements(self.written.each_ref().map(Cell::get))
+        Elements(self.written.each_ref().map(Word::get))
     }
 
     /// Elements never touched: their value at the end is their value at the start.
@@ -273,12 +358,19 @@ impl Footprint {
     }
 
     #[inline(always)]
-    pub(crate) fn apply(&self, effect: &RunEffect) {
-        for word in 0..WORDS {
-            let written = self.written[word].get();
-            self.live[word].set(self.live[word].get() | (effect.reads.0[word] & !written));
-            self.written[word].set(written | effect.writes.0[word]);
+    pub(crate) fn apply(&self, effect: &Packed) {
+        for i in 0..effect.len as usize {
+            self.access(effect.index[i] as usize, effect.reads[i], effect.writes[i]);
         }
+    }
+
+    /// Reads of `reads` (those not written yet become live), then writes of `writes`, in
+    /// word `word`.
+    #[inline(always)]
+    fn access(&self, word: usize, reads: u64, writes: u64) {
+        let written = self.written[word].get();
+        self.live[word].set(self.live[word].get() | (reads & !written));
+        self.written[word].set(written | writes);
     }
 
     #[inline]
@@ -295,33 +387,86 @@ impl Footprint {
         self.written[word].set(self.written[word].get() | bit);
     }
 
-    /// A whole row read (native code).
-    #[inline]
-    pub(crate) fn read_row(&self, row: usize) {
-        for component in 0..3 {
-            self.read(element(row, component));
+    /// Whether `key` was recorded ([`Footprint::note`]).
+    #[inline(always)]
+    pub(crate) fn noted(&self, key: NativeWrites) -> bool {
+        self.noted.get() & key.bit() != 0
+    }
+
+    /// `key`'s writes are recorded: later ones change nothing.
+    pub(crate) fn note(&self, key: NativeWrites) {
+        self.noted.set(self.noted.get() | key.bit());
+    }
+
+    /// Components `reads` of `row` read, then components `writes` written (bit c for
+    /// component c; native code). An access to elements already live or written changes
+    /// nothing (live stays live, and a write makes no element untouched), and native code
+    /// reads and writes the same rows pixel after pixel: it then pays one test.
+    #[inline(always)]
+    pub(crate) fn native(&self, row: usize, reads: u8, writes: u8) {
+        if self.rows_written[row / 64].get() >> (row % 64) & 1 == 1 {
+            return;
+        }
+        let (word, shift) = (3 * row / 64, 3 * row % 64);
+        let all = u64::from(reads | writes);
+        let known = |word: usize| self.live[word].get() | self.written[word].get();
+        let settled = (all << shift) & !known(word) == 0
+            && (shift <= 61 || (all >> (64 - shift)) & !known(word + 1) == 0);
+        if !settled {
+            self.native_unsettled(row, reads, writes);
         }
     }
 
-    /// A whole row written (native code).
-    #[inline]
-    pub(crate) fn write_row(&self, row: usize) {
+    #[inline(never)]
+    fn native_unsettled(&self, row: usize, reads: u8, writes: u8) {
         for component in 0..3 {
-            self.write(element(row, component));
+            if reads >> component & 1 == 1 {
+                self.read(element(row, component));
+            }
         }
+        for component in 0..3 {
+            if writes >> component & 1 == 1 {
+                self.write(element(row, component));
+            }
+        }
+        let written = self.written();
+        if (0..3).all(|c| written.contains(element(row, c))) {
+            let rows = &self.rows_written[row / 64];
+            rows.set(rows.get() | 1 << (row % 64));
+        }
+    }
+
+    /// A whole row read (native code).
+    #[inline(always)]
+    pub(crate) fn read_row(&self, row: usize) {
+        self.native(row, 0b111, 0);
+    }
+
+    /// A whole row written (native code).
+    #[inline(always)]
+    pub(crate) fn write_row(&self, row: usize) {
+        self.native(row, 0, 0b111);
     }
 
     /// The run starting at `ops[slot]` begins, entered after `prev`: a dynamic first op's
     /// operand copies, then the run's precomputed effect.
     #[inline(always)]
-    pub(crate) fn enter(&self, ops: &[Op], effects: &[RunEffect], slot: u16, prev: &Op) {
-        let op = &ops[slot as usize];
+    pub(crate) fn enter(&self, program: &Program, parity: usize, slot: u16, prev: &Op) {
+        let op = &program.ops(parity)[slot as usize];
         if op.flags & DYNAMIC_FORWARDING != 0 {
             let mut effect = RunEffect::default();
             effect.forwarding(op, prev);
-            self.apply(&effect);
+            self.apply(&Packed::from(&effect));
         }
-        self.apply(&effects[slot as usize]);
+        let slot = slot as usize;
+        match self.entered[parity & 1].get(slot / 64) {
+            Some(entered) if entered.get() >> (slot % 64) & 1 == 1 => {}
+            Some(entered) => {
+                entered.set(entered.get() | 1 << (slot % 64));
+                self.apply(&program.effects(parity)[slot]);
+            }
+            None => self.apply(&program.effects(parity)[slot]),
+        }
     }
 }
 
@@ -372,6 +517,35 @@ mod tests {
         assert!(effect
             .writes
             .contains(element(address::CREG_RAY_DIRECTION as usize, 2)));
+    }
+
+    #[test]
+    fn native_accesses_mark_the_elements_of_their_row() {
+        for row in 0..TRACKED_ROWS {
+            let footprint = Footprint::default();
+            footprint.write_row(row);
+            let written: Vec<usize> = footprint.written().iter().collect();
+            assert_eq!(
+                written,
+                vec![element(row, 0), element(row, 1), element(row, 2)]
+            );
+            // Component 1 read, 2 written: only y is live, and x stays untouched.
+            let footprint = Footprint::default();
+            footprint.native(row, 0b010, 0b100);
+            footprint.native(row, 0b011, 0);
+            let live: Vec<usize> = footprint.live().iter().collect();
+            assert_eq!(live, vec![element(row, 0), element(row, 1)]);
+            assert_eq!(
+                footprint.written().iter().collect::<Vec<_>>(),
+                vec![element(row, 2)]
+            );
+            footprint.write_row(row);
+            assert_eq!(
+                footprint.live().iter().collect::<Vec<_>>(),
+                live,
+                "a write after a read"
+            );
+        }
     }
 
     #[test]

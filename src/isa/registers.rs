@@ -134,6 +134,7 @@ pub mod address {
     pub const CREG_H1: u16 = 105;
     pub const CREG_H2: u16 = 106;
     pub const CREG_H3: u16 = 107;
+    pub const CREG_PIXEL_PITCH: u16 = 108;
     pub const CREG_TEXTURE_COLOR: u16 = 110;
     pub const CREG_PIXEL_2D_POSITION: u16 = 111;
     pub const CREG_TEX_COORD1: u16 = 116;
@@ -359,6 +360,7 @@ mod tests {
             ("CREG_UV1_LAST", address::CREG_UV1_LAST),
             ("CREG_UV2_LAST", address::CREG_UV2_LAST),
             ("CREG_TEXTURE_COLOR", address::CREG_TEXTURE_COLOR),
+            ("CREG_PIXEL_PITCH", address::CREG_PIXEL_PITCH),
             (
                 "CREG_CURRENT_OUTPUT_PIXEL",
                 address::CREG_CURRENT_OUTPUT_PIXEL,
