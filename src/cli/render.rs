@@ -48,6 +48,10 @@ pub struct RenderArgs {
     pub band: Option<Band>,
     #[command(flatten)]
     pub animation: AnimationArgs,
+    /// Print where the time went, stage by stage (loading, the acceleration structure,
+    /// seeds, pixels, assembly, writing), on stderr
+    #[arg(long)]
+    pub timings: bool,
 }
 
 /// Renders shorter than this never show a progress bar.
@@ -194,6 +198,7 @@ fn render_frame(
     if let Some(ssaa) = &loaded.ssaa {
         render.frame = box_filter(&render.frame, ssaa.factor, ssaa.output_partitions.clone());
     }
+    let writing = Instant::now();
     match band {
         Some(header) => {
             create_parent(output)?;
@@ -201,6 +206,9 @@ fn render_frame(
             write_atomically(output, &partial.to_png())?;
         }
         None => write_image(&render, output)?,
+    }
+    if args.timings {
+        eprintln!("{}", timings(loaded.elapsed, &render, writing.elapsed()));
     }
     if !args.quiet {
         let band = args.band.map(|band| BandRun {
@@ -226,6 +234,29 @@ fn render_frame(
         }
     }
     Ok(())
+}
+
+/// `--timings`: each stage's wall-clock time in milliseconds, one line.
+fn timings(load: Duration, render: &Render, write: Duration) -> String {
+    let s = &render.stages;
+    let stages = [
+        ("load", load),
+        ("rays", s.rays),
+        ("tree", s.tree),
+        ("plan", s.plan),
+        ("seeds", s.seeds),
+        ("batches", s.batches),
+        ("pixels", s.pixels),
+        ("check", s.check),
+        ("assemble", s.assemble),
+        ("write", write),
+    ];
+    let listed: Vec<String> = stages
+        .iter()
+        .filter(|(_, time)| !time.is_zero())
+        .map(|(name, time)| format!("{name} {:.1}", time.as_secs_f64() * 1e3))
+        .collect();
+    format!("timings (ms): {}", listed.join(", "))
 }
 
 pub fn print_notes(notes: &[String]) {

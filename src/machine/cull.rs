@@ -59,6 +59,7 @@
 use crate::core::alu::{self, Vec3};
 use crate::core::program::Program;
 use crate::core::rom::{rom, RomVariant};
+use crate::core::track::NativeWrites;
 use crate::core::{CoreState, Triangle};
 use crate::isa::registers::{address, EntryPoint};
 use crate::isa::Word;
@@ -652,6 +653,24 @@ impl Culler {
         ray: Vec3,
     ) {
         let s = self.reject_state(last, ray);
+        let r2 = last_sum.map(|sum| {
+            let at_sum = if sum == last {
+                s
+            } else {
+                self.reject_state(sum, ray)
+            };
+            alu::add(at_sum.u, at_sum.v)
+        });
+        let key = NativeWrites::SkippedMain {
+            fixed: self.biu == Biu::Fixed,
+            sum: r2.is_some(),
+        };
+        core.native_writes(key, |core| self.write_reject_state(core, &s, r2));
+    }
+
+    /// [`Culler::write_skipped`]'s writes: `s` the state the last skipped MAIN leaves, `r2`
+    /// the value R2 has from the last one that left at 178, if any.
+    fn write_reject_state(&self, core: &mut impl CoreState, s: &RejectState, r2: Option<u32>) {
         match self.biu {
             Biu::Faithful => core.write_register_component(address::R3, 0, alu::ONE),
             Biu::Fixed => {
@@ -679,13 +698,8 @@ impl Culler {
         ] {
             core.write_register(address, value);
         }
-        if let Some(sum) = last_sum {
-            let s = if sum == last {
-                s
-            } else {
-                self.reject_state(sum, ray)
-            };
-            core.write_register(address::R2, [alu::add(s.u, s.v); 3]);
+        if let Some(r2) = r2 {
+            core.write_register(address::R2, [r2; 3]);
         }
         // MAIN 43 `RETURN RT_FALSE` (DST 0) after BIU's RET to 38.
         core.set_routine_end_state(0, 0, BIU_RETURN_POINT);

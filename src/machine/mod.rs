@@ -220,6 +220,30 @@ pub struct Render {
     /// How the cores' pixels were cut into chunks run in parallel, and how many chunks
     /// had to run again ([`speculate`]).
     pub chunks: ChunkStats,
+    /// Where the time went, the machine's preparation included.
+    pub stages: Stages,
+}
+
+/// Where a frame's time went, stage by stage (wall-clock time; every stage but the seeds
+/// of a core whose skeleton cannot be skipped runs on all threads).
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Stages {
+    /// Every pixel's ray for the acceleration structure ([`Machine::new`]).
+    pub rays: Duration,
+    /// The quadtree of tiles over the rays.
+    pub tree: Duration,
+    /// Planning the structure's batches (and building it, when it is built whole).
+    pub plan: Duration,
+    /// Booting the cores and making the chunks' seeds ([`speculate`]).
+    pub seeds: Duration,
+    /// Building the structure's batches during the render.
+    pub batches: Duration,
+    /// The chunks' pixels.
+    pub pixels: Duration,
+    /// Checking chunks against the real state, and running wrong ones again.
+    pub check: Duration,
+    /// Putting the frame together from the cores' output memories.
+    pub assemble: Duration,
 }
 
 /// The acceleration structure's batches in one render.
@@ -298,6 +322,8 @@ pub struct Machine<'a> {
     /// How long computing the rays and planning the structure took (and building it, when
     /// it is built in one batch with the machine).
     pub accel_build: Duration,
+    /// How long preparing the structure took, stage by stage ([`Stages`]).
+    pub stages: Stages,
     /// About how many candidates one batch of the structure may hold (4 bytes each):
     /// [`BATCH_CANDIDATES`] unless a test asks for smaller batches.
     batch_candidates: u64,
@@ -351,6 +377,7 @@ impl<'a> Machine<'a> {
             culler,
             accel: Ok(None),
             accel_build: Duration::ZERO,
+            stages: Stages::default(),
             batch_candidates,
             partitions,
             active,
@@ -371,14 +398,20 @@ impl<'a> Machine<'a> {
             AccelUse::Never => false,
         };
         if let (true, Ok(culler)) = (wanted, &machine.culler) {
-            let start = Instant::now();
             let rows = machine.active_rows();
-            let accel = machine
-                .precompute_rays(rows.clone())
-                .and_then(|rays| RayTree::new(scene.width(), rows.start, rows.len() as u32, rays))
-                .map(|tree| Some(machine.plan(tree, culler)));
-            machine.accel = accel;
-            machine.accel_build = start.elapsed();
+            let start = Instant::now();
+            let rays = machine.precompute_rays(rows.clone());
+            machine.stages.rays = start.elapsed();
+            let tree = rays.and_then(|rays| {
+                let start = Instant::now();
+                let tree = RayTree::new(scene.width(), rows.start, rows.len() as u32, rays);
+                machine.stages.tree = start.elapsed();
+                tree
+            });
+            let start = Instant::now();
+            machine.accel = tree.map(|tree| Some(machine.plan(tree, culler)));
+            machine.stages.plan = start.elapsed();
+            machine.accel_build = machine.stages.rays + machine.stages.tree + machine.stages.plan;
         }
         Ok(machine)
     }
@@ -468,40 +501,50 @@ impl<'a> Machine<'a> {
         first.unwrap_or(0)..end.unwrap_or(0)
     }
 
-    /// Every pixel's CREG_RAY_DIRECTION in `rows` as RGU computes it: each active core
-    /// boots and runs RGU and NPG for each pixel of its partition (row-major result; pixels
-    /// of those rows no active core renders keep a zero ray).
+    /// Every pixel's CREG_RAY_DIRECTION in `rows` as RGU computes it, row by row in
+    /// parallel: each active core boots, and for each of its pixels a copy of the booted
+    /// core, its CREG_PIXEL_2D_POSITION set to the pixel, runs RGU (row-major result;
+    /// pixels of those rows no active core renders keep a zero ray). The ROM's RGU reads
+    /// nothing else that changes from pixel to pixel; where other code makes a pixel's ray
+    /// differ, that pixel does not use the structure ([`TileCandidates::new`] compares).
     fn precompute_rays(&self, rows: Range<u32>) -> Result<Vec<Vec3>, AccelRefusal> {
         let width = self.scene.width() as usize;
-        type Band = Result<Vec<((u32, u32), Vec3)>, String>;
-        let bands: Vec<Band> = self.partitions[self.active.clone()]
-            .par_iter()
-            .enumerate()
+        let booted = self
+            .active_partitions()
+            .collect::<Vec<_>>()
+            .into_par_iter()
             .map(|(index, partition)| {
-                let index = self.active.start + index;
-                let mut core = self
-                    .boot_core(index, partition, &mut NoObserver)
-                    .map_err(|e| e.to_string())?;
-                let mut rays = Vec::with_capacity(partition.pixel_count());
-                for (x, y) in partition.pixels() {
-                    core.refill_budget();
-                    let run = |core: &mut Core<'_>, entry| {
-                        core.run(entry, &mut NoObserver)
-                            .map_err(|fault| format!("core {index}, pixel ({x}, {y}): {fault}"))
-                    };
-                    run(&mut core, EntryPoint::Rgu)?;
-                    rays.push(((x, y), core.register(address::CREG_RAY_DIRECTION)));
-                    run(&mut core, EntryPoint::Npg)?;
-                }
-                Ok(rays)
+                let core = self.boot_core(index, partition, &mut NoObserver);
+                core.map(|core| (index, partition, core))
+                    .map_err(|e| AccelRefusal::Rays(e.to_string()))
             })
-            .collect();
+            .collect::<Result<Vec<_>, _>>()?;
         let mut rays = vec![[0; 3]; width * rows.len()];
-        for band in bands {
-            for ((x, y), ray) in band.map_err(AccelRefusal::Rays)? {
-                rays[(y - rows.start) as usize * width + x as usize] = ray;
-            }
-        }
+        rays.par_chunks_mut(width)
+            .zip(rows)
+            .try_for_each(|(row, y)| {
+                for (index, partition, booted) in &booted {
+                    let ((x0, y0), (x1, y1)) = (partition.start_pixel(), partition.end_pixel());
+                    if y < y0 || y >= y1 {
+                        continue;
+                    }
+                    let mut core = booted.clone();
+                    let z = core.register(address::CREG_PIXEL_2D_POSITION)[2];
+                    for x in if y == y0 { x0 } else { 0 }..x1 {
+                        let position = [x << 17, y << 17, z];
+                        core.write_register(address::CREG_PIXEL_2D_POSITION, position);
+                        core.refill_budget();
+                        core.run(EntryPoint::Rgu, &mut NoObserver)
+                            .map_err(|fault| {
+                                AccelRefusal::Rays(format!(
+                                    "core {index}, pixel ({x}, {y}): {fault}"
+                                ))
+                            })?;
+                        row[x as usize] = core.register(address::CREG_RAY_DIRECTION);
+                    }
+                }
+                Ok(())
+            })?;
         Ok(rays)
     }
 
@@ -511,13 +554,14 @@ impl<'a> Machine<'a> {
         let start = Instant::now();
         let mut structure = None;
         let mut chunks = ChunkStats::default();
+        let mut stages = self.stages;
         let (cores, lockstep_groups) = match self.render_lockstep(progress) {
             Some(grouped) => grouped,
             None => {
                 if let Some(counter) = progress {
                     counter.store(0, Ordering::Relaxed);
                 }
-                match self.render_core_by_core(progress, &mut structure, &mut chunks) {
+                match self.render_core_by_core(progress, &mut structure, &mut chunks, &mut stages) {
                     Ok(cores) => (cores, 0),
                     // Skipped exits were charged at their most: only per-triangle culling
                     // stops a pixel exactly where the hardware's watchdog would.
@@ -535,7 +579,9 @@ impl<'a> Machine<'a> {
                 }
             }
         };
+        let assembling = Instant::now();
         let frame = self.assemble(&cores);
+        stages.assemble = assembling.elapsed();
         Ok(Render {
             frame,
             instructions: cores.iter().map(|c| c.instructions).sum(),
@@ -552,6 +598,7 @@ impl<'a> Machine<'a> {
             },
             structure,
             chunks,
+            stages,
         })
     }
 

@@ -57,11 +57,12 @@ use std::time::Instant;
 use super::accel::Accel;
 use super::hits::PixelHit;
 use super::{
-    output_words, Machine, PixelAccel, PixelDone, ProgressReporter, RenderError, StructureUse,
+    output_words, Machine, PixelAccel, PixelDone, ProgressReporter, RenderError, Stages,
+    StructureUse,
 };
 use crate::core::track::{Footprint, ELEMENTS};
-use crate::core::{Core, CoreState, NoObserver, OutputMemory};
-use crate::isa::registers::EntryPoint;
+use crate::core::{Core, CoreState, Fault, NoObserver, OutputMemory};
+use crate::isa::registers::{address, EntryPoint};
 use crate::scene::Partition;
 
 /// About how many chunks each host thread gets: enough that a thread which drew cheap
@@ -89,6 +90,50 @@ enum Start<'m> {
     Seed(Box<Core<'m>>),
     /// No seed (the skeleton stopped before it): the chunk waits for the real state.
     None,
+}
+
+/// Where a core's chunks get their seeds.
+enum Seeds<'m> {
+    /// The skeleton's states before each chunk start's warm-up, in order (taken as chunks
+    /// start; `None` past where the skeleton stopped).
+    Taken(Vec<Option<Box<Core<'m>>>>),
+    /// Made for any pixel ([`Made::seed`]).
+    Made(Made<'m>),
+}
+
+/// What seeds are made from: the booted core and the skeleton's states after its first
+/// and its second pixel. Pixel by pixel, the ROM's NPG adds 1.0 to the position's x (or
+/// moves it to the next row), 3 to each output word address and to CREG_PIXEL_PITCH, and
+/// leaves everything else as the pixel before: so the state before pixel k is the state
+/// after pixel 1 or 2 (whichever has k's swap parity) with those three registers moved on.
+/// Seeds are only guesses, so nothing depends on this being so; a core uses made seeds
+/// only where they equal the skeleton's at its first rows' starts (else the skeleton's).
+struct Made<'m> {
+    boot: Box<Core<'m>>,
+    after: [Box<Core<'m>>; 2],
+}
+
+impl<'m> Made<'m> {
+    /// The skeleton's state before pixel `k` of `partition`.
+    fn seed(&self, partition: &Partition, k: usize) -> Core<'m> {
+        if k == 0 {
+            return (*self.boot).clone();
+        }
+        let template = &self.after[(k - 1) % 2];
+        let moved = ((k - 1) / 2 * 2) as u32;
+        let mut seed = (**template).clone();
+        let (x, y) = partition.pixel(k).expect("a pixel of the partition");
+        let z = seed.register(address::CREG_PIXEL_2D_POSITION)[2];
+        seed.write_register(address::CREG_PIXEL_2D_POSITION, [x << 17, y << 17, z]);
+        for register in [
+            address::CREG_CURRENT_OUTPUT_PIXEL,
+            address::CREG_PIXEL_PITCH,
+        ] {
+            let words = seed.register(register).map(|w| w.wrapping_add(3 * moved));
+            seed.write_register(register, words);
+        }
+        seed
+    }
 }
 
 /// A chunk to run: pixels `pixels` of active core `core`.
@@ -237,50 +282,106 @@ impl Machine<'_> {
         starts
     }
 
-    /// Per active core, the skeleton's state [`WARM_UP`] pixels before each of `starts`
-    /// (in order); a core's list stops where its skeleton did (a fault, or NPG's end).
-    fn seeds(&self, starts: &[Vec<usize>]) -> Vec<Vec<Option<Box<Core<'_>>>>> {
+    /// Per active core, where its chunks' seeds come from.
+    fn seeds(&self, starts: &[Vec<usize>]) -> Vec<Seeds<'_>> {
         self.active_partitions()
             .zip(starts)
             .collect::<Vec<_>>()
             .into_par_iter()
-            .map(|((index, partition), starts)| self.skeleton(index, partition, starts))
+            .map(|((index, partition), starts)| self.seeds_of(index, partition, starts))
             .collect()
     }
 
-    /// One core's skeleton: boot, then per pixel RGU, the triangle loads (as the swap
-    /// memory sees them) and NPG; a snapshot before each seed's pixel.
-    fn skeleton(
-        &self,
-        index: usize,
-        partition: &Partition,
-        starts: &[usize],
-    ) -> Vec<Option<Box<Core<'_>>>> {
-        let mut seeds: Vec<Option<Box<Core<'_>>>> = Vec::with_capacity(starts.len());
-        if starts.is_empty() {
-            return seeds;
-        }
-        let Ok(mut core) = self.boot_core(index, partition, &mut NoObserver) else {
-            return seeds;
+    /// Seeds for one core's chunk `starts`: made at will when the skeleton's first pixels
+    /// show that its state advances as the ROM's NPG advances it ([`Seeds::Made`]), else
+    /// the whole skeleton's snapshots.
+    fn seeds_of(&self, index: usize, partition: &Partition, starts: &[usize]) -> Seeds<'_> {
+        let Some(&last) = starts.last() else {
+            return Seeds::Taken(Vec::new());
         };
-        let last = starts[starts.len() - 1] - WARM_UP;
-        for k in 0..=last {
-            while seeds.len() < starts.len() && starts[seeds.len()] - WARM_UP == k {
-                seeds.push(Some(Box::new(core.clone())));
+        let Ok(boot) = self.boot_core(index, partition, &mut NoObserver) else {
+            return Seeds::Taken(Vec::new());
+        };
+        // The skeleton far enough to check made seeds at its second, third and fourth
+        // rows' first pixels and the pixels around them.
+        let row = partition.end_pixel().0 as usize;
+        let first = partition.row_start(partition.start_pixel().1 + 1);
+        let checks: Vec<usize> = [
+            1,
+            2,
+            3,
+            first - 1,
+            first,
+            first + 1,
+            first + row,
+            first + 2 * row,
+        ]
+        .into_iter()
+        .filter(|&k| k >= 1 && k < partition.pixel_count())
+        .collect();
+        let steps = checks.iter().copied().max().unwrap_or(0);
+        let mut snapshots = std::collections::BTreeMap::new();
+        self.skeleton(&boot, steps, |k, core| {
+            if checks.contains(&k) {
+                snapshots.insert(k, core.clone());
+            }
+        });
+        let made = match (snapshots.get(&1), snapshots.get(&2), snapshots.get(&steps)) {
+            (Some(first), Some(second), Some(_)) => Some(Made {
+                boot: Box::new(boot.clone()),
+                after: [Box::new(first.clone()), Box::new(second.clone())],
+            }),
+            _ => None,
+        };
+        if let Some(made) = made {
+            let agrees = |k: &usize| {
+                let (seed, skeleton) = (made.seed(partition, *k), &snapshots[k]);
+                seed.same_state(skeleton) && seed.parity() == skeleton.parity()
+            };
+            if checks.iter().all(agrees) {
+                return Seeds::Made(made);
+            }
+        }
+        let mut taken: Vec<Option<Box<Core<'_>>>> = Vec::with_capacity(starts.len());
+        self.skeleton(&boot, last - WARM_UP, |k, core| {
+            while taken.len() < starts.len() && starts[taken.len()] - WARM_UP == k {
+                taken.push(Some(Box::new(core.clone())));
+            }
+        });
+        taken.resize_with(starts.len(), || None);
+        Seeds::Taken(taken)
+    }
+
+    /// Runs the skeleton from `boot` for `steps` pixels: RGU once (the ROM's NPG reads the
+    /// last column it computes), then per pixel the triangle loads (as the swap memory
+    /// sees them) and NPG, calling `snapshot` with the state before pixel k (from k = 0),
+    /// until NPG ends or a routine faults. (RGU at every pixel would double its cost, and
+    /// a chunk's warm-up pixel runs it anyway.)
+    fn skeleton<'m>(
+        &'m self,
+        boot: &Core<'m>,
+        steps: usize,
+        mut snapshot: impl FnMut(usize, &Core<'m>),
+    ) {
+        let mut core = boot.clone();
+        for k in 0..=steps {
+            snapshot(k, &core);
+            if k == steps {
+                break;
             }
             core.refill_budget();
-            let step = |core: &mut Core<'_>| -> Result<bool, ()> {
-                core.run(EntryPoint::Rgu, &mut NoObserver).map_err(|_| ())?;
+            let step = |core: &mut Core<'_>| -> Result<bool, Fault> {
+                if k == 0 {
+                    core.run(EntryPoint::Rgu, &mut NoObserver)?;
+                }
                 core.load_triangles(&self.scene.triangles);
                 core.load_dummy_triangle();
-                core.run(EntryPoint::Npg, &mut NoObserver).map_err(|_| ())
+                core.run(EntryPoint::Npg, &mut NoObserver)
             };
             if step(&mut core) != Ok(true) {
                 break;
             }
         }
-        seeds.resize_with(starts.len(), || None);
-        seeds
     }
 
     /// Runs every active core through `ranges` (per core, the pixels of this batch;
@@ -288,15 +389,16 @@ impl Machine<'_> {
     /// ended) with `batch` as the structure, chunk by chunk in parallel; returns each
     /// core's chunks in order, checked and re-run where their guess was wrong.
     #[allow(clippy::too_many_arguments)]
-    pub(super) fn run_batch<'m>(
+    fn run_batch<'m>(
         &'m self,
         batch: Option<&Accel>,
         ranges: &[Range<usize>],
         states: Vec<Option<Box<Core<'m>>>>,
         starts: &[Vec<usize>],
-        seeds: &mut [Vec<Option<Box<Core<'m>>>>],
+        seeds: &mut [Seeds<'m>],
         progress: Option<&AtomicU64>,
         stats: &mut ChunkStats,
+        stages: &mut Stages,
     ) -> Vec<Vec<ChunkRun<'m>>> {
         let mut jobs = Vec::new();
         for (core, (state, range)) in states.into_iter().zip(ranges).enumerate() {
@@ -316,7 +418,13 @@ impl Machine<'_> {
                     pixels: from..to,
                     start,
                 });
-                start = seeds[core][i].take().map_or(Start::None, Start::Seed);
+                start = match &mut seeds[core] {
+                    Seeds::Taken(taken) => taken[i].take().map_or(Start::None, Start::Seed),
+                    Seeds::Made(made) => {
+                        let partition = self.active_partitions().nth(core).expect("active").1;
+                        Start::Seed(Box::new(made.seed(partition, to - WARM_UP)))
+                    }
+                };
                 from = to;
             }
             jobs.push(Job {
@@ -325,6 +433,7 @@ impl Machine<'_> {
                 start,
             });
         }
+        let running = Instant::now();
         let runs: Vec<(usize, ChunkRun<'m>)> = jobs
             .into_par_iter()
             .map(|job| (job.core, self.run_job(job, batch, progress)))
@@ -333,11 +442,14 @@ impl Machine<'_> {
         for (core, run) in runs {
             by_core[core].push(run);
         }
+        stages.pixels += running.elapsed();
+        let checking = Instant::now();
         let checked: Vec<(Vec<ChunkRun<'m>>, ChunkStats)> = by_core
             .into_par_iter()
             .enumerate()
             .map(|(core, runs)| self.check(core, runs, batch, progress))
             .collect();
+        stages.check += checking.elapsed();
         checked
             .into_iter()
             .map(|(runs, checked)| {
@@ -409,6 +521,9 @@ impl Machine<'_> {
             Start::Real(core) => (core, None, false),
             Start::None => return self.unstarted(job.pixels),
             Start::Seed(mut core) => {
+                // The warm-up's output words are not the chunk's: a memory of no words
+                // drops them (a seed's memory would grow to hold them).
+                core.replace_output(OutputMemory::new(0));
                 for _ in 0..WARM_UP {
                     core.refill_budget();
                     let warm = self.run_pixel(&mut core, &mut NoObserver, &mut accel);
@@ -514,8 +629,11 @@ impl Machine<'_> {
         progress: Option<&AtomicU64>,
         structure: &mut Option<StructureUse>,
         stats: &mut ChunkStats,
+        stages: &mut Stages,
     ) -> Result<Vec<CoreRun>, RenderError> {
+        let seeding = Instant::now();
         let mut cores = self.cores();
+        stages.seeds = seeding.elapsed();
         if let (Ok(culler), Ok(Some(accel))) = (&self.culler, &self.accel) {
             let mut batches = StructureUse::default();
             for ends in &accel.ends {
@@ -536,13 +654,21 @@ impl Machine<'_> {
                     }
                 };
                 batches.add(&batch);
-                self.advance(&mut cores, Some(&batch), Some(ends), progress, stats);
+                self.advance(
+                    &mut cores,
+                    Some(&batch),
+                    Some(ends),
+                    progress,
+                    stats,
+                    stages,
+                );
             }
+            stages.batches = batches.build;
             *structure = Some(batches);
         }
         // Without the structure, or should a core outlast its last batch (its NPG leaving
         // the partition's order), the rest with per-triangle culling.
-        self.advance(&mut cores, None, None, progress, stats);
+        self.advance(&mut cores, None, None, progress, stats, stages);
         cores
             .progress
             .into_iter()
@@ -585,6 +711,7 @@ impl Machine<'_> {
         ends: Option<&[u32]>,
         progress: Option<&AtomicU64>,
         stats: &mut ChunkStats,
+        stages: &mut Stages,
     ) {
         let ranges: Vec<Range<usize>> = cores
             .progress
@@ -612,6 +739,7 @@ impl Machine<'_> {
             &mut cores.seeds,
             progress,
             stats,
+            stages,
         );
         for (core, runs) in cores.progress.iter_mut().zip(runs) {
             core.add(runs);
@@ -625,8 +753,8 @@ struct Cores<'m> {
     partitions: Vec<(usize, &'m Partition)>,
     /// Where chunks start, besides batch starts ([`Machine::chunk_starts`]).
     starts: Vec<Vec<usize>>,
-    /// The skeleton's states for those starts (taken as chunks use them).
-    seeds: Vec<Vec<Option<Box<Core<'m>>>>>,
+    /// Where their chunks' seeds come from.
+    seeds: Vec<Seeds<'m>>,
     progress: Vec<CoreProgress<'m>>,
 }
 
