@@ -79,7 +79,7 @@ pub use rows::{Open, RowVerdicts};
 use super::cull::{Biu, Culler, Exit, TriangleConstants};
 use crate::core::alu::{self, Vec3};
 use fixed::FixedForms;
-use float::{Collector, FloatForms};
+use float::{Collector, FloatForms, Found};
 
 /// Pixels per tile side.
 pub const TILE: u32 = 4;
@@ -118,11 +118,6 @@ const UNSETTLED: u8 = 0;
 
 /// One build task's result: its candidate triangles by tile (ascending within each) and
 /// how many each tile got.
-struct Part {
-    by_tile: Vec<u32>,
-    per_tile: Vec<u32>,
-}
-
 /// The frame's rays and the quadtree of tiles over them: what the structure of any set of
 /// tile rows is built from ([`RayTree::build`]). Its size grows with the pixels only.
 #[derive(Clone, Debug)]
@@ -569,62 +564,13 @@ impl RayTree {
         // for the whole tree's build.
         let all = nodes[root as usize].rays;
         let groups = float::groups(nodes, root, keep);
-        let triangles = culler.constants();
-        // Triangles in contiguous chunks, so that merged candidate lists stay ascending.
-        let chunk = triangles
-            .len()
-            .div_ceil(rayon::current_num_threads() * 8)
-            .max(64);
-        let per_node: std::sync::Mutex<Vec<Skipped>> =
-            std::sync::Mutex::new(vec![[0; 8]; nodes.len()]);
-        let parts: Vec<Part> = triangles
-            .par_chunks(chunk)
-            .enumerate()
-            .map(|(c, part)| {
-                let mut collector = Collector::new(&groups);
-                for k in 0..part.len() {
-                    visit(&groups, nodes, &all, culler, c * chunk + k, &mut collector);
-                }
-                // Added into the frame's counts at once: one array per node for every task
-                // would outweigh the candidates themselves at 1080p.
-                let mut found = collector.finish(&groups, &mut per_node.lock().expect("no panic"));
-                for tile in &mut found.tiles {
-                    *tile = local(*tile) as u32;
-                }
-                // Sorted by tile here, where the part's candidates fit in the cache, so that
-                // the global sort below only copies runs.
-                let mut per_tile = vec![0; tile_count];
-                for &tile in &found.tiles {
-                    per_tile[tile as usize] += 1;
-                }
-                let mut next: Vec<u32> = per_tile
-                    .iter()
-                    .scan(0, |at, &count| {
-                        *at += count;
-                        Some(*at - count)
-                    })
-                    .collect();
-                let mut by_tile = vec![0; found.tiles.len()];
-                let mut start = 0;
-                for (k, &end) in found.ends.iter().enumerate() {
-                    let triangle = (c * chunk + k) as u32;
-                    for &tile in &found.tiles[start..end as usize] {
-                        let slot = &mut next[tile as usize];
-                        by_tile[*slot as usize] = triangle;
-                        *slot += 1;
-                    }
-                    start = end as usize;
-                }
-                Part { by_tile, per_tile }
-            })
-            .collect();
+        let parts = visit_all(&groups, nodes, &all, culler, tile_count, &local);
         let mut tiles = vec![Tile::default(); tile_count];
-        for part in &parts {
-            for (tile, count) in tiles.iter_mut().zip(&part.per_tile) {
-                tile.len += count;
-            }
-        }
-        let per_node = per_node.into_inner().expect("no panic");
+        tiles
+            .par_iter_mut()
+            .enumerate()
+            .for_each(|(tile, counts)| counts.len = parts.iter().map(|p| p.per_tile[tile]).sum());
+        let per_node = skipped_per_node(&groups, &parts, nodes.len());
         push_down(
             nodes,
             root,
@@ -642,33 +588,7 @@ impl RayTree {
             tile.start = at;
             at += tile.len;
         }
-        // Each tile's candidates are the parts' runs for it, in part order: ascending, since
-        // parts hold consecutive triangles and list them in order.
-        let mut candidates = vec![0; at as usize];
-        let mut places: Vec<Vec<&mut [u32]>> = parts
-            .iter()
-            .map(|_| Vec::with_capacity(tile_count))
-            .collect();
-        let mut rest = candidates.as_mut_slice();
-        for tile in 0..tile_count {
-            for (part, places) in parts.iter().zip(&mut places) {
-                let (place, tail) =
-                    std::mem::take(&mut rest).split_at_mut(part.per_tile[tile] as usize);
-                places.push(place);
-                rest = tail;
-            }
-        }
-        parts
-            .par_iter()
-            .zip(places.par_iter_mut())
-            .for_each(|(part, places)| {
-                let mut from = 0;
-                for (place, &count) in places.iter_mut().zip(&part.per_tile) {
-                    let to = from + count as usize;
-                    place.copy_from_slice(&part.by_tile[from..to]);
-                    from = to;
-                }
-            });
+        let candidates = gather(&tiles, &parts, at as usize);
         Accel {
             width: self.width,
             first_row: self.first_row,
@@ -690,7 +610,7 @@ impl RayTree {
             visit(&groups, nodes, &all, culler, triangle, &mut collector);
         }
         let mut per_row = vec![0; self.tiles_y as usize];
-        let found = collector.finish(&groups, &mut vec![[0; 8]; nodes.len()]);
+        let (found, _) = collector.finish();
         for tile in found.tiles {
             per_row[(tile / self.tiles_x) as usize] += stride.max(1) as u64;
         }
@@ -849,6 +769,153 @@ fn build_node(
     };
     nodes.push(node);
     nodes.len() as u32 - 1
+}
+
+/// One build task's share of the triangles, sorted by tile: its candidates (triangle
+/// numbers) tile after tile in ascending order, how many each tile has and where each
+/// tile's start, and what it skipped per group of nodes.
+struct Part {
+    by_tile: Vec<u32>,
+    per_tile: Vec<u32>,
+    starts: Vec<u32>,
+    skipped: Vec<[[u32; 8]; 4]>,
+}
+
+/// Descends the groups with every triangle: in small runs of consecutive triangles over
+/// the threads (triangles cost very differently), each thread's consecutive runs
+/// gathered in one collector, so that the parts, which cost memory and merging per tile,
+/// number about as many as the threads, not the runs.
+fn visit_all(
+    groups: &[float::Group],
+    nodes: &[Node],
+    all: &RayBox,
+    culler: &Culler,
+    tile_count: usize,
+    local: &(impl Fn(u32) -> usize + Sync),
+) -> Vec<Part> {
+    let triangles = culler.constants().len();
+    let run = triangles.div_ceil(rayon::current_num_threads() * 8).max(64);
+    let collected: Vec<(usize, Collector)> = (0..triangles.div_ceil(run))
+        .into_par_iter()
+        .fold(
+            || None,
+            |part: Option<(usize, Collector)>, r| {
+                let (first, mut collector) =
+                    part.unwrap_or_else(|| (r * run, Collector::new(groups)));
+                for triangle in r * run..((r + 1) * run).min(triangles) {
+                    visit(groups, nodes, all, culler, triangle, &mut collector);
+                }
+                Some((first, collector))
+            },
+        )
+        .flatten()
+        .collect();
+    collected
+        .into_par_iter()
+        .map(|(first, collector)| {
+            let (found, skipped) = collector.finish();
+            sort_by_tile(first, found, tile_count, local, skipped)
+        })
+        .collect()
+}
+
+/// A part's candidates sorted by tile (`first` the number of its first triangle): a
+/// counting sort, so each tile keeps its triangles in ascending order.
+fn sort_by_tile(
+    first: usize,
+    mut found: Found,
+    tile_count: usize,
+    local: &impl Fn(u32) -> usize,
+    skipped: Vec<[[u32; 8]; 4]>,
+) -> Part {
+    for tile in &mut found.tiles {
+        *tile = local(*tile) as u32;
+    }
+    let mut per_tile = vec![0; tile_count];
+    for &tile in &found.tiles {
+        per_tile[tile as usize] += 1;
+    }
+    let starts: Vec<u32> = per_tile
+        .iter()
+        .scan(0, |at, &count| {
+            *at += count;
+            Some(*at - count)
+        })
+        .collect();
+    let mut next = starts.clone();
+    let mut by_tile = vec![0; found.tiles.len()];
+    let mut start = 0;
+    for (k, &end) in found.ends.iter().enumerate() {
+        let triangle = (first + k) as u32;
+        for &tile in &found.tiles[start..end as usize] {
+            let slot = &mut next[tile as usize];
+            by_tile[*slot as usize] = triangle;
+            *slot += 1;
+        }
+        start = end as usize;
+    }
+    Part {
+        by_tile,
+        per_tile,
+        starts,
+        skipped,
+    }
+}
+
+/// What every node skips, added up over the parts (group by group, in parallel: each
+/// node belongs to one group).
+fn skipped_per_node(groups: &[float::Group], parts: &[Part], nodes: usize) -> Vec<Skipped> {
+    let sums: Vec<[[u32; 8]; 4]> = (0..groups.len())
+        .into_par_iter()
+        .map(|group| {
+            let mut sum = [[0; 8]; 4];
+            for part in parts {
+                for (place, counts) in sum.iter_mut().zip(&part.skipped[group]) {
+                    for (total, count) in place.iter_mut().zip(counts) {
+                        *total += count;
+                    }
+                }
+            }
+            sum
+        })
+        .collect();
+    let mut per_node = vec![[0; 8]; nodes];
+    for (group, sum) in groups.iter().zip(&sums) {
+        for (k, &node) in group.members().iter().enumerate() {
+            per_node[node as usize] = sum[k];
+        }
+    }
+    per_node
+}
+
+/// The candidates of every tile, each tile's from the parts in part order (ascending,
+/// since parts hold consecutive triangles), in parallel over ranges of tiles.
+fn gather(tiles: &[Tile], parts: &[Part], total: usize) -> Vec<u32> {
+    let mut candidates = vec![0; total];
+    let ranges = tiles.len().div_ceil(256).max(1);
+    let per_range = tiles.len().div_ceil(ranges);
+    let mut slices = Vec::with_capacity(ranges);
+    let mut rest = candidates.as_mut_slice();
+    for range in tiles.chunks(per_range) {
+        let len: usize = range.iter().map(|tile| tile.len as usize).sum();
+        let (slice, tail) = std::mem::take(&mut rest).split_at_mut(len);
+        slices.push(slice);
+        rest = tail;
+    }
+    slices
+        .into_par_iter()
+        .enumerate()
+        .for_each(|(range, slice)| {
+            let mut at = 0;
+            for tile in range * per_range..((range + 1) * per_range).min(tiles.len()) {
+                for part in parts {
+                    let (start, len) = (part.starts[tile] as usize, part.per_tile[tile] as usize);
+                    slice[at..at + len].copy_from_slice(&part.by_tile[start..start + len]);
+                    at += len;
+                }
+            }
+        });
+    candidates
 }
 
 /// Adds up what each node skips along the paths to the leaves; `local` gives a leaf's place

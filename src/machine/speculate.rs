@@ -73,6 +73,9 @@ pub const CHUNKS_PER_THREAD: usize = 16;
 pub const MIN_CHUNK_PIXELS: usize = 256;
 /// Pixels a chunk runs in full before its own, from the skeleton's state.
 pub const WARM_UP: usize = 1;
+/// Pixels of a chunk checked on their own ([`Machine::run_job`]): a wrong guess costs
+/// this many pixels again.
+pub const PIECE: usize = 512;
 
 /// How a frame's pixels are cut into chunks.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -434,13 +437,13 @@ impl Machine<'_> {
             });
         }
         let running = Instant::now();
-        let runs: Vec<(usize, ChunkRun<'m>)> = jobs
+        let runs: Vec<(usize, Vec<ChunkRun<'m>>)> = jobs
             .into_par_iter()
             .map(|job| (job.core, self.run_job(job, batch, progress)))
             .collect();
         let mut by_core: Vec<Vec<ChunkRun<'m>>> = ranges.iter().map(|_| Vec::new()).collect();
-        for (core, run) in runs {
-            by_core[core].push(run);
+        for (core, pieces) in runs {
+            by_core[core].extend(pieces);
         }
         stages.pixels += running.elapsed();
         let checking = Instant::now();
@@ -486,6 +489,25 @@ impl Machine<'_> {
                 Some((assumed, footprint)) => real.agrees_on(assumed, &footprint.live()),
                 None => false,
             };
+            if !accepted && std::env::var_os("THEIA_DEBUG_CHUNKS").is_some() {
+                if let Some((assumed, footprint)) = &run.assumed {
+                    let live = footprint.live();
+                    let differ: Vec<(usize, usize, u32, u32)> = live
+                        .iter()
+                        .filter(|&e| real.element(e) != assumed.element(e))
+                        .map(|e| (e / 3, e % 3, real.element(e), assumed.element(e)))
+                        .collect();
+                    eprintln!(
+                        "chunk {:?}: parity {} vs {}; differ {:?}",
+                        run.pixels,
+                        real.parity(),
+                        assumed.parity(),
+                        differ
+                    );
+                } else {
+                    eprintln!("chunk {:?}: no assumed", run.pixels);
+                }
+            }
             if accepted {
                 let (assumed, footprint) = run.assumed.take().expect("accepted");
                 drop(assumed);
@@ -500,26 +522,30 @@ impl Machine<'_> {
                     pixels: run.pixels.clone(),
                     start: Start::Real(previous.core.clone()),
                 };
-                run = self.run_job(job, batch, progress);
+                let mut rerun = self.run_job(job, batch, progress);
+                debug_assert_eq!(rerun.len(), 1, "a real start runs in one piece");
+                run = rerun.pop().expect("a piece");
             }
             checked.push(run);
         }
         (checked, stats)
     }
 
-    /// Runs one chunk (a chunk whose seed cannot warm up runs nothing: its check runs it
-    /// from the real state).
+    /// Runs one chunk: from the real state in one piece, from a seed in pieces of
+    /// [`PIECE`] pixels, each started from the state the piece before left and checked
+    /// on its own, so that a wrong guess (a hit reading registers a pixel far back left,
+    /// as the faithful ROM's stale texture coordinates) costs one piece, not the chunk. A
+    /// chunk whose seed cannot warm up runs nothing: its check runs it from the real state.
     fn run_job<'m>(
         &'m self,
         job: Job<'m>,
         batch: Option<&Accel>,
         progress: Option<&AtomicU64>,
-    ) -> ChunkRun<'m> {
+    ) -> Vec<ChunkRun<'m>> {
         let mut accel = PixelAccel::new(batch);
-        let (index, partition) = self.active_partitions().nth(job.core).expect("active core");
-        let (mut core, assumed, speculative) = match job.start {
-            Start::Real(core) => (core, None, false),
-            Start::None => return self.unstarted(job.pixels),
+        let (core, speculative) = match job.start {
+            Start::Real(core) => (core, false),
+            Start::None => return vec![self.unstarted(job.pixels)],
             Start::Seed(mut core) => {
                 // The warm-up's output words are not the chunk's: a memory of no words
                 // drops them (a seed's memory would grow to hold them).
@@ -528,29 +554,67 @@ impl Machine<'_> {
                     core.refill_budget();
                     let warm = self.run_pixel(&mut core, &mut NoObserver, &mut accel);
                     if !matches!(warm, Ok(PixelDone { more: true, .. })) {
-                        return self.unstarted(job.pixels);
+                        return vec![self.unstarted(job.pixels)];
                     }
                 }
-                let assumed = Box::new((*core).clone());
-                core.track();
-                (core, Some(assumed), true)
+                (core, true)
             }
         };
+        let piece = if speculative { PIECE } else { job.pixels.len() };
+        let mut runs = Vec::with_capacity(job.pixels.len().div_ceil(piece.max(1)));
+        let mut core = Some(core);
+        let mut start = job.pixels.start;
+        while let Some(state) = core.take() {
+            let end = (start + piece).min(job.pixels.end);
+            let run = self.run_piece(
+                job.core,
+                state,
+                start..end,
+                speculative,
+                &mut accel,
+                progress,
+            );
+            start = end;
+            if run.ending.is_none() && start < job.pixels.end {
+                core = Some(Box::new((*run.core).clone()));
+            }
+            runs.push(run);
+        }
+        runs
+    }
+
+    /// Runs pixels `pixels` of active core `index` from `core`, tracked when `tracked`.
+    fn run_piece<'m>(
+        &'m self,
+        core_index: usize,
+        mut core: Box<Core<'m>>,
+        pixels: Range<usize>,
+        tracked: bool,
+        accel: &mut PixelAccel<'_>,
+        progress: Option<&AtomicU64>,
+    ) -> ChunkRun<'m> {
+        let (index, partition) = self
+            .active_partitions()
+            .nth(core_index)
+            .expect("active core");
+        let assumed = tracked.then(|| {
+            let assumed = Box::new((*core).clone());
+            core.track();
+            assumed
+        });
         let counters = (
             core.instructions(),
             core.culled_routines(),
             core.unknown_cost_routines,
         );
-        let window = OutputMemory::window(3 * job.pixels.start, output_words(partition));
-        let previous_output = core.replace_output(window);
-        drop(previous_output);
+        let window = OutputMemory::window(3 * pixels.start, output_words(partition));
+        drop(core.replace_output(window));
         let mut reporter = ProgressReporter::new(progress);
-        let mut hits = Vec::with_capacity(job.pixels.len());
+        let mut hits = Vec::with_capacity(pixels.len());
         let count = partition.pixel_count();
         let mut ending = None;
-        for k in job.pixels.clone() {
-            let done = self.run_pixel(&mut core, &mut NoObserver, &mut accel);
-            let more = match done {
+        for k in pixels.clone() {
+            let more = match self.run_pixel(&mut core, &mut NoObserver, accel) {
                 Ok(PixelDone { more, hit }) => {
                     hits.push(hit);
                     more
@@ -562,30 +626,30 @@ impl Machine<'_> {
                     break;
                 }
             };
-            reporter.add(1, !more || k + 1 == job.pixels.end);
-            if !more {
-                ending = Some(Ending::Finished);
-                break;
-            }
-            if self.cancelled() {
-                ending = Some(Ending::Failed(RenderError::Cancelled));
-                break;
-            }
-            if k + 1 >= count {
-                ending = Some(Ending::Failed(RenderError::Runaway {
+            reporter.add(1, !more || k + 1 == pixels.end);
+            ending = if !more {
+                Some(Ending::Finished)
+            } else if self.cancelled() {
+                Some(Ending::Failed(RenderError::Cancelled))
+            } else if k + 1 >= count {
+                Some(Ending::Failed(RenderError::Runaway {
                     core: index,
                     pixels: count,
-                }));
+                }))
+            } else {
+                None
+            };
+            if ending.is_some() {
                 break;
             }
         }
         let assumed = assumed.map(|assumed| {
-            let footprint = core.untrack().expect("a tracked chunk");
+            let footprint = core.untrack().expect("a tracked piece");
             (assumed, footprint)
         });
         let output = core.replace_output(OutputMemory::new(0));
         ChunkRun {
-            pixels: job.pixels,
+            pixels,
             instructions: core.instructions() - counters.0,
             culled: core.culled_routines() - counters.1,
             unknown_cost: core.unknown_cost_routines - counters.2,
@@ -594,7 +658,7 @@ impl Machine<'_> {
             hits,
             ending,
             assumed,
-            speculative,
+            speculative: tracked,
         }
     }
 

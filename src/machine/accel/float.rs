@@ -27,7 +27,7 @@
 //! triangle (the exact verdict, lane by lane) and the unbounded one (a candidate
 //! everywhere).
 
-use super::{Around, Exit, Forms, Node, NodeKind, Skipped, Verdict, H3_ERROR, UNSETTLED};
+use super::{Around, Exit, Forms, Node, NodeKind, Verdict, H3_ERROR, UNSETTLED};
 
 /// The doubled numerators' scales: one more halving than the forms' (2^-34 and 2^-17).
 /// [`FloatForms`] holds its coefficients scaled: a power of two commutes with every
@@ -161,6 +161,13 @@ impl Group {
 /// together, and leaves take no place. Only nodes `keep` accepts are descended into or
 /// find candidates; the others stay in their groups, so that each group's shared
 /// half-extent, and with it every verdict, is the whole tree's.
+impl Group {
+    /// The nodes in this group, by place.
+    pub(super) fn members(&self) -> &[u32] {
+        &self.nodes[..self.count as usize]
+    }
+}
+
 pub(super) fn groups(nodes: &[Node], root: u32, keep: impl Fn(u32) -> bool) -> Vec<Group> {
     let mut groups = vec![Group::new(nodes, &[root])];
     let mut next = 0;
@@ -410,20 +417,14 @@ impl Collector {
     }
 
     /// The candidates, and adds what each node skipped to `per_node`.
-    pub(super) fn finish(mut self, groups: &[Group], per_node: &mut [Skipped]) -> Found {
-        for (group, skipped) in groups.iter().zip(&self.skipped) {
-            for k in 0..group.count as usize {
-                let total = &mut per_node[group.nodes[k] as usize];
-                for (sum, count) in total.iter_mut().zip(&skipped[k]) {
-                    *sum += count;
-                }
-            }
-        }
+    /// The candidates found, and per group and place what was skipped there.
+    pub(super) fn finish(mut self) -> (Found, Vec<[[u32; 8]; 4]>) {
         self.found.truncate(self.found_len);
-        Found {
+        let found = Found {
             tiles: self.found,
             ends: self.ends,
-        }
+        };
+        (found, self.skipped)
     }
 }
 
