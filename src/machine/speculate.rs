@@ -489,25 +489,6 @@ impl Machine<'_> {
                 Some((assumed, footprint)) => real.agrees_on(assumed, &footprint.live()),
                 None => false,
             };
-            if !accepted && std::env::var_os("THEIA_DEBUG_CHUNKS").is_some() {
-                if let Some((assumed, footprint)) = &run.assumed {
-                    let live = footprint.live();
-                    let differ: Vec<(usize, usize, u32, u32)> = live
-                        .iter()
-                        .filter(|&e| real.element(e) != assumed.element(e))
-                        .map(|e| (e / 3, e % 3, real.element(e), assumed.element(e)))
-                        .collect();
-                    eprintln!(
-                        "chunk {:?}: parity {} vs {}; differ {:?}",
-                        run.pixels,
-                        real.parity(),
-                        assumed.parity(),
-                        differ
-                    );
-                } else {
-                    eprintln!("chunk {:?}: no assumed", run.pixels);
-                }
-            }
             if accepted {
                 let (assumed, footprint) = run.assumed.take().expect("accepted");
                 drop(assumed);
