@@ -244,7 +244,7 @@ pub struct ChunkStats {
 
 impl Machine<'_> {
     /// Pixels per chunk for this frame: the test knob, or from the host threads.
-    fn chunk_pixels(&self) -> Option<usize> {
+    fn chunk_pixels(&self, total: usize) -> Option<usize> {
         if let Some(pixels) = self.chunking.pixels {
             return Some(pixels.max(1));
         }
@@ -252,32 +252,33 @@ impl Machine<'_> {
         if threads <= 1 {
             return None;
         }
-        let total: usize = self.active_partitions().map(|(_, p)| p.pixel_count()).sum();
         Some((total / (threads * CHUNKS_PER_THREAD)).max(MIN_CHUNK_PIXELS))
     }
 
-    /// Where chunks of `partition` start (besides batch starts), about `pixels` apart: at
-    /// row starts (tile-row starts when the structure is used and there are enough of
-    /// them), or anywhere when rows are longer than a chunk.
-    fn chunk_starts(&self, partition: &Partition, pixels: usize) -> Vec<usize> {
-        let count = partition.pixel_count();
-        let (y0, y1) = (partition.start_pixel().1, partition.end_pixel().1);
+    /// Where chunks of `partition`'s pixels `range` start (besides `range.start`), about
+    /// `pixels` apart: at row starts (tile-row starts when the structure is used and there
+    /// are enough of them), or anywhere when rows are longer than a chunk.
+    fn chunk_starts(
+        &self,
+        partition: &Partition,
+        range: Range<usize>,
+        pixels: usize,
+    ) -> Vec<usize> {
         let width = partition.end_pixel().0 as usize;
         if width > pixels || self.chunking.pixels.is_some() {
-            return (1..count.div_ceil(pixels)).map(|k| k * pixels).collect();
+            return (range.start + pixels..range.end).step_by(pixels).collect();
         }
         let tile_rows = match &self.accel {
             Ok(Some(accel)) => Some(&accel.tree),
             _ => None,
         };
-        let rows: Vec<u32> = (y0 + 1..y1)
-            .filter(|&y| tile_rows.is_none_or(|tree| tree.starts_tile_row(y)))
-            .collect();
+        let (y0, y1) = (partition.start_pixel().1, partition.end_pixel().1);
         let mut starts = Vec::new();
-        let mut last = 0;
-        for y in rows {
+        let mut last = range.start;
+        for y in y0 + 1..y1 {
             let k = partition.row_start(y);
-            if k - last >= pixels {
+            let aligned = tile_rows.is_none_or(|tree| tree.starts_tile_row(y));
+            if aligned && k > range.start && k < range.end && k - last >= pixels {
                 starts.push(k);
                 last = k;
             }
@@ -403,32 +404,36 @@ impl Machine<'_> {
         stats: &mut ChunkStats,
         stages: &mut Stages,
     ) -> Vec<Vec<ChunkRun<'m>>> {
+        // Cut by the batch's pixels, where seeds are made for any pixel.
+        let total = ranges.iter().map(|range| range.len()).sum();
+        let pixels = self.chunk_pixels(total);
         let mut jobs = Vec::new();
         for (core, (state, range)) in states.into_iter().zip(ranges).enumerate() {
             let Some(state) = state else { continue };
-            let inside: Vec<usize> = starts[core]
-                .iter()
-                .enumerate()
-                .filter(|(_, &k)| k > range.start && k < range.end)
-                .map(|(i, _)| i)
-                .collect();
+            let partition = self.active_partitions().nth(core).expect("active").1;
+            let points: Vec<(usize, Start<'m>)> = match &mut seeds[core] {
+                Seeds::Taken(taken) => starts[core]
+                    .iter()
+                    .zip(taken.iter_mut())
+                    .filter(|(&k, _)| k > range.start && k < range.end)
+                    .map(|(&k, seed)| (k, seed.take().map_or(Start::None, Start::Seed)))
+                    .collect(),
+                Seeds::Made(made) => pixels
+                    .map(|pixels| self.chunk_starts(partition, range.clone(), pixels))
+                    .unwrap_or_default()
+                    .into_iter()
+                    .map(|k| (k, Start::Seed(Box::new(made.seed(partition, k - WARM_UP)))))
+                    .collect(),
+            };
             let mut from = range.start;
             let mut start = Start::Real(state);
-            for i in inside {
-                let to = starts[core][i];
+            for (to, next) in points {
                 jobs.push(Job {
                     core,
                     pixels: from..to,
                     start,
                 });
-                start = match &mut seeds[core] {
-                    Seeds::Taken(taken) => taken[i].take().map_or(Start::None, Start::Seed),
-                    Seeds::Made(made) => {
-                        let partition = self.active_partitions().nth(core).expect("active").1;
-                        Start::Seed(Box::new(made.seed(partition, to - WARM_UP)))
-                    }
-                };
-                from = to;
+                (from, start) = (to, next);
             }
             jobs.push(Job {
                 core,
@@ -463,53 +468,53 @@ impl Machine<'_> {
             .collect()
     }
 
-    /// A core's chunks in order, each accepted or run again from the real state its
-    /// predecessor left (see the module documentation); chunks after the core ended are
-    /// dropped.
+    /// A core's chunks in order, each accepted or run again (see the module
+    /// documentation); chunks after the core ended are dropped. Chunks to run again are
+    /// first run all at once, each from the state the walk puts before it (the real one
+    /// for the first of them; for the others the state their predecessors would leave
+    /// if running them again changed nothing they leave, which is then checked like any
+    /// guess); a second walk runs whatever still disagrees again, one after another, from
+    /// the real state.
     fn check<'m>(
         &'m self,
         core: usize,
-        runs: Vec<ChunkRun<'m>>,
+        mut runs: Vec<ChunkRun<'m>>,
         batch: Option<&Accel>,
         progress: Option<&AtomicU64>,
     ) -> (Vec<ChunkRun<'m>>, ChunkStats) {
-        let mut stats = ChunkStats::default();
-        let mut checked: Vec<ChunkRun<'m>> = Vec::with_capacity(runs.len());
-        for mut run in runs {
-            stats.speculative += u64::from(run.speculative);
-            let Some(previous) = checked.last_mut() else {
-                checked.push(run);
-                continue;
-            };
-            if previous.ending.is_some() {
-                break;
-            }
-            let real = &previous.core;
-            let accepted = match &run.assumed {
-                Some((assumed, footprint)) => real.agrees_on(assumed, &footprint.live()),
-                None => false,
-            };
-            if accepted {
-                let (assumed, footprint) = run.assumed.take().expect("accepted");
-                drop(assumed);
-                let untouched = footprint.untouched();
-                for element in (0..ELEMENTS).filter(|&e| untouched.contains(e)) {
-                    run.core.set_element(element, real.element(element));
-                }
-            } else {
-                stats.reruns += 1;
-                let job = Job {
-                    core,
-                    pixels: run.pixels.clone(),
-                    start: Start::Real(previous.core.clone()),
-                };
-                let mut rerun = self.run_job(job, batch, progress);
-                debug_assert_eq!(rerun.len(), 1, "a real start runs in one piece");
-                run = rerun.pop().expect("a piece");
-            }
-            checked.push(run);
+        let mut stats = ChunkStats {
+            speculative: runs.iter().filter(|run| run.speculative).count() as u64,
+            reruns: 0,
+        };
+        let mut accel = PixelAccel::new(batch);
+        let mut rerun = |start: Box<Core<'m>>, run: &ChunkRun<'m>, tracked: bool| {
+            let pixels = run.pixels.clone();
+            self.run_piece(core, start, pixels, tracked, &mut accel, progress)
+        };
+        // First walk: guesses for the chunks that disagree, run again together.
+        let wrong = walk(&mut runs, |_, _| false);
+        stats.reruns += wrong.len() as u64;
+        let again: Vec<(usize, ChunkRun<'m>)> = wrong
+            .into_par_iter()
+            .map(|(i, start)| {
+                let mut accel = PixelAccel::new(batch);
+                let pixels = runs[i].pixels.clone();
+                (
+                    i,
+                    self.run_piece(core, start, pixels, true, &mut accel, progress),
+                )
+            })
+            .collect();
+        for (i, run) in again {
+            runs[i] = run;
         }
-        (checked, stats)
+        // Second walk: what still disagrees runs again from the real state, in order.
+        walk(&mut runs, |run, real| {
+            stats.reruns += 1;
+            *run = rerun(real, run, false);
+            true
+        });
+        (runs, stats)
     }
 
     /// Runs one chunk: from the real state in one piece, from a seed in pieces of
@@ -660,6 +665,52 @@ impl Machine<'_> {
     }
 }
 
+/// Walks a core's chunks in order from the first (which started from the real state),
+/// keeping the state before each: a chunk that agrees with it is accepted (the state after
+/// it is its end, its untouched elements from the state before); for one that does not,
+/// `fix` may run it again from that state (and returns true), else it is listed with that
+/// state and the walk goes on as if running it again would leave what it left. Chunks
+/// after the core ended are dropped. Returns the listed chunks.
+fn walk<'m>(
+    runs: &mut Vec<ChunkRun<'m>>,
+    mut fix: impl FnMut(&mut ChunkRun<'m>, Box<Core<'m>>) -> bool,
+) -> Vec<(usize, Box<Core<'m>>)> {
+    let mut wrong = Vec::new();
+    let mut before: Option<Box<Core<'m>>> = None;
+    let mut end = runs.len();
+    for (i, run) in runs.iter_mut().enumerate() {
+        let mut patch = None;
+        if let Some(state) = before.take() {
+            let agrees = run
+                .assumed
+                .as_ref()
+                .is_some_and(|(assumed, footprint)| state.agrees_on(assumed, &footprint.live()));
+            if agrees || !fix(run, state.clone()) {
+                if !agrees {
+                    wrong.push((i, state.clone()));
+                }
+                patch = run
+                    .assumed
+                    .as_ref()
+                    .map(|(_, footprint)| (state, footprint.untouched()));
+            }
+        }
+        let mut after = run.core.clone();
+        if let Some((state, untouched)) = patch {
+            for element in (0..ELEMENTS).filter(|&e| untouched.contains(e)) {
+                after.set_element(element, state.element(element));
+            }
+        }
+        if run.ending.is_some() {
+            end = i + 1;
+            break;
+        }
+        before = Some(after);
+    }
+    runs.truncate(end);
+    wrong
+}
+
 impl Machine<'_> {
     /// Every core on its own, its pixels cut into chunks that run in parallel (one chunk
     /// per core with one thread); with the acceleration structure, batch by batch
@@ -724,10 +775,13 @@ impl Machine<'_> {
     /// The active cores booted, with where their chunks start and their seeds.
     fn cores(&self) -> Cores<'_> {
         let partitions: Vec<(usize, &Partition)> = self.active_partitions().collect();
-        let starts: Vec<Vec<usize>> = match self.chunk_pixels() {
+        // Fixed for the frame: where made seeds do not apply, the skeleton's snapshots
+        // must be taken in one pass (batches cut chunks too, as they come).
+        let total = partitions.iter().map(|(_, p)| p.pixel_count()).sum();
+        let starts: Vec<Vec<usize>> = match self.chunk_pixels(total) {
             Some(pixels) => partitions
                 .iter()
-                .map(|(_, partition)| self.chunk_starts(partition, pixels))
+                .map(|(_, p)| self.chunk_starts(p, 0..p.pixel_count(), pixels))
                 .collect(),
             None => vec![Vec::new(); partitions.len()],
         };
