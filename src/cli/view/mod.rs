@@ -79,6 +79,7 @@ pub fn run(args: ViewArgs) -> anyhow::Result<Outcome> {
     let listener = std::net::TcpListener::bind(("127.0.0.1", args.port))
         .map_err(|e| anyhow!("cannot listen on 127.0.0.1:{}: {e}", args.port))?;
     listener.set_nonblocking(true)?;
+    server::deepen_backlog(&listener);
     let address = listener.local_addr()?;
     let here = SaveRoot::open(Path::new(".")).context("opening the current directory")?;
     let given = match &args.shader.shader {

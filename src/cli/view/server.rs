@@ -65,6 +65,19 @@ pub fn max_connections() -> usize {
     (room as usize).clamp(16, CONNECTIONS_CEILING)
 }
 
+/// Connections the kernel queues before the server takes them (std listens with 128):
+/// while the machine is busy, a burst of a thousand connections must not fill the queue,
+/// or the next page's connection waits out a SYN retry (a second or more).
+const BACKLOG: libc::c_int = 4096;
+
+/// Listens again with [`BACKLOG`] (Linux takes a second `listen(2)` as a new backlog;
+/// the kernel caps it at `net.core.somaxconn`).
+pub fn deepen_backlog(listener: &std::net::TcpListener) {
+    use std::os::fd::AsRawFd;
+    // SAFETY: a listening socket we own; listen(2) only changes its queue length.
+    unsafe { libc::listen(listener.as_raw_fd(), BACKLOG) };
+}
+
 /// An answer's body: bytes at once, or a stream of server-sent events.
 pub enum Reply {
     Bytes(Option<Bytes>),
