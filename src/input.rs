@@ -21,8 +21,12 @@ pub fn read(path: &Path) -> io::Result<Vec<u8>> {
 
 /// [`read`] as UTF-8 text.
 pub fn read_to_string(path: &Path) -> io::Result<String> {
-    String::from_utf8(read(path)?)
-        .map_err(|_| io::Error::new(io::ErrorKind::InvalidData, "stream did not contain valid UTF-8"))
+    String::from_utf8(read(path)?).map_err(|_| {
+        io::Error::new(
+            io::ErrorKind::InvalidData,
+            "stream did not contain valid UTF-8",
+        )
+    })
 }
 
 /// The regular file at `path`, open for reading.

@@ -79,8 +79,12 @@ impl Viewer {
 
     fn connect(&self) -> TcpStream {
         let stream = TcpStream::connect(("127.0.0.1", self.port)).unwrap();
-        stream.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
-        stream.set_write_timeout(Some(Duration::from_secs(5))).unwrap();
+        stream
+            .set_read_timeout(Some(Duration::from_secs(5)))
+            .unwrap();
+        stream
+            .set_write_timeout(Some(Duration::from_secs(5)))
+            .unwrap();
         stream
     }
 
@@ -131,16 +135,30 @@ impl Viewer {
     /// untouched.
     fn check_resources(&self, what: &str, threads_before: u64) {
         let peak = self.status("VmHWM:");
-        assert!(peak < MAX_MEMORY_KB, "{what}: the viewer peaked at {peak} kB");
+        assert!(
+            peak < MAX_MEMORY_KB,
+            "{what}: the viewer peaked at {peak} kB"
+        );
         // Connections close within the header timeout; a few threads may come and go.
         let deadline = Instant::now() + Duration::from_secs(8);
         while self.descriptors() > 40 && Instant::now() < deadline {
             std::thread::sleep(Duration::from_millis(100));
         }
-        assert!(self.descriptors() <= 40, "{what}: {} descriptors open", self.descriptors());
+        assert!(
+            self.descriptors() <= 40,
+            "{what}: {} descriptors open",
+            self.descriptors()
+        );
         let threads = self.status("Threads:");
-        assert!(threads <= threads_before + 4, "{what}: {threads_before} -> {threads} threads");
-        assert_eq!(std::fs::read_to_string(&self.shader).unwrap(), SHADER, "{what}");
+        assert!(
+            threads <= threads_before + 4,
+            "{what}: {threads_before} -> {threads} threads"
+        );
+        assert_eq!(
+            std::fs::read_to_string(&self.shader).unwrap(),
+            SHADER,
+            "{what}"
+        );
         eprintln!("{what}: peak {peak} kB, {threads} threads");
     }
 }
@@ -163,7 +181,11 @@ impl Probe {
         // A little longer, to see the server after the attack too.
         std::thread::sleep(Duration::from_millis(500));
         self.stop.store(true, Ordering::SeqCst);
-        let (answers, slowest) = self.thread.join().unwrap().unwrap_or_else(|e| panic!("{what}: {e}"));
+        let (answers, slowest) = self
+            .thread
+            .join()
+            .unwrap()
+            .unwrap_or_else(|e| panic!("{what}: {e}"));
         assert!(answers >= 5, "{what}: only {answers} answers");
         assert!(slowest < ANSWER_WITHIN, "{what}: a /state took {slowest:?}");
         eprintln!("{what}: {answers} answers to /state, slowest {slowest:?}");
@@ -181,9 +203,14 @@ fn state(port: u16) -> Result<(u16, String), String> {
     )
     .map_err(|e| format!("write: {e}"))?;
     let mut raw = Vec::new();
-    stream.read_to_end(&mut raw).map_err(|e| format!("read: {e}"))?;
+    stream
+        .read_to_end(&mut raw)
+        .map_err(|e| format!("read: {e}"))?;
     let text = String::from_utf8_lossy(&raw).into_owned();
-    let status = text.get(9..12).and_then(|s| s.parse().ok()).ok_or(format!("answer {text:?}"))?;
+    let status = text
+        .get(9..12)
+        .and_then(|s| s.parse().ok())
+        .ok_or(format!("answer {text:?}"))?;
     Ok((status, text))
 }
 
@@ -193,7 +220,12 @@ fn an_endless_header_line_is_cut_off_at_16_kib() {
     let threads = viewer.status("Threads:");
     let probe = viewer.probe();
     let mut stream = viewer.connect();
-    write!(stream, "GET /state HTTP/1.1\r\nHost: 127.0.0.1:{}\r\nX-Endless: ", viewer.port).unwrap();
+    write!(
+        stream,
+        "GET /state HTTP/1.1\r\nHost: 127.0.0.1:{}\r\nX-Endless: ",
+        viewer.port
+    )
+    .unwrap();
     let chunk = vec![b'a'; 64 * 1024];
     let (mut sent, start) = (0usize, Instant::now());
     // Bounded: 256 MiB or 10 s, whichever first; the server cuts it off long before.
@@ -203,11 +235,17 @@ fn an_endless_header_line_is_cut_off_at_16_kib() {
             Err(_) => break,
         }
     }
-    assert!(sent < 8 << 20, "the server took {sent} bytes of one header line");
+    assert!(
+        sent < 8 << 20,
+        "the server took {sent} bytes of one header line"
+    );
     let mut answer = Vec::new();
     let _ = stream.read_to_end(&mut answer);
     let answer = String::from_utf8_lossy(&answer);
-    assert!(answer.is_empty() || answer.starts_with("HTTP/1.1 431"), "{answer}");
+    assert!(
+        answer.is_empty() || answer.starts_with("HTTP/1.1 431"),
+        "{answer}"
+    );
     probe.finish("endless header");
     viewer.check_resources("endless header", threads);
 }
@@ -261,7 +299,9 @@ fn two_hundred_slow_uploads_block_nobody() {
     let busy = uploads
         .iter_mut()
         .filter(|stream: &&mut TcpStream| {
-            stream.set_read_timeout(Some(Duration::from_millis(50))).unwrap();
+            stream
+                .set_read_timeout(Some(Duration::from_millis(50)))
+                .unwrap();
             let mut head = [0u8; 12];
             (&**stream).read_exact(&mut head).is_ok() && &head[9..] == b"503"
         })
@@ -295,10 +335,18 @@ fn five_hundred_oversized_bodies_are_refused_unread() {
         let _ = stream.write_all(&[b'x'; 4096]);
         let mut answer = Vec::new();
         let _ = stream.read_to_end(&mut answer);
-        assert!(answer.starts_with(b"HTTP/1.1 413"), "round {round}: {:?}", String::from_utf8_lossy(&answer));
+        assert!(
+            answer.starts_with(b"HTTP/1.1 413"),
+            "round {round}: {:?}",
+            String::from_utf8_lossy(&answer)
+        );
         assert!(start.elapsed() < Duration::from_secs(30), "round {round}");
     }
     probe.finish("500 oversized bodies");
     viewer.check_resources("500 oversized bodies", threads);
-    assert!(viewer.descriptors() <= descriptors + 2, "descriptors {descriptors} -> {}", viewer.descriptors());
+    assert!(
+        viewer.descriptors() <= descriptors + 2,
+        "descriptors {descriptors} -> {}",
+        viewer.descriptors()
+    );
 }

@@ -174,7 +174,6 @@ fn watch(viewer: &Arc<Viewer>) -> anyhow::Result<notify::RecommendedWatcher> {
     Ok(watcher)
 }
 
-
 type Answer = Response<Reply>;
 
 fn bytes(status: u16, content_type: &'static str, body: impl Into<Bytes>) -> Answer {
@@ -206,13 +205,19 @@ fn with_safety_headers(mut answer: Answer) -> Answer {
         ("x-frame-options", "DENY"),
         ("content-security-policy", "frame-ancestors 'none'"),
     ] {
-        headers.insert(HeaderName::from_static(name), HeaderValue::from_static(value));
+        headers.insert(
+            HeaderName::from_static(name),
+            HeaderValue::from_static(value),
+        );
     }
     answer
 }
 
 fn header<'r>(request: &'r Request<Incoming>, name: &str) -> Option<&'r str> {
-    request.headers().get(name).map(|v| v.to_str().unwrap_or("\u{fffd}"))
+    request
+        .headers()
+        .get(name)
+        .map(|v| v.to_str().unwrap_or("\u{fffd}"))
 }
 
 /// Only requests addressed to the loopback name: a page elsewhere that rebinds its own
@@ -388,7 +393,11 @@ static SAVING: Mutex<()> = Mutex::new(());
 fn save(app: &App, body: &[u8], save_as: Option<SaveAs>) -> Answer {
     let _one_at_a_time = SAVING.lock().unwrap_or_else(|p| p.into_inner());
     let viewer = &app.viewer;
-    let adopted = app.adopted.lock().unwrap_or_else(|p| p.into_inner()).clone();
+    let adopted = app
+        .adopted
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .clone();
     let written = match (viewer.shader_file(), save_as) {
         (Some(path), Some(_)) => {
             return text(
@@ -497,7 +506,10 @@ fn serve_events(viewer: &Viewer) -> Answer {
         keepalive: Box::pin(tokio::time::sleep(KEEPALIVE)),
     })));
     let headers = answer.headers_mut();
-    headers.insert("content-type", HeaderValue::from_static("text/event-stream"));
+    headers.insert(
+        "content-type",
+        HeaderValue::from_static("text/event-stream"),
+    );
     headers.insert("cache-control", HeaderValue::from_static("no-store"));
     answer
 }

@@ -89,20 +89,30 @@ impl SaveRoot {
     /// The directory holding `relative`'s last component, reached from the root one
     /// directory at a time without following links (`None`: a directory on the way is
     /// missing and `make_dirs` is off), and that last component.
-    fn walk<'p>(&self, relative: &'p Path, make_dirs: bool) -> io::Result<(Option<OwnedFd>, &'p OsStr)> {
+    fn walk<'p>(
+        &self,
+        relative: &'p Path,
+        make_dirs: bool,
+    ) -> io::Result<(Option<OwnedFd>, &'p OsStr)> {
         let mut parts: Vec<&OsStr> = Vec::new();
         for component in relative.components() {
             match component {
                 Component::Normal(part) => parts.push(part),
                 Component::CurDir => {}
-                _ => return Err(io::Error::new(io::ErrorKind::InvalidInput, "not below the directory")),
+                _ => {
+                    return Err(io::Error::new(
+                        io::ErrorKind::InvalidInput,
+                        "not below the directory",
+                    ))
+                }
             }
         }
         let name = parts
             .pop()
             .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "no file name"))?;
         // SAFETY: dup of a descriptor we own.
-        let mut dir = owned(unsafe { libc::fcntl(self.dir.as_raw_fd(), libc::F_DUPFD_CLOEXEC, 0) })?;
+        let mut dir =
+            owned(unsafe { libc::fcntl(self.dir.as_raw_fd(), libc::F_DUPFD_CLOEXEC, 0) })?;
         for part in parts {
             let part = c_path(part)?;
             let flags = libc::O_RDONLY | libc::O_DIRECTORY | libc::O_NOFOLLOW | libc::O_CLOEXEC;
@@ -167,9 +177,13 @@ fn create_temporary(dir: &OwnedFd, mode: u32) -> io::Result<(std::ffi::OsString,
         .map_or(0, |d| d.as_nanos() as u64)
         ^ u64::from(std::process::id()) << 32;
     for attempt in 0..64u64 {
-        let name = format!(".tmp{:06x}", (seed.wrapping_add(attempt.wrapping_mul(0x9E37_79B9))) & 0xFF_FFFF);
+        let name = format!(
+            ".tmp{:06x}",
+            (seed.wrapping_add(attempt.wrapping_mul(0x9E37_79B9))) & 0xFF_FFFF
+        );
         let c_name = c_path(OsStr::new(&name))?;
-        let flags = libc::O_WRONLY | libc::O_CREAT | libc::O_EXCL | libc::O_NOFOLLOW | libc::O_CLOEXEC;
+        let flags =
+            libc::O_WRONLY | libc::O_CREAT | libc::O_EXCL | libc::O_NOFOLLOW | libc::O_CLOEXEC;
         // SAFETY: valid descriptor and name.
         let fd = unsafe { libc::openat(dir.as_raw_fd(), c_name.as_ptr(), flags, mode & 0o666) };
         match owned(fd) {
@@ -178,7 +192,10 @@ fn create_temporary(dir: &OwnedFd, mode: u32) -> io::Result<(std::ffi::OsString,
             Err(error) => return Err(error),
         }
     }
-    Err(io::Error::new(io::ErrorKind::AlreadyExists, "no free temporary name"))
+    Err(io::Error::new(
+        io::ErrorKind::AlreadyExists,
+        "no free temporary name",
+    ))
 }
 
 fn fchmod(file: &File, mode: u32) -> io::Result<()> {
@@ -187,7 +204,8 @@ fn fchmod(file: &File, mode: u32) -> io::Result<()> {
 }
 
 fn c_path(part: &OsStr) -> io::Result<CString> {
-    CString::new(part.as_bytes()).map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "a NUL byte in the path"))
+    CString::new(part.as_bytes())
+        .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "a NUL byte in the path"))
 }
 
 fn owned(fd: libc::c_int) -> io::Result<OwnedFd> {

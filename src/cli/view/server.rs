@@ -104,7 +104,9 @@ impl Body for Reply {
 
     fn size_hint(&self) -> SizeHint {
         match self {
-            Reply::Bytes(bytes) => SizeHint::with_exact(bytes.as_ref().map_or(0, |b| b.len() as u64)),
+            Reply::Bytes(bytes) => {
+                SizeHint::with_exact(bytes.as_ref().map_or(0, |b| b.len() as u64))
+            }
             Reply::Events(_) => SizeHint::default(),
         }
     }
@@ -129,7 +131,8 @@ pub async fn read_body(request: Request<Incoming>, limit: usize) -> Result<Vec<u
     let mut body = request.into_body();
     let mut bytes = Vec::new();
     let read = async {
-        while let Some(frame) = std::future::poll_fn(|cx| Pin::new(&mut body).poll_frame(cx)).await {
+        while let Some(frame) = std::future::poll_fn(|cx| Pin::new(&mut body).poll_frame(cx)).await
+        {
             let frame = frame.map_err(|_| BodyError::Broken)?;
             if let Ok(data) = frame.into_data() {
                 if bytes.len() + data.len() > limit {
@@ -308,9 +311,9 @@ impl StallGuard {
 
     /// After a write that made no progress: an error once it has waited too long.
     fn check_stall(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<usize>> {
-        let timer = self
-            .stalled_since
-            .get_or_insert_with(|| Box::pin(tokio::time::sleep_until(Instant::now() + WRITE_STALL)));
+        let timer = self.stalled_since.get_or_insert_with(|| {
+            Box::pin(tokio::time::sleep_until(Instant::now() + WRITE_STALL))
+        });
         match timer.as_mut().poll(cx) {
             Poll::Ready(()) => Poll::Ready(Err(io::Error::new(
                 io::ErrorKind::TimedOut,
@@ -332,7 +335,11 @@ impl AsyncRead for StallGuard {
 }
 
 impl AsyncWrite for StallGuard {
-    fn poll_write(self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &[u8]) -> Poll<io::Result<usize>> {
+    fn poll_write(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
         let this = self.get_mut();
         match Pin::new(&mut this.stream).poll_write(cx, buf) {
             Poll::Pending => this.check_stall(cx),

@@ -21,7 +21,7 @@ use theia::image::{compare, marked_difference_image, png_bytes, Rgb8};
 use theia::inspect::{differences, Difference};
 use theia::isa::asm::{assemble, AsmErrors};
 use theia::machine::{Machine, Render, RenderError, RenderOptions};
-use theia::scene::Scene;
+use theia::scene::{Partition, Scene};
 use theia::trace::{trace_pixel, SourceMap, TraceOptions};
 use theia::viewer::Setting;
 
@@ -404,6 +404,8 @@ impl Viewer {
         let (ia, ib) = (Rgb8::from_frame(&ra.frame), Rgb8::from_frame(&rb.frame));
         let result = compare(&ia, &ib).map_err(|e| anyhow!(e))?;
         let found = differences(&result, &ra.frame.partitions, &rb.frame.partitions);
+        let first_of_partition =
+            first_pixels_differing(&ia, &ib, &ra.frame.partitions, &rb.frame.partitions);
         let side = |setting: Setting, render: &Render| {
             json::object(&[
                 ("cores", render.cores.to_string()),
@@ -417,14 +419,7 @@ impl Viewer {
             ("a", side(a, &ra)),
             ("b", side(b, &rb)),
             ("count", result.differing_pixels.to_string()),
-            (
-                "first_of_partition",
-                found
-                    .iter()
-                    .filter(|d| d.first_of_partition())
-                    .count()
-                    .to_string(),
-            ),
+            ("first_of_partition", first_of_partition.to_string()),
             (
                 "max_channel_difference",
                 result.max_channel_difference.to_string(),
@@ -446,7 +441,19 @@ impl Viewer {
 }
 
 /// Differing pixels a compare answer lists (the count covers all).
-const MAX_LISTED: usize = 1000;
+const MAX_LISTED: usize = theia::image::KEPT_DIFFERENCES;
+
+/// How many pixels that start a partition of either render differ (counted over the
+/// partitions, not the differences, which are kept only up to [`MAX_LISTED`]).
+fn first_pixels_differing(a: &Rgb8, b: &Rgb8, pa: &[Partition], pb: &[Partition]) -> usize {
+    let mut starts: Vec<(u32, u32)> = pa.iter().chain(pb).map(Partition::start_pixel).collect();
+    starts.sort_unstable();
+    starts.dedup();
+    starts
+        .into_iter()
+        .filter(|&(x, y)| x < a.width && y < a.height && a.pixel(x, y) != b.pixel(x, y))
+        .count()
+}
 
 fn difference_json(difference: &Difference) -> String {
     let core = |location: Option<theia::trace::PixelLocation>| {
