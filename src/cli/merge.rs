@@ -39,6 +39,8 @@ pub fn run(args: MergeArgs) -> anyhow::Result<Outcome> {
     if args.animate {
         return animate(&args);
     }
+    // The output's format before any part is read.
+    theia::image::OutputFormat::from_path(&args.output)?;
     let merged = merge_files(&args.inputs).map_err(anyhow::Error::msg)?;
     create_parent(&args.output)?;
     write_merged(&merged, &args.output)?;
