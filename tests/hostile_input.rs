@@ -283,3 +283,150 @@ fn a_byte_that_is_not_utf8_is_reported_with_its_line() {
         "{error}"
     );
 }
+
+/// R500 `#include` fan-out: 16 files each including the next 16 times. Depth alone was
+/// capped, so this ran past 60 s at 735 MB and rising; now the count is capped too.
+#[test]
+fn r500_includes_are_capped_in_count() {
+    let dir = tempfile::tempdir().unwrap();
+    for i in 0..16 {
+        let body: String = if i < 15 {
+            (0..16)
+                .map(|_| format!("#include \"f{}.fs.asm\"\n", i + 1))
+                .collect()
+        } else {
+            "-- nothing\n".into()
+        };
+        std::fs::write(dir.path().join(format!("f{i}.fs.asm")), body).unwrap();
+    }
+    let stderr = fails_within(
+        dir.path(),
+        5,
+        &["asm", "--isa", "r500", "f0.fs.asm", "-o", "x.fs.bin"],
+    );
+    assert!(
+        stderr.contains("error: more than 256 #includes in all"),
+        "{stderr}"
+    );
+    assert!(!dir.path().join("x.fs.bin").exists());
+}
+
+/// FIFOs and devices given to the assembler, the disassembler or an `#include` are
+/// refused by kind at once (each hung for ever).
+#[test]
+fn fifos_and_devices_are_refused_by_every_reader() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path();
+    mkfifo(&path.join("fifo.bin"));
+    mkfifo(&path.join("Instructions.mem"));
+    std::fs::write(path.join("inc.fs.asm"), "#include \"fifo.bin\"\n").unwrap();
+    let cases: [(&[&str], &str); 5] = [
+        (
+            &["disasm", "fifo.bin", "--isa", "r500"],
+            "fifo.bin: not a regular file (a FIFO)",
+        ),
+        (
+            &["disasm", "Instructions.mem"],
+            "Instructions.mem: not a regular file (a FIFO)",
+        ),
+        (
+            &["disasm", "/dev/zero"],
+            "/dev/zero: not a regular file (a character device)",
+        ),
+        (
+            &["asm", "--isa", "r500", "inc.fs.asm"],
+            "inc.fs.asm:1:1: error: cannot read fifo.bin: not a regular file (a FIFO)",
+        ),
+        (
+            &["asm", "fifo.bin"],
+            "fifo.bin: not a regular file (a FIFO)",
+        ),
+    ];
+    for (args, expected) in cases {
+        let stderr = fails_within(path, 5, args);
+        assert!(stderr.contains(expected), "{args:?}: {stderr}");
+    }
+}
+
+/// A 1 KB Params.mem asking for 16383x16383 is refused with the cap (it rendered for
+/// minutes and ran out of memory).
+#[cfg_attr(not(conformance_data), ignore = "needs ../shared")]
+#[test]
+fn a_mem_scene_larger_than_the_cap_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let scene = common::conformance("scenes_example3");
+    for name in ["Vertex.mem", "Textures.mem", "Params.mem"] {
+        std::fs::copy(scene.join(name), dir.path().join(name)).unwrap();
+    }
+    let params = std::fs::read_to_string(dir.path().join("Params.mem")).unwrap();
+    let mut lines: Vec<&str> = params.lines().take(7).collect();
+    lines[5] = "7ffe0000 7ffe0000 0";
+    lines.extend(["0 0 0", "7ffe0000 7ffe0000 0"]);
+    std::fs::write(dir.path().join("Params.mem"), lines.join("\n") + "\n").unwrap();
+    let stderr = fails_within(dir.path(), 5, &["render", ".", "-q", "-o", "o.png"]);
+    assert_eq!(
+        stderr,
+        "error: ./Params.mem:6: resolution 16383x16383: at most 4096x4096, as for OBJ scenes\n"
+    );
+}
+
+/// Clean errors before any work: more cores than rows, an output name the renderer cannot
+/// write, a frame pattern too wide, a model out of floating-point range.
+#[test]
+fn bad_options_are_refused_before_rendering() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path();
+    let stderr = fails_within(
+        path,
+        5,
+        &[
+            "render", "--cores", "1000000", "--band", "300/400", "-o", "b.png",
+        ],
+    );
+    assert_eq!(
+        stderr,
+        "error: --cores 1000000: at most 256 for this frame (each core renders a band of whole rows, and the frame has 256)\n"
+    );
+    // Reported at once, not after a 2048x2048 render.
+    let stderr = fails_within(
+        path,
+        2,
+        &[
+            "render", "--width", "2048", "--height", "2048", "-o", "o.jpg",
+        ],
+    );
+    assert!(stderr.contains("o.jpg: unknown output format"), "{stderr}");
+    std::fs::write(path.join("c.obj"), format!("{TRIANGLE}f 1 2 3\n")).unwrap();
+    let stderr = fails_within(
+        path,
+        5,
+        &[
+            "render",
+            "c.obj",
+            "--orbit",
+            "360",
+            "--frames",
+            "2",
+            "-o",
+            "o-%065536d.png",
+        ],
+    );
+    assert!(
+        stderr.contains("a frame number 65536 digits wide; at most 10"),
+        "{stderr}"
+    );
+    for (scale, expected) in [
+        ("1e300", "a vertex coordinate is 1e300: too large"),
+        ("1e-300", "the model is 1e-300 across: too small"),
+    ] {
+        let obj = format!("v 0 0 0\nv {scale} 0 0\nv {scale} {scale} 0\nf 1 2 3\n");
+        std::fs::write(path.join("s.obj"), obj).unwrap();
+        let stderr = fails_within(path, 5, &["render", "s.obj", "-o", "s.png"]);
+        assert!(stderr.contains(expected), "{scale}: {stderr}");
+    }
+    let names: Vec<_> = std::fs::read_dir(path)
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert_eq!(names.len(), 2, "no output, no temporary file: {names:?}");
+}

@@ -769,6 +769,12 @@ fn fit_view(model: &ObjModel, options: &ObjOptions) -> Result<View, FitError> {
 fn fit_message(error: FitError) -> String {
     match error {
         FitError::NoExtent => "the model has no extent: all its vertices are at one point".into(),
+        FitError::TooLarge { coordinate } => format!(
+            "a vertex coordinate is {coordinate:e}: too large to fit the camera to (distances would overflow); scale the model down"
+        ),
+        FitError::TooSmall { extent } => format!(
+            "the model is {extent:e} across: too small to fit the camera to (distances would underflow); scale the model up"
+        ),
         FitError::CameraAtTarget => "the camera is at the point it looks at".into(),
         FitError::TooFar {
             camera_distance,
