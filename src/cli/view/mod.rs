@@ -36,12 +36,12 @@ use save::SaveRoot;
 use server::{read_body, BodyError, Reply};
 use state::Viewer;
 use theia::inspect::pixel_info;
-use theia::viewer::{CompareImage, Route, SaveAs};
+use theia::viewer::{admit, CompareImage, Route, SaveAs, MAX_BODY_BYTES};
 
 /// The page: HTML, CSS and script in one file, built into the binary.
 const PAGE: &str = include_str!("page.html");
 /// Largest shader the page may save.
-const MAX_SHADER_BYTES: usize = 256 * 1024;
+const MAX_SHADER_BYTES: usize = MAX_BODY_BYTES as usize;
 /// Traces and comparisons (each renders the frame again) running at once; more get a 503.
 const MAX_EXPENSIVE: usize = 2;
 /// Saves receiving their bodies at once; more get a 503 (a save takes milliseconds: only
@@ -220,60 +220,19 @@ fn header<'r>(request: &'r Request<Incoming>, name: &str) -> Option<&'r str> {
         .map(|v| v.to_str().unwrap_or("\u{fffd}"))
 }
 
-/// Only requests addressed to the loopback name: a page elsewhere that rebinds its own
-/// host name to 127.0.0.1 must not reach the server.
-fn loopback_host(request: &Request<Incoming>, port: u16) -> bool {
-    header(request, "host").is_some_and(|host| {
-        [
-            format!("127.0.0.1:{port}"),
-            format!("localhost:{port}"),
-            format!("[::1]:{port}"),
-        ]
-        .contains(&host.to_ascii_lowercase())
-    })
-}
-
-/// A request from another site's page (which a browser marks with its `Origin`) is refused:
-/// only the page this server serves may change anything. Requests without one (command-line
-/// tools, and a browser's own same-origin GETs) pass.
-fn same_origin(request: &Request<Incoming>, port: u16) -> bool {
-    header(request, "origin").is_none_or(|origin| {
-        [
-            format!("http://127.0.0.1:{port}"),
-            format!("http://localhost:{port}"),
-            format!("http://[::1]:{port}"),
-        ]
-        .contains(&origin.to_ascii_lowercase())
-    })
-}
-
-/// Whether a browser says the request comes from another site. A cross-site `<img>` or
-/// `<script>` sends no `Origin`, but browsers mark every request with `Sec-Fetch-Site`:
-/// only the page's own requests (`same-origin`) and what the person typed or bookmarked
-/// (`none`) may reach anything but the page itself.
-fn cross_site(request: &Request<Incoming>) -> bool {
-    header(request, "sec-fetch-site").is_some_and(|site| !matches!(site, "same-origin" | "none"))
-}
-
 async fn handle(app: Arc<App>, request: Request<Incoming>) -> Answer {
-    // Before anything else, a body larger than any the server takes is refused unread
-    // (the connection closes after the answer: one request per connection).
-    if server::declared_length(&request).is_some_and(|length| length > MAX_SHADER_BYTES as u64) {
-        return text(413, "a shader is at most 256 KiB");
-    }
-    if !loopback_host(&request, app.port) {
-        return text(403, "only 127.0.0.1 is served");
-    }
-    if !same_origin(&request, app.port) {
-        return text(403, "requests from other sites are refused");
-    }
-    let route = match Route::parse(request.method().as_str(), &request.uri().to_string()) {
+    // Decided from the head alone; a refused body is never read (one request per
+    // connection: the connection closes after the answer).
+    let url = request.uri().to_string();
+    let route = match admit(
+        request.method().as_str(),
+        &url,
+        |name| header(&request, name),
+        app.port,
+    ) {
         Ok(route) => route,
         Err(refusal) => return text(refusal.status, &refusal.message),
     };
-    if route != Route::Page && cross_site(&request) {
-        return text(403, "requests from other sites are refused");
-    }
     let viewer = &app.viewer;
     match route {
         Route::Page => bytes(200, "text/html; charset=utf-8", PAGE),

@@ -150,14 +150,12 @@ pub async fn read_body(request: Request<Incoming>, limit: usize) -> Result<Vec<u
 }
 
 /// The `Content-Length` a request declares (`u64::MAX` for one that does not parse).
-pub fn declared_length(request: &Request<Incoming>) -> Option<u64> {
+fn declared_length(request: &Request<Incoming>) -> Option<u64> {
     let value = request.headers().get(hyper::header::CONTENT_LENGTH)?;
     Some(
         value
             .to_str()
-            .ok()
-            .and_then(|v| v.trim().parse().ok())
-            .unwrap_or(u64::MAX),
+            .map_or(u64::MAX, theia::viewer::declared_length),
     )
 }
 
