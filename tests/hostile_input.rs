@@ -151,8 +151,7 @@ fn device_fifo_and_directory_paths_are_refused() {
         std::fs::write(path.join("s.obj"), obj).unwrap();
         let start = Instant::now();
         let error = load_obj(&path.join("s.obj"), &small())
-            .err()
-            .expect("refused")
+            .expect_err("refused")
             .to_string();
         assert!(start.elapsed() < Duration::from_secs(2));
         error.replace(&path.display().to_string(), "DIR")

@@ -401,8 +401,8 @@ impl Merged {
         for pixel in pixels_of(part.header.band_partitions(), self.image.width) {
             let rgba = &part.rgba[pixel * 4..pixel * 4 + 4];
             let unwritten = 255 - rgba[3];
-            for c in 0..3 {
-                self.image.data[pixel * 3 + c] = rgba[c];
+            for (c, &value) in rgba[..3].iter().enumerate() {
+                self.image.data[pixel * 3 + c] = value;
                 self.written[pixel * 3 + c] = unwritten & (1 << c) == 0;
             }
         }

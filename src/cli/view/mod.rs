@@ -376,7 +376,7 @@ fn save(app: &App, body: &[u8], save_as: Option<SaveAs>) -> Answer {
             )
         }
         (None, Some(save_as)) => {
-            if let Err(refusal) = check_new_file(app, &save_as) {
+            if let Some(refusal) = refuse_new_file(app, &save_as) {
                 return refusal;
             }
             return match app.here.write(&save_as.path, body, true) {
@@ -407,20 +407,20 @@ fn save_failed(path: &Path, error: std::io::Error) -> Answer {
     text(status, &format!("{}: {error}", path.display()))
 }
 
-/// A first save's path: links on the way are refused, and an existing file is replaced
-/// only with `overwrite`.
-fn check_new_file(app: &App, save_as: &SaveAs) -> Result<(), Answer> {
+/// Why a first save's path is refused, if it is: a link on the way, or an existing file
+/// without `overwrite`.
+fn refuse_new_file(app: &App, save_as: &SaveAs) -> Option<Answer> {
     match app.here.exists(&save_as.path) {
-        Ok(false) => Ok(()),
-        Ok(true) if save_as.overwrite => Ok(()),
-        Ok(true) => Err(text(
+        Ok(false) => None,
+        Ok(true) if save_as.overwrite => None,
+        Ok(true) => Some(text(
             409,
             &format!(
                 "{} exists: confirm to overwrite it (overwrite=1)",
                 save_as.path.display()
             ),
         )),
-        Err(error) => Err(save_failed(&save_as.path, error)),
+        Err(error) => Some(save_failed(&save_as.path, error)),
     }
 }
 

@@ -167,7 +167,10 @@ fn existing_mode(dir: &OwnedFd, name: &OsStr) -> io::Result<Option<u32>> {
     // SAFETY: fstatat returned 0.
     let stat = unsafe { stat.assume_init() };
     let is_file = stat.st_mode & libc::S_IFMT == libc::S_IFREG;
-    Ok(is_file.then_some(stat.st_mode as u32 & 0o7777))
+    // mode_t is u32 on Linux, u16 elsewhere.
+    #[allow(clippy::unnecessary_cast)]
+    let mode = stat.st_mode as u32 & 0o7777;
+    Ok(is_file.then_some(mode))
 }
 
 /// A new file `.tmpXXXXXX` in `dir`, created exclusively (never through a link).

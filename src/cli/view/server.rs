@@ -57,6 +57,8 @@ pub fn max_connections() -> usize {
     };
     // SAFETY: getrlimit writes the struct it is given.
     let known = unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) } == 0;
+    // rlim_t is u64 on Linux, not everywhere.
+    #[allow(clippy::unnecessary_cast)]
     let room = if known {
         (limit.rlim_cur as u64).saturating_sub(DESCRIPTORS_KEPT) / 2
     } else {

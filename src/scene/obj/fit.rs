@@ -181,7 +181,7 @@ impl View {
         // Distances square coordinates: past 1e150 they overflow, an extent under 1e-150
         // squares to nothing. Such a model is out of range, not without extent.
         let coordinate = min.abs().max(max.abs()).max_element();
-        if !(coordinate <= FIT_RANGE) {
+        if coordinate.is_nan() || coordinate > FIT_RANGE {
             return Err(FitError::TooLarge { coordinate });
         }
         let extent = (max - min).max_element();

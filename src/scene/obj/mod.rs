@@ -638,6 +638,9 @@ fn validate_options(options: &ObjOptions) -> Result<(), String> {
     Ok(())
 }
 
+/// The distinct textures and flat colours, and the tile of each material.
+type TileSources = (Vec<TileSource>, HashMap<Option<usize>, usize>);
+
 /// One tile source per distinct texture or flat colour, and the tile of each material
 /// (None: no material, white).
 fn tile_sources(
@@ -645,7 +648,7 @@ fn tile_sources(
     materials: &[Option<Material>],
     assets: &dyn Assets,
     notes: &mut Vec<String>,
-) -> Result<(Vec<TileSource>, HashMap<Option<usize>, usize>), String> {
+) -> Result<TileSources, String> {
     let mut texels = 0u64;
     let mut sources = Vec::new();
     let mut by_key: HashMap<String, usize> = HashMap::new();
