@@ -159,9 +159,10 @@ pub fn words_text(frame: &Frame) -> String {
 
 /// Writes `bytes` to `path` through a temporary file in the same directory and a rename,
 /// so a reader never sees a partial file and a failed write (a full disk, say) leaves the
-/// file that was there as it was, and no temporary file. The file gets the mode any new
+/// file that was there as it was, and no temporary file. A new file gets the mode any new
 /// file gets (0666 less the umask), not the temporary file's private 0600: an image is for
-/// other users and web servers to read too. A process killed outright (SIGKILL) during the
+/// other users and web servers to read too; a file replaced keeps its mode. The rename
+/// makes a new file: other hard links to the old one keep the old contents. A process killed outright (SIGKILL) during the
 /// write leaves its `.tmp*` file behind; [`remove_unfinished_writes`] is for the gentler
 /// signals.
 pub fn write_atomically(path: &Path, bytes: &[u8]) -> Result<(), ImageError> {
@@ -241,7 +242,13 @@ fn write_atomically_with(
         file
     };
     let temporary = file.path().to_path_buf();
-    let written = write(file.as_file_mut(), bytes);
+    let mut written = write(file.as_file_mut(), bytes);
+    // A file replaced keeps its permissions (a read-only 0400 output stays 0400).
+    if let (Ok(()), Ok(old)) = (&written, std::fs::metadata(path)) {
+        if old.is_file() {
+            written = file.as_file().set_permissions(old.permissions());
+        }
+    }
     if let (Ok(()), Some(hook)) = (&written, BEFORE_RENAME.get()) {
         hook(&temporary);
     }
@@ -316,7 +323,7 @@ pub fn write_merged(merged: &partial::Merged, path: &Path) -> Result<(), ImageEr
 /// Reads a PNG (or any format the `image` crate knows) or a plain-text P3 PPM, including
 /// the test bench's (comments between values, `x` for unwritten words, read as 0).
 pub fn read_image(path: &Path) -> Result<Rgb8, ImageError> {
-    let bytes = std::fs::read(path).map_err(|source| ImageError::Io {
+    let bytes = crate::input::read(path).map_err(|source| ImageError::Io {
         path: path.to_path_buf(),
         source,
     })?;
@@ -339,6 +346,29 @@ pub fn decode_image(bytes: &[u8]) -> Result<Rgb8, String> {
         height: rgb.height(),
         data: rgb.into_raw(),
     })
+}
+
+/// The width and height of the image [`decode_image`] would decode, from its header.
+pub fn image_size(bytes: &[u8]) -> Result<(u32, u32), String> {
+    if bytes.starts_with(b"P3") {
+        let text = String::from_utf8_lossy(bytes);
+        let mut numbers = text
+            .lines()
+            .map(|line| line.split('#').next().unwrap_or(""))
+            .flat_map(str::split_whitespace)
+            .skip(1)
+            .map(|word| word.parse::<u32>());
+        let mut next = || match numbers.next() {
+            Some(Ok(n)) => Ok(n),
+            _ => Err("a PPM without its width and height".to_string()),
+        };
+        return Ok((next()?, next()?));
+    }
+    ::image::ImageReader::new(std::io::Cursor::new(bytes))
+        .with_guessed_format()
+        .map_err(|e| e.to_string())?
+        .into_dimensions()
+        .map_err(|e| e.to_string())
 }
 
 /// Parses plain-text PPM, tolerating comments anywhere and extra trailing values.
@@ -411,9 +441,13 @@ pub struct Comparison {
     /// Pixels with any channel different.
     pub differing_pixels: usize,
     pub max_channel_difference: u8,
-    /// Coordinates of the differing pixels, row-major.
+    /// Coordinates of the first [`KEPT_DIFFERENCES`] differing pixels, row-major (all of
+    /// them are counted in `differing_pixels`): memory does not grow with the differences.
     pub differing: Vec<(u32, u32)>,
 }
+
+/// Differing pixels a [`Comparison`] locates (the most any listing shows).
+pub const KEPT_DIFFERENCES: usize = 1000;
 
 impl Comparison {
     pub fn identical(&self) -> bool {
@@ -430,6 +464,7 @@ pub fn compare(a: &Rgb8, b: &Rgb8) -> Result<Comparison, String> {
         ));
     }
     let mut differing = Vec::new();
+    let mut count = 0;
     let mut max = 0u8;
     for (i, (pa, pb)) in a.data.chunks(3).zip(b.data.chunks(3)).enumerate() {
         let d = pa
@@ -439,14 +474,17 @@ pub fn compare(a: &Rgb8, b: &Rgb8) -> Result<Comparison, String> {
             .max()
             .unwrap_or(0);
         if d > 0 {
-            differing.push(((i as u32) % a.width, (i as u32) / a.width));
+            if count < KEPT_DIFFERENCES {
+                differing.push(((i as u32) % a.width, (i as u32) / a.width));
+            }
+            count += 1;
             max = max.max(d);
         }
     }
     Ok(Comparison {
         width: a.width,
         height: a.height,
-        differing_pixels: differing.len(),
+        differing_pixels: count,
         max_channel_difference: max,
         differing,
     })
@@ -520,6 +558,26 @@ mod tests {
         let mode = |path: &Path| std::fs::metadata(path).unwrap().permissions().mode() & 0o777;
         assert_eq!(mode(&image), mode(&plain));
         assert_eq!(std::fs::read(&image).unwrap(), b"png");
+    }
+
+    /// Replacing keeps the old file's mode; a hard link to it keeps the old contents.
+    #[cfg(unix)]
+    #[test]
+    fn a_replaced_image_keeps_its_mode_and_its_links_keep_the_old_bytes() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let image = dir.path().join("image.png");
+        let link = dir.path().join("link.png");
+        write_atomically(&image, b"old").unwrap();
+        std::fs::hard_link(&image, &link).unwrap();
+        for mode in [0o400, 0o640, 0o755] {
+            std::fs::set_permissions(&image, std::fs::Permissions::from_mode(mode)).unwrap();
+            write_atomically(&image, b"new").unwrap();
+            let now = std::fs::metadata(&image).unwrap().permissions().mode() & 0o777;
+            assert_eq!(now, mode);
+        }
+        assert_eq!(std::fs::read(&image).unwrap(), b"new");
+        assert_eq!(std::fs::read(&link).unwrap(), b"old");
     }
 
     /// Everything in `dir`, by name.
@@ -629,6 +687,25 @@ mod tests {
             }
         )
         .is_err());
+    }
+
+    /// Memory independent of the differences: every pixel counted, the first few kept.
+    #[test]
+    fn a_comparison_keeps_only_the_first_differences() {
+        let a = Rgb8 {
+            width: 100,
+            height: 50,
+            data: vec![0; 100 * 50 * 3],
+        };
+        let b = Rgb8 {
+            data: vec![1; 100 * 50 * 3],
+            ..a.clone()
+        };
+        let cmp = compare(&a, &b).unwrap();
+        assert_eq!(cmp.differing_pixels, 5000);
+        assert_eq!(cmp.differing.len(), KEPT_DIFFERENCES);
+        assert_eq!(cmp.differing[..2], [(0, 0), (1, 0)]);
+        assert_eq!(cmp.differing[KEPT_DIFFERENCES - 1], (99, 9));
     }
 
     #[test]

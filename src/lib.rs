@@ -60,6 +60,7 @@
 //! - [`image`]: PPM/PNG output and image comparison.
 //! - [`cpu`]: what the CPU offers the vector paths (AVX2, FMA).
 //! - [`trace`]: one pixel instruction by instruction, with cycle estimates.
+//! - [`input`]: reading files named by input: regular files only.
 //! - [`inspect`]: one pixel's core and output words; where two renders differ.
 //! - [`viewer`]: the requests `theia view` answers.
 //! - [`bench`](mod@bench): frame benchmarks (one core vs all cores) as a printable table.
@@ -68,6 +69,7 @@ pub mod bench;
 pub mod core;
 pub mod cpu;
 pub mod image;
+pub mod input;
 pub mod inspect;
 pub mod isa;
 pub mod machine;

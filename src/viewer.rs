@@ -76,6 +76,62 @@ fn bad_request(message: &str) -> Refusal {
     }
 }
 
+/// Largest request body the viewer takes (a shader to save).
+pub const MAX_BODY_BYTES: u64 = 256 * 1024;
+
+/// What the server decides from a request's head, before reading anything more: the
+/// route, or why the request is refused. `header` looks a header up by its lower-case
+/// name (none: absent; a value that is not text reads as U+FFFD); `port` is the one the
+/// server listens on.
+///
+/// In order: a declared body over [`MAX_BODY_BYTES`] is refused (413) before anything
+/// else, so it is never read; the `Host` must be a loopback name with this port (a page
+/// elsewhere that rebinds its own name to 127.0.0.1 must not reach the server); an
+/// `Origin` must be this server's (only its page may change anything); then the route;
+/// and anything but the page itself is refused when the browser marks the request as
+/// coming from another site (`Sec-Fetch-Site`: a cross-site `<img>` sends no `Origin`).
+pub fn admit<'h>(
+    method: &str,
+    url: &str,
+    header: impl Fn(&str) -> Option<&'h str>,
+    port: u16,
+) -> Result<Route, Refusal> {
+    let refuse = |status, message: &str| {
+        Err(Refusal {
+            status,
+            message: message.into(),
+        })
+    };
+    if header("content-length").is_some_and(|length| declared_length(length) > MAX_BODY_BYTES) {
+        return refuse(413, "a shader is at most 256 KiB");
+    }
+    let names = |scheme: &str| {
+        ["127.0.0.1", "localhost", "[::1]"].map(|host| format!("{scheme}{host}:{port}"))
+    };
+    let loopback =
+        header("host").is_some_and(|host| names("").contains(&host.to_ascii_lowercase()));
+    if !loopback {
+        return refuse(403, "only 127.0.0.1 is served");
+    }
+    let same_origin = header("origin")
+        .is_none_or(|origin| names("http://").contains(&origin.to_ascii_lowercase()));
+    if !same_origin {
+        return refuse(403, "requests from other sites are refused");
+    }
+    let route = Route::parse(method, url)?;
+    let cross_site =
+        header("sec-fetch-site").is_some_and(|site| !matches!(site, "same-origin" | "none"));
+    if route != Route::Page && cross_site {
+        return refuse(403, "requests from other sites are refused");
+    }
+    Ok(route)
+}
+
+/// A `Content-Length` value as a number; one that does not parse counts as too large.
+pub fn declared_length(value: &str) -> u64 {
+    value.trim().parse().unwrap_or(u64::MAX)
+}
+
 impl Route {
     /// The route for `method` and `url` (path and query, as in the request line).
     pub fn parse(method: &str, url: &str) -> Result<Route, Refusal> {
@@ -274,6 +330,76 @@ mod tests {
             Route::parse("GET", "/compare/diff.png"),
             Ok(Route::Compared(CompareImage::Difference))
         );
+    }
+
+    /// Head checks in their order, each with its status.
+    #[test]
+    fn admission_checks_body_host_origin_route_and_site() {
+        let admit_with = |url: &str, headers: &[(&str, &'static str)]| {
+            let headers = headers.to_vec();
+            admit(
+                "GET",
+                url,
+                move |name| headers.iter().find(|(n, _)| *n == name).map(|(_, v)| *v),
+                7878,
+            )
+            .map_err(|refusal| refusal.status)
+        };
+        let host = ("host", "127.0.0.1:7878");
+        assert_eq!(admit_with("/state", &[host]), Ok(Route::State));
+        assert_eq!(
+            admit_with("/state", &[("host", "LOCALHOST:7878")]),
+            Ok(Route::State)
+        );
+        assert_eq!(
+            admit_with("/state", &[("host", "[::1]:7878")]),
+            Ok(Route::State)
+        );
+        assert_eq!(admit_with("/state", &[]), Err(403));
+        assert_eq!(
+            admit_with("/state", &[("host", "127.0.0.1:7879")]),
+            Err(403)
+        );
+        assert_eq!(
+            admit_with("/state", &[("host", "evil.example:7878")]),
+            Err(403)
+        );
+        // The body's declared length goes first, whatever the host.
+        assert_eq!(
+            admit_with("/state", &[("content-length", "262145")]),
+            Err(413)
+        );
+        assert_eq!(
+            admit_with("/state", &[host, ("content-length", "x")]),
+            Err(413)
+        );
+        assert_eq!(
+            admit_with("/state", &[host, ("content-length", "262144")]),
+            Ok(Route::State)
+        );
+        assert_eq!(
+            admit_with("/state", &[host, ("origin", "http://evil.example")]),
+            Err(403)
+        );
+        assert_eq!(
+            admit_with("/state", &[host, ("origin", "http://localhost:7878")]),
+            Ok(Route::State)
+        );
+        assert_eq!(admit_with("/nothing", &[host]), Err(404));
+        for site in ["cross-site", "same-site", "\u{fffd}"] {
+            let site = Box::leak(site.to_string().into_boxed_str());
+            assert_eq!(
+                admit_with("/compare", &[host, ("sec-fetch-site", site)]),
+                Err(403)
+            );
+            assert_eq!(
+                admit_with("/", &[host, ("sec-fetch-site", site)]),
+                Ok(Route::Page)
+            );
+        }
+        for site in ["same-origin", "none"] {
+            assert!(admit_with("/trace?x=0&y=0", &[host, ("sec-fetch-site", site)]).is_ok());
+        }
     }
 
     #[test]

@@ -456,3 +456,61 @@ fn an_original_scene_merges_by_its_own_partitions() {
         "{stderr}"
     );
 }
+
+/// A crafted part: 100,000 partition lines each covering the whole frame. Refused at the
+/// second line, in milliseconds (checking each line against the others took hours).
+#[test]
+fn overlapping_partition_lines_are_refused_at_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let dir = dir.path();
+    ok(
+        dir,
+        &[
+            "render", "-q", "--band", "0/2", "--width", "64", "--height", "64", "-o", "b.png",
+        ],
+    );
+    let mut part = PartialImage::from_png(&read(dir, "b.png")).unwrap();
+    part.header.partitions = vec![part.header.partitions[0]; 100_000];
+    part.header.partitions[0] = theia::scene::Partition::rows(64, 0, 64);
+    // to_png writes whatever header it is given; the reader must refuse it.
+    let crafted = part.to_png();
+    std::fs::write(dir.join("crafted.png"), &crafted).unwrap();
+    let start = std::time::Instant::now();
+    let error = PartialImage::from_png(&crafted).unwrap_err();
+    assert_eq!(
+        error,
+        "partition 1 overlaps an earlier one in row 0: the partitions of a frame are disjoint"
+    );
+    let stderr = fails(dir, &["merge", "crafted.png", "crafted.png", "-o", "m.png"]);
+    assert!(
+        stderr.contains("crafted.png: partition 1 overlaps"),
+        "{stderr}"
+    );
+    assert!(start.elapsed() < std::time::Duration::from_secs(5));
+    assert!(!dir.join("m.png").exists());
+}
+
+/// One part given sixteen times is refused from the descriptions alone: no pixel of any
+/// part is decoded first (decoding all sixteen 8K parts took gigabytes).
+#[test]
+fn a_part_given_many_times_is_refused_before_any_is_decoded() {
+    let dir = tempfile::tempdir().unwrap();
+    let dir = dir.path();
+    ok(
+        dir,
+        &[
+            "render", "-q", "--band", "0/2", "--width", "32", "--height", "16", "-o", "b.png",
+        ],
+    );
+    // The pixels past the description are cut off: a part that were decoded would fail
+    // with "the pixels cannot be read".
+    let bytes = read(dir, "b.png");
+    let idat = bytes.windows(4).position(|w| w == b"IDAT").unwrap();
+    std::fs::write(dir.join("cut.png"), &bytes[..idat + 8]).unwrap();
+    let parts = vec!["cut.png"; 16];
+    let mut args = vec!["merge", "-o", "m.png"];
+    args.extend(parts);
+    let stderr = fails(dir, &args);
+    assert_eq!(stderr, "error: cut.png and cut.png are both band 0/2\n");
+    assert!(!dir.join("m.png").exists());
+}

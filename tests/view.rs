@@ -489,13 +489,19 @@ fn a_newer_edit_cancels_the_render_in_flight_which_reports_progress() {
 }
 
 #[test]
-fn ctrl_c_stops_the_server_cleanly() {
+fn ctrl_c_and_sigterm_stop_the_server_cleanly_with_status_130() {
+    for signal in [libc::SIGINT, libc::SIGTERM] {
+        stops_cleanly_on(signal);
+    }
+}
+
+fn stops_cleanly_on(signal: i32) {
     let mut view = View::start(&solid("0.0", "1.0", "0.0"));
     view.wait_for("the first frame", |s| frame_generation(s).is_some());
     let mut events = listen(&view);
     // SAFETY: signals our own child process.
     unsafe {
-        libc::kill(view.child.id() as i32, libc::SIGINT);
+        libc::kill(view.child.id() as i32, signal);
     }
     let start = Instant::now();
     let status = loop {
@@ -505,7 +511,8 @@ fn ctrl_c_stops_the_server_cleanly() {
         assert!(start.elapsed() < Duration::from_secs(10), "still running");
         std::thread::sleep(Duration::from_millis(20));
     };
-    assert!(status.success(), "{status}");
+    // As the README says: 130, as shells report Ctrl-C.
+    assert_eq!(status.code(), Some(130), "{status}");
     // The open event stream ends with the server.
     let mut rest = String::new();
     let _ = events.read_to_string(&mut rest);

@@ -1,7 +1,9 @@
 //! Partial images `theia merge` reads (`theia render --band K/N`'s PNGs) → `PartialImage::
-//! from_png`, and the description text alone → `PartialHeader::parse`. Errors are fine;
-//! panics are not. A part that reads back holds width × height RGBA pixels, writes back to a
-//! PNG that reads as the same part, and merges on its own only if it is the only band.
+//! from_png`, the description before the pixels alone → `PartialHeader::from_png` (what
+//! merge checks before decoding any part), and the description text → `PartialHeader::
+//! parse`. Errors are fine; panics are not. A part that reads back holds width × height
+//! RGBA pixels, has the header the header-only reader gives, writes back to a PNG that
+//! reads as the same part, and merges on its own only if it is the only band.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
@@ -13,8 +15,10 @@ fuzz_target!(|data: &[u8]| {
             assert_eq!(PartialHeader::parse(&header.to_text()), Ok(header));
         }
     }
+    let header_only = PartialHeader::from_png(std::io::Cursor::new(data));
     if let Ok(part) = PartialImage::from_png(data) {
         let header = &part.header;
+        assert_eq!(header_only.as_ref(), Ok(header));
         assert_eq!(
             part.rgba.len(),
             header.width as usize * header.height as usize * 4

@@ -74,8 +74,8 @@ pub fn run_asm(args: AsmArgs) -> anyhow::Result<Outcome> {
         }
         return Ok(Outcome::Success);
     }
-    let source =
-        std::fs::read_to_string(&args.source).with_context(|| args.source.display().to_string())?;
+    let source = theia::input::read_to_string(&args.source)
+        .with_context(|| args.source.display().to_string())?;
     let (text, warnings) = if args.rom {
         let rom = assemble_rom(&source, &args.source)?;
         let text: String = rom

@@ -104,6 +104,12 @@ impl AnimationArgs {
             None => numbered(default_output),
         };
         let numbered_name = has_frame_number(&pattern);
+        if let Some((_, _, width)) = frame_number_of(&pattern).filter(|n| n.2 > MAX_FRAME_DIGITS) {
+            bail!(
+                "{}: a frame number {width} digits wide; at most {MAX_FRAME_DIGITS}, such as out/spin-%04d.png",
+                pattern.display()
+            );
+        }
         if !numbered_name && range.first != range.last {
             bail!(
                 "{}: {} frames need a file name with a frame number, such as out/spin-%04d.png",
@@ -138,7 +144,16 @@ fn numbered(path: &Path) -> PathBuf {
     path.with_file_name(format!("{stem}-%04d{extension}"))
 }
 
-/// The `%d` or `%0Nd` in a file name, as (start, end, width).
+/// The widest `%0Nd` a pattern may ask for (u32 frame numbers have at most 10 digits).
+const MAX_FRAME_DIGITS: usize = 10;
+
+/// [`frame_number_at`] in a path's file name.
+fn frame_number_of(path: &Path) -> Option<(usize, usize, usize)> {
+    frame_number_at(&path.file_name()?.to_string_lossy())
+}
+
+/// The `%d` or `%0Nd` in a file name, as (start, end, width); a width too large to parse
+/// is `usize::MAX`.
 fn frame_number_at(name: &str) -> Option<(usize, usize, usize)> {
     let start = name.find('%')?;
     let rest = &name[start + 1..];
@@ -146,7 +161,10 @@ fn frame_number_at(name: &str) -> Option<(usize, usize, usize)> {
     if rest.as_bytes().get(digits) != Some(&b'd') {
         return None;
     }
-    let width = rest[..digits].parse().unwrap_or(0);
+    let width = match digits {
+        0 => 0,
+        _ => rest[..digits].parse().unwrap_or(usize::MAX),
+    };
     Some((start, start + 1 + digits + 1, width))
 }
 
@@ -164,6 +182,7 @@ pub fn frame_path(pattern: &Path, index: u32) -> PathBuf {
         .unwrap_or_default();
     match frame_number_at(&name) {
         Some((start, end, width)) => {
+            let width = width.min(MAX_FRAME_DIGITS);
             pattern.with_file_name(format!("{}{index:0width$}{}", &name[..start], &name[end..]))
         }
         None => pattern.to_path_buf(),
@@ -234,6 +253,25 @@ mod tests {
         assert_eq!(
             one.jobs(Some(Path::new("a.png")), Path::new("x")).unwrap()[0].output,
             PathBuf::from("a.png")
+        );
+        for pattern in [
+            "o-%065536d.png",
+            "o-%099999999999999999999999d.png",
+            "o-%011d.png",
+        ] {
+            let error = args
+                .jobs(Some(Path::new(pattern)), Path::new("x"))
+                .unwrap_err();
+            assert!(
+                error.to_string().contains("at most 10"),
+                "{pattern}: {error}"
+            );
+        }
+        assert_eq!(
+            args.jobs(Some(Path::new("o-%010d.png")), Path::new("x"))
+                .unwrap()[0]
+                .output,
+            PathBuf::from("o-0000000002.png")
         );
         let beyond = AnimationArgs {
             frame: Some(FrameRange { first: 8, last: 8 }),

@@ -9,9 +9,9 @@ use clap::Args;
 
 use super::render::create_parent;
 use super::Outcome;
-use theia::image::animation::{apng_bytes, gif_bytes};
-use theia::image::partial::{is_partial, merge, read_parts};
-use theia::image::{decode_image, write_atomically, write_merged, Rgb8};
+use theia::image::animation::{apng_stream, gif_stream};
+use theia::image::partial::{is_partial, merge_files};
+use theia::image::{decode_image, image_size, write_atomically, write_merged, Rgb8};
 
 #[derive(Args)]
 pub struct MergeArgs {
@@ -39,8 +39,9 @@ pub fn run(args: MergeArgs) -> anyhow::Result<Outcome> {
     if args.animate {
         return animate(&args);
     }
-    let parts = read_parts(&args.inputs).map_err(anyhow::Error::msg)?;
-    let merged = merge(&parts).map_err(anyhow::Error::msg)?;
+    // The output's format before any part is read.
+    theia::image::OutputFormat::from_path(&args.output)?;
+    let merged = merge_files(&args.inputs).map_err(anyhow::Error::msg)?;
     create_parent(&args.output)?;
     write_merged(&merged, &args.output)?;
     if !args.quiet {
@@ -49,7 +50,7 @@ pub fn run(args: MergeArgs) -> anyhow::Result<Outcome> {
             args.output.display(),
             merged.image.width,
             merged.image.height,
-            parts.len()
+            args.inputs.len()
         );
     }
     Ok(Outcome::Success)
@@ -74,30 +75,28 @@ fn animate(args: &MergeArgs) -> anyhow::Result<Outcome> {
             args.output.display()
         ),
     };
-    let frames = args
-        .inputs
-        .iter()
-        .map(|path| read_frame(path))
-        .collect::<anyhow::Result<Vec<Rgb8>>>()?;
-    if let Some((path, frame)) = args
-        .inputs
-        .iter()
-        .zip(&frames)
-        .find(|(_, f)| (f.width, f.height) != (frames[0].width, frames[0].height))
-    {
+    // Every frame's kind and size first, so a wrong one is found before any is decoded.
+    let sizes = (args.inputs.iter())
+        .map(|path| frame_size(path))
+        .collect::<anyhow::Result<Vec<(u32, u32)>>>()?;
+    let size = sizes[0];
+    if let Some((path, other)) = args.inputs.iter().zip(&sizes).find(|(_, s)| **s != size) {
         bail!(
             "{}: {}x{} pixels, but {} is {}x{}: frames of an animation share one size",
             path.display(),
-            frame.width,
-            frame.height,
+            other.0,
+            other.1,
             args.inputs[0].display(),
-            frames[0].width,
-            frames[0].height
+            size.0,
+            size.1
         );
     }
+    // Then one frame at a time: memory holds one decoded frame, whatever their number.
+    let frames =
+        (args.inputs.iter()).map(|path| read_frame(path).map_err(|e| super::error_message(&e)));
     let bytes = match format {
-        Animation::Apng => apng_bytes(&frames, args.fps),
-        Animation::Gif => gif_bytes(&frames, args.fps),
+        Animation::Apng => apng_stream(size, args.inputs.len(), args.fps, frames),
+        Animation::Gif => gif_stream(size, args.fps, frames),
     }
     .map_err(|e| anyhow::anyhow!("{}: {e}", args.output.display()))?;
     create_parent(&args.output)?;
@@ -106,23 +105,35 @@ fn animate(args: &MergeArgs) -> anyhow::Result<Outcome> {
         println!(
             "{}: {} frames of {}x{} pixels at {} fps",
             args.output.display(),
-            frames.len(),
-            frames[0].width,
-            frames[0].height,
+            args.inputs.len(),
+            size.0,
+            size.1,
             args.fps
         );
     }
     Ok(Outcome::Success)
 }
 
-/// A whole frame; a band of one is refused (its bands are merged first).
-fn read_frame(path: &Path) -> anyhow::Result<Rgb8> {
-    let bytes = std::fs::read(path).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
+/// A whole frame's bytes; a band of one is refused (its bands are merged first).
+fn frame_bytes(path: &Path) -> anyhow::Result<Vec<u8>> {
+    let bytes = theia::input::read(path).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
     if is_partial(&bytes) {
         bail!(
             "{}: a band of a frame, not a frame: merge the frame's bands first (theia merge PARTS... -o FRAME.png)",
             path.display()
         );
     }
+    Ok(bytes)
+}
+
+/// A whole frame's width and height, from its header (no pixel decoded).
+fn frame_size(path: &Path) -> anyhow::Result<(u32, u32)> {
+    let bytes = frame_bytes(path)?;
+    image_size(&bytes).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))
+}
+
+/// A whole frame, decoded.
+fn read_frame(path: &Path) -> anyhow::Result<Rgb8> {
+    let bytes = frame_bytes(path)?;
     decode_image(&bytes).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))
 }

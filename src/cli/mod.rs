@@ -32,7 +32,7 @@ const EXIT_INTERRUPTED: i32 = 130;
     name = "theia",
     version,
     about = "Bit-exact emulator of THEIA, the 2010 open-source ray-casting GPU",
-    after_help = "Exit status: 0 on success, 1 when `compare` finds differences, 2 on errors."
+    after_help = "Exit status: 0 on success, 1 when `compare` finds differences, 2 on errors, 130 when stopped by Ctrl-C, SIGTERM or SIGHUP."
 )]
 struct Cli {
     #[command(subcommand)]
@@ -72,6 +72,8 @@ pub enum Outcome {
     Success,
     /// `compare` found differences.
     Different,
+    /// Stopped by SIGINT, SIGTERM or SIGHUP after cleaning up (`theia view`).
+    Interrupted,
 }
 
 pub fn main() -> ExitCode {
@@ -95,6 +97,7 @@ pub fn main() -> ExitCode {
     match result {
         Ok(Outcome::Success) => ExitCode::SUCCESS,
         Ok(Outcome::Different) => ExitCode::from(1),
+        Ok(Outcome::Interrupted) => ExitCode::from(EXIT_INTERRUPTED as u8),
         Err(error) => {
             report(&error);
             ExitCode::from(EXIT_ERROR)
@@ -103,7 +106,7 @@ pub fn main() -> ExitCode {
 }
 
 /// What a command does on SIGINT, SIGTERM or SIGHUP instead of exiting (`theia view` stops
-/// its server and ends normally).
+/// its server and exits with [`EXIT_INTERRUPTED`] too).
 type InterruptAction = Box<dyn Fn() + Send>;
 static ON_INTERRUPT: Mutex<Option<InterruptAction>> = Mutex::new(None);
 

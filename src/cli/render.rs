@@ -68,6 +68,10 @@ pub fn run(args: RenderArgs) -> anyhow::Result<Outcome> {
     let jobs = args
         .animation
         .jobs(args.output.as_deref(), &args.default_output())?;
+    // Every output name is checked before the first render, not after it.
+    for job in &jobs {
+        theia::image::OutputFormat::from_path(&job.output)?;
+    }
     if args.band.is_some() {
         for job in &jobs {
             if !job

@@ -166,6 +166,10 @@ impl SceneArgs {
         let is_obj = self.scene.as_ref().is_none_or(|path| !path.is_dir());
         let output_partitions = match self.cores {
             Some(0) => bail!("--cores must be at least 1"),
+            // One band of whole rows per core: past the row count there is no band to give.
+            Some(cores) if cores > height => bail!(
+                "--cores {cores}: at most {height} for this frame (each core renders a band of whole rows, and the frame has {height})"
+            ),
             Some(cores) => Partition::bands(width, height, cores),
             None if is_obj => Partition::bands(width, height, DEFAULT_OBJ_CORES),
             None => scene.partitions.clone(),

@@ -130,7 +130,8 @@ impl ShaderArgs {
         let Some(path) = &self.shader else {
             return Ok(());
         };
-        let read = |path: &Path| std::fs::read(path).with_context(|| path.display().to_string());
+        let read =
+            |path: &Path| theia::input::read(path).with_context(|| path.display().to_string());
         print.add("shader", &read(path)?);
         let consts_path = consts_path(path);
         if consts_path.exists() {
@@ -181,7 +182,7 @@ pub fn load_r500(path: &Path, consts: &[NamedVec4]) -> anyhow::Result<r500::Prog
     let mut constants = r500::Constants::default();
     let consts_path = consts_path(path);
     if consts_path.exists() {
-        let text = std::fs::read_to_string(&consts_path)
+        let text = theia::input::read_to_string(&consts_path)
             .with_context(|| consts_path.display().to_string())?;
         constants
             .apply_text(&text, &consts_path.display().to_string())
@@ -207,7 +208,7 @@ pub fn load_pica200(
     path: &Path,
     options: theia::pica200::asm::Options,
 ) -> anyhow::Result<theia::pica200::Program> {
-    let bytes = std::fs::read(path).with_context(|| path.display().to_string())?;
+    let bytes = theia::input::read(path).with_context(|| path.display().to_string())?;
     let name = path.to_string_lossy().to_ascii_lowercase();
     // A SHBIN by its name or its magic, whatever `--isa pica200` was given.
     if name.ends_with(".shbin") || bytes.starts_with(b"DVLB") {
@@ -226,7 +227,7 @@ pub fn load_pica200(
 /// Assembles THEIA source; `Assembly::imem` is the instruction memory image (entry table +
 /// user code) the host loads. Prints the assembler's warnings on stderr unless `quiet`.
 pub fn load_theia(path: &Path, quiet: bool) -> anyhow::Result<Assembly> {
-    let source = std::fs::read_to_string(path).with_context(|| path.display().to_string())?;
+    let source = theia::input::read_to_string(path).with_context(|| path.display().to_string())?;
     let assembly = assemble(&source, path)?;
     if !quiet {
         for warning in &assembly.warnings {

@@ -1,47 +1,94 @@
 //! Animations from frames: APNG (lossless, every frame a full PNG frame) and GIF (each
 //! frame quantised to its own 256-colour palette), looping forever.
 
+use std::borrow::Borrow;
+
 use super::Rgb8;
 
 /// APNG bytes of `frames` (all of one size) at `fps` frames per second.
 pub fn apng_bytes(frames: &[Rgb8], fps: u16) -> Result<Vec<u8>, String> {
     let first = check_frames(frames, fps)?;
-    let mut bytes = Vec::new();
-    let mut encoder = png::Encoder::new(&mut bytes, first.width, first.height);
-    encoder.set_color(png::ColorType::Rgb);
-    encoder.set_depth(png::BitDepth::Eight);
-    let error = |e: png::EncodingError| e.to_string();
-    encoder
-        .set_animated(frames.len() as u32, 0)
-        .map_err(error)?;
-    encoder.set_frame_delay(1, fps).map_err(error)?;
-    let mut writer = encoder.write_header().map_err(error)?;
-    for frame in frames {
-        writer.write_image_data(&frame.data).map_err(error)?;
-    }
-    writer.finish().map_err(error)?;
-    Ok(bytes)
+    let size = (first.width, first.height);
+    apng_stream(size, frames.len(), fps, frames.iter().map(Ok))
 }
 
 /// GIF bytes of `frames` (all of one size) at `fps` frames per second, as near as GIF's
 /// delays in hundredths of a second allow (24 fps plays at 25).
 pub fn gif_bytes(frames: &[Rgb8], fps: u16) -> Result<Vec<u8>, String> {
     let first = check_frames(frames, fps)?;
+    let size = (first.width, first.height);
+    gif_stream(size, fps, frames.iter().map(Ok))
+}
+
+/// [`apng_bytes`] of `count` frames of `size` that `frames` yields one at a time (each is
+/// encoded and dropped before the next is asked for: memory holds one frame, whatever
+/// their number). The first error, or a frame of another size, stops it.
+pub fn apng_stream<F: Borrow<Rgb8>>(
+    size: (u32, u32),
+    count: usize,
+    fps: u16,
+    frames: impl Iterator<Item = Result<F, String>>,
+) -> Result<Vec<u8>, String> {
+    if fps == 0 {
+        return Err("the frame rate must be at least 1".into());
+    }
+    let count = u32::try_from(count).map_err(|_| "too many frames".to_string())?;
+    let mut bytes = Vec::new();
+    let mut encoder = png::Encoder::new(&mut bytes, size.0, size.1);
+    encoder.set_color(png::ColorType::Rgb);
+    encoder.set_depth(png::BitDepth::Eight);
+    let error = |e: png::EncodingError| e.to_string();
+    encoder.set_animated(count, 0).map_err(error)?;
+    encoder.set_frame_delay(1, fps).map_err(error)?;
+    let mut writer = encoder.write_header().map_err(error)?;
+    for (index, frame) in frames.enumerate() {
+        let frame = frame?;
+        check_size(index, frame.borrow(), size)?;
+        writer
+            .write_image_data(&frame.borrow().data)
+            .map_err(error)?;
+    }
+    writer.finish().map_err(error)?;
+    Ok(bytes)
+}
+
+/// [`gif_bytes`] of the frames of `size` that `frames` yields one at a time, as
+/// [`apng_stream`] takes them.
+pub fn gif_stream<F: Borrow<Rgb8>>(
+    size: (u32, u32),
+    fps: u16,
+    frames: impl Iterator<Item = Result<F, String>>,
+) -> Result<Vec<u8>, String> {
+    if fps == 0 {
+        return Err("the frame rate must be at least 1".into());
+    }
     let side = |v: u32| u16::try_from(v).map_err(|_| format!("{v} pixels is too large for GIF"));
-    let (width, height) = (side(first.width)?, side(first.height)?);
+    let (width, height) = (side(size.0)?, side(size.1)?);
     let delay = (100.0 / f64::from(fps)).round().max(1.0) as u16;
     let mut bytes = Vec::new();
     let error = |e: gif::EncodingError| e.to_string();
     {
         let mut encoder = gif::Encoder::new(&mut bytes, width, height, &[]).map_err(error)?;
         encoder.set_repeat(gif::Repeat::Infinite).map_err(error)?;
-        for frame in frames {
-            let mut gif_frame = gif::Frame::from_rgb_speed(width, height, &frame.data, 10);
+        for (index, frame) in frames.enumerate() {
+            let frame = frame?;
+            check_size(index, frame.borrow(), size)?;
+            let mut gif_frame = gif::Frame::from_rgb_speed(width, height, &frame.borrow().data, 10);
             gif_frame.delay = delay;
             encoder.write_frame(&gif_frame).map_err(error)?;
         }
     }
     Ok(bytes)
+}
+
+fn check_size(index: usize, frame: &Rgb8, (width, height): (u32, u32)) -> Result<(), String> {
+    if (frame.width, frame.height) != (width, height) {
+        return Err(format!(
+            "frame {index} is {}x{} but the first is {width}x{height}",
+            frame.width, frame.height
+        ));
+    }
+    Ok(())
 }
 
 /// The first frame, once every frame has its size and `fps` is not zero.

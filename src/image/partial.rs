@@ -20,6 +20,7 @@
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
+use std::path::PathBuf;
 
 use rayon::prelude::*;
 
@@ -140,6 +141,7 @@ impl PartialHeader {
             partitions.push(partition);
         }
         band.cores(partitions.len())?;
+        check_disjoint(&partitions, width, height)?;
         Ok(PartialHeader {
             fingerprint,
             width,
@@ -177,6 +179,46 @@ fn pixels_of(partitions: &[Partition], width: u32) -> impl Iterator<Item = usize
             .pixels()
             .map(move |(x, y)| y as usize * width as usize + x as usize)
     })
+}
+
+impl PartialHeader {
+    /// The description of the partial image a PNG holds, read from the PNG's chunks before
+    /// its pixels (none of which is decoded), with its size and colour type checked.
+    pub fn from_png(png: impl std::io::BufRead + std::io::Seek) -> Result<PartialHeader, String> {
+        read_description(png).map(|(_, header)| header)
+    }
+}
+
+/// A PNG decoder past the chunks before the pixels, and the partial image's description.
+fn read_description<R: std::io::BufRead + std::io::Seek>(
+    png: R,
+) -> Result<(png::Reader<R>, PartialHeader), String> {
+    // The decoder's own default limit (64 MiB) would refuse 8K frames.
+    let limits = png::Limits {
+        bytes: MAX_PIXELS as usize * 4 + (1 << 20),
+    };
+    let decoder = png::Decoder::new_with_limits(png, limits);
+    let reader = decoder
+        .read_info()
+        .map_err(|e| format!("not a readable PNG: {e}"))?;
+    let info = reader.info();
+    let text = info
+        .uncompressed_latin1_text
+        .iter()
+        .find(|chunk| chunk.keyword == KEYWORD)
+        .map(|chunk| chunk.text.clone())
+        .ok_or("a PNG without a band description: not made by `theia render --band`")?;
+    let header = PartialHeader::parse(&text)?;
+    if (info.width, info.height) != (header.width, header.height) {
+        return Err(format!(
+            "the PNG is {}x{} but its description says {}x{}",
+            info.width, info.height, header.width, header.height
+        ));
+    }
+    if (info.color_type, info.bit_depth) != (png::ColorType::Rgba, png::BitDepth::Eight) {
+        return Err("the PNG is not 8-bit RGBA".into());
+    }
+    Ok((reader, header))
 }
 
 impl PartialImage {
@@ -223,31 +265,7 @@ impl PartialImage {
     /// Reads a partial image from a PNG file's bytes, checking that it is one: its
     /// description, its size and colour type, and transparency exactly outside its band.
     pub fn from_png(bytes: &[u8]) -> Result<PartialImage, String> {
-        // The decoder's own default limit (64 MiB) would refuse 8K frames.
-        let limits = png::Limits {
-            bytes: MAX_PIXELS as usize * 4 + (1 << 20),
-        };
-        let decoder = png::Decoder::new_with_limits(std::io::Cursor::new(bytes), limits);
-        let mut reader = decoder
-            .read_info()
-            .map_err(|e| format!("not a readable PNG: {e}"))?;
-        let info = reader.info();
-        let text = info
-            .uncompressed_latin1_text
-            .iter()
-            .find(|chunk| chunk.keyword == KEYWORD)
-            .map(|chunk| chunk.text.clone())
-            .ok_or("a PNG without a band description: not made by `theia render --band`")?;
-        let header = PartialHeader::parse(&text)?;
-        if (info.width, info.height) != (header.width, header.height) {
-            return Err(format!(
-                "the PNG is {}x{} but its description says {}x{}",
-                info.width, info.height, header.width, header.height
-            ));
-        }
-        if (info.color_type, info.bit_depth) != (png::ColorType::Rgba, png::BitDepth::Eight) {
-            return Err("the PNG is not 8-bit RGBA".into());
-        }
+        let (mut reader, header) = read_description(std::io::Cursor::new(bytes))?;
         let mut rgba = vec![0; reader.output_buffer_size().ok_or("the PNG is too large")?];
         reader
             .next_frame(&mut rgba)
@@ -300,34 +318,43 @@ pub struct Merged {
 /// Merges named parts into the frame, checking that they are the bands of one render:
 /// one fingerprint, one split, each band exactly once. Errors name the files.
 pub fn merge(parts: &[(String, PartialImage)]) -> Result<Merged, String> {
-    let Some((first_name, first)) = parts.first() else {
+    let headers: Vec<(String, PartialHeader)> = (parts.iter())
+        .map(|(name, part)| (name.clone(), part.header.clone()))
+        .collect();
+    let mut merged = Merged::empty(check_headers(&headers)?);
+    for (_, part) in parts {
+        merged.fill(part);
+    }
+    Ok(merged)
+}
+
+/// Checks that `parts` are every band of one render exactly once, and gives the header
+/// they share.
+fn check_headers(parts: &[(String, PartialHeader)]) -> Result<&PartialHeader, String> {
+    let Some((first_name, header)) = parts.first() else {
         return Err("no parts to merge".into());
     };
-    let header = &first.header;
     for (name, part) in parts {
-        if part.header.fingerprint != header.fingerprint {
+        if part.fingerprint != header.fingerprint {
             return Err(format!(
                 "{name} is a band of another render than {first_name} (fingerprints {} and \
                  {} differ: other scene, camera, size, shader, ROM or --cores)",
-                short(&part.header.fingerprint),
+                short(&part.fingerprint),
                 short(&header.fingerprint)
             ));
         }
-        if !part.header.same_split(header) {
+        if !part.same_split(header) {
             return Err(format!(
                 "{name} is band {} but {first_name} is band {}: the frame is split \
                  differently",
-                part.header.band, header.band
+                part.band, header.band
             ));
         }
     }
     let mut by_band: BTreeMap<u32, &str> = BTreeMap::new();
     for (name, part) in parts {
-        if let Some(other) = by_band.insert(part.header.band.index, name) {
-            return Err(format!(
-                "{other} and {name} are both band {}",
-                part.header.band
-            ));
+        if let Some(other) = by_band.insert(part.band.index, name) {
+            return Err(format!("{other} and {name} are both band {}", part.band));
         }
     }
     let count = header.band.count;
@@ -350,44 +377,115 @@ pub fn merge(parts: &[(String, PartialImage)]) -> Result<Merged, String> {
                 .join(", ")
         ));
     }
-    let (width, height) = (header.width, header.height);
-    let pixels = width as usize * height as usize;
-    let mut image = Rgb8 {
-        width,
-        height,
-        data: vec![0; pixels * 3],
-    };
-    let mut written = vec![false; pixels * 3];
-    for (_, part) in parts {
-        for pixel in pixels_of(part.header.band_partitions(), width) {
+    Ok(header)
+}
+
+impl Merged {
+    /// The frame `header` describes, nothing written yet.
+    fn empty(header: &PartialHeader) -> Merged {
+        let (width, height) = (header.width, header.height);
+        let pixels = width as usize * height as usize;
+        Merged {
+            image: Rgb8 {
+                width,
+                height,
+                data: vec![0; pixels * 3],
+            },
+            written: vec![false; pixels * 3],
+            partitions: header.partitions.clone(),
+        }
+    }
+
+    /// Copies `part`'s band into the frame.
+    fn fill(&mut self, part: &PartialImage) {
+        for pixel in pixels_of(part.header.band_partitions(), self.image.width) {
             let rgba = &part.rgba[pixel * 4..pixel * 4 + 4];
             let unwritten = 255 - rgba[3];
-            for c in 0..3 {
-                image.data[pixel * 3 + c] = rgba[c];
-                written[pixel * 3 + c] = unwritten & (1 << c) == 0;
+            for (c, &value) in rgba[..3].iter().enumerate() {
+                self.image.data[pixel * 3 + c] = value;
+                self.written[pixel * 3 + c] = unwritten & (1 << c) == 0;
             }
         }
     }
-    Ok(Merged {
-        image,
-        written,
-        partitions: header.partitions.clone(),
-    })
 }
 
-/// Reads parts in parallel; the first file (in the order given) that is not a partial
-/// image is the error.
-pub fn read_parts(paths: &[std::path::PathBuf]) -> Result<Vec<(String, PartialImage)>, String> {
-    let parts: Vec<Result<_, String>> = paths
+/// Merges the partial images in `paths`: every part's description is read and checked
+/// (one render, every band once) before any pixel is decoded, then the parts are decoded
+/// a few at a time (one per worker thread) into the frame, so memory holds the frame and
+/// that many parts whatever the number of files.
+pub fn merge_files(paths: &[PathBuf]) -> Result<Merged, String> {
+    let headers = paths
         .par_iter()
         .map(|path| {
             let name = path.display().to_string();
-            let bytes = std::fs::read(path).map_err(|e| format!("{name}: {e}"))?;
-            let part = PartialImage::from_png(&bytes).map_err(|e| format!("{name}: {e}"))?;
-            Ok((name, part))
+            let file = crate::input::open(path).map_err(|e| format!("{name}: {e}"))?;
+            let header = PartialHeader::from_png(std::io::BufReader::new(file))
+                .map_err(|e| format!("{name}: {e}"))?;
+            Ok((name, header))
         })
-        .collect();
-    parts.into_iter().collect()
+        .collect::<Vec<Result<_, String>>>()
+        .into_iter()
+        .collect::<Result<Vec<_>, String>>()?;
+    let mut merged = Merged::empty(check_headers(&headers)?);
+    let batch = rayon::current_num_threads().max(1);
+    for (paths, headers) in paths.chunks(batch).zip(headers.chunks(batch)) {
+        let parts: Vec<Result<PartialImage, String>> = (paths.par_iter())
+            .map(|path| {
+                let name = path.display().to_string();
+                let bytes = crate::input::read(path).map_err(|e| format!("{name}: {e}"))?;
+                PartialImage::from_png(&bytes).map_err(|e| format!("{name}: {e}"))
+            })
+            .collect();
+        for (part, (name, header)) in parts.into_iter().zip(headers) {
+            let part = part?;
+            if &part.header != header {
+                return Err(format!("{name} changed while it was being merged"));
+            }
+            merged.fill(&part);
+        }
+    }
+    Ok(merged)
+}
+
+/// Fails unless the partitions cover disjoint pixels. Linear in the image and the
+/// partitions: each row a partition spans has at least one pixel, so disjoint partitions
+/// span at most one row per pixel, and the first overlap ends the check.
+fn check_disjoint(partitions: &[Partition], width: u32, height: u32) -> Result<(), String> {
+    let mut taken = vec![0u64; (width as usize * height as usize).div_ceil(64)];
+    for (index, partition) in partitions.iter().enumerate() {
+        let ((x0, y0), (x1, y1)) = (partition.start_pixel(), partition.end_pixel());
+        for y in y0..y1 {
+            let first = if y == y0 { x0 } else { 0 };
+            let row = y as usize * width as usize;
+            if !take(&mut taken, row + first as usize, row + x1 as usize) {
+                return Err(format!(
+                    "partition {index} overlaps an earlier one in row {y}: the partitions of a frame are disjoint"
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Marks bits `start..end` of `bits`; false when one was marked already (those before
+/// it stay marked: the caller stops at the first overlap).
+fn take(bits: &mut [u64], start: usize, end: usize) -> bool {
+    let mut at = start;
+    while at < end {
+        let (word, bit) = (at / 64, at % 64);
+        let span = (64 - bit).min(end - at);
+        let mask = if span == 64 {
+            u64::MAX
+        } else {
+            ((1u64 << span) - 1) << bit
+        };
+        if bits[word] & mask != 0 {
+            return false;
+        }
+        bits[word] |= mask;
+        at += span;
+    }
+    true
 }
 
 /// Whether PNG bytes carry a band description (a partial image, readable or not).

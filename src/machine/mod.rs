@@ -353,6 +353,15 @@ impl<'a> Machine<'a> {
             .unwrap_or_else(Program::default_imem);
         let partitions = match options.cores {
             Some(0) => return Err(RenderError::Config("--cores must be at least 1".into())),
+            // Each core renders a band of whole rows: more cores than rows is an error, not
+            // a silent cut to the row count.
+            Some(cores) if cores > scene.height() => {
+                return Err(RenderError::Config(format!(
+                    "--cores {cores}: at most {} for this frame (each core renders a band of whole rows, and the frame has {})",
+                    scene.height(),
+                    scene.height()
+                )))
+            }
             Some(cores) => Partition::bands(scene.width(), scene.height(), cores),
             None => scene.partitions.clone(),
         };

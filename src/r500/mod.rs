@@ -125,11 +125,12 @@ pub fn load_words(path: &std::path::Path) -> Result<Vec<Words>, LoadError> {
     let name = path.display().to_string();
     let lower = name.to_ascii_lowercase();
     if lower.ends_with(".bin") {
-        let bytes = std::fs::read(path).map_err(|e| LoadError::Words(format!("{name}: {e}")))?;
+        let bytes =
+            crate::input::read(path).map_err(|e| LoadError::Words(format!("{name}: {e}")))?;
         words_from_bin(&bytes, &name).map_err(LoadError::Words)
     } else if lower.ends_with(".inc") || lower.ends_with(".txt") {
-        let text =
-            std::fs::read_to_string(path).map_err(|e| LoadError::Words(format!("{name}: {e}")))?;
+        let text = crate::input::read_to_string(path)
+            .map_err(|e| LoadError::Words(format!("{name}: {e}")))?;
         words_from_hex(&text, &name).map_err(LoadError::Words)
     } else {
         Ok(assemble_file(path)?.program)

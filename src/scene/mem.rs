@@ -80,7 +80,7 @@ fn parse_hex_word(token: &str) -> Option<u32> {
 }
 
 fn read_words(path: &Path) -> Result<Vec<Token>, SceneError> {
-    let text = std::fs::read_to_string(path).map_err(|source| SceneError::Io {
+    let text = crate::input::read_to_string(path).map_err(|source| SceneError::Io {
         path: path.to_path_buf(),
         source,
     })?;
@@ -90,6 +90,10 @@ fn read_words(path: &Path) -> Result<Vec<Token>, SceneError> {
 fn vec3(words: &[Token]) -> Vec3 {
     [words[0].value, words[1].value, words[2].value]
 }
+
+/// The largest width and height rendered (the cap OBJ scenes have: a 16383x16383 frame
+/// asked for by a 1 KB Params.mem ran for minutes and ran out of memory).
+pub const MAX_SIDE: u32 = 4096;
 
 /// Words of Params.mem the hardware sends before the partitions: 6 rows after the count.
 const PARAMS_CONFIG_WORDS: usize = 1 + 6 * 3;
@@ -123,6 +127,15 @@ fn params_from_words(
     }
     let config: Vec<Vec3> = (0..6).map(|row| vec3(&words[1 + row * 3..])).collect();
     let (width, height) = (config[4][0] >> 17, config[4][1] >> 17);
+    if width > MAX_SIDE || height > MAX_SIDE {
+        return Err(SceneError::Invalid {
+            file: path.to_path_buf(),
+            line: words[1 + 4 * 3].line,
+            message: format!(
+                "resolution {width}x{height}: at most {MAX_SIDE}x{MAX_SIDE}, as for OBJ scenes"
+            ),
+        });
+    }
     let mut partitions = Vec::new();
     let mut at = PARAMS_CONFIG_WORDS;
     while at + 6 <= words.len() {

@@ -8,38 +8,45 @@
 //! file inside the current directory, which then counts as the shader given.
 
 mod json;
+mod save;
+mod server;
 mod starter;
 mod state;
 
-use std::io::{Read, Write};
-use std::net::{Shutdown, SocketAddr};
+use std::ffi::OsString;
+use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::mpsc::RecvTimeoutError;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use anyhow::{anyhow, Context};
+use bytes::Bytes;
 use clap::Args;
+use hyper::body::Incoming;
+use hyper::header::{HeaderName, HeaderValue};
+use hyper::{Request, Response};
 use notify::{RecursiveMode, Watcher};
-use tiny_http::{Header, Request, Response, Server};
+use tokio::sync::{Notify, Semaphore};
 
 use super::scene_args::{same_path, SceneArgs};
 use super::shader::ShaderArgs;
 use super::watch::{parent_dir, wait_for_change};
 use super::Outcome;
+use save::SaveRoot;
+use server::{read_body, BodyError, Reply};
 use state::Viewer;
-use theia::image::write_atomically;
 use theia::inspect::pixel_info;
-use theia::viewer::{CompareImage, Route, SaveAs};
+use theia::viewer::{admit, CompareImage, Route, SaveAs, MAX_BODY_BYTES};
 
 /// The page: HTML, CSS and script in one file, built into the binary.
 const PAGE: &str = include_str!("page.html");
 /// Largest shader the page may save.
-const MAX_SHADER_BYTES: usize = 256 * 1024;
-/// Requests served at once (event streams included, up to [`state::MAX_SUBSCRIBERS`] of
-/// them); more get a 503.
-const MAX_REQUESTS: usize = 2 * state::MAX_SUBSCRIBERS;
+const MAX_SHADER_BYTES: usize = MAX_BODY_BYTES as usize;
+/// Traces and comparisons (each renders the frame again) running at once; more get a 503.
+const MAX_EXPENSIVE: usize = 2;
+/// Saves receiving their bodies at once; more get a 503 (a save takes milliseconds: only
+/// slow or stuck uploads fill these).
+const MAX_UPLOADS: usize = 8;
 /// An idle event stream sends a comment this often, so a closed page is noticed.
 const KEEPALIVE: Duration = Duration::from_secs(10);
 
@@ -54,14 +61,38 @@ pub struct ViewArgs {
     pub port: u16,
 }
 
+/// What every request handler shares.
+struct App {
+    viewer: Arc<Viewer>,
+    port: u16,
+    /// The directory `theia view` runs in, opened at start: first saves go below it.
+    here: SaveRoot,
+    /// `--shader`'s directory, opened at start, and its file name there.
+    given: Option<(SaveRoot, OsString)>,
+    /// A first save's path below `here`, walked again (links refused) at every save.
+    adopted: Mutex<Option<PathBuf>>,
+    expensive: Semaphore,
+    uploads: Semaphore,
+}
+
 pub fn run(args: ViewArgs) -> anyhow::Result<Outcome> {
-    let server = Server::http(("127.0.0.1", args.port))
+    let listener = std::net::TcpListener::bind(("127.0.0.1", args.port))
         .map_err(|e| anyhow!("cannot listen on 127.0.0.1:{}: {e}", args.port))?;
-    let address = server
-        .server_addr()
-        .to_ip()
-        .context("the server has no IP address")?;
-    let server = Arc::new(server);
+    listener.set_nonblocking(true)?;
+    server::deepen_backlog(&listener);
+    let address = listener.local_addr()?;
+    let here = SaveRoot::open(Path::new(".")).context("opening the current directory")?;
+    let given = match &args.shader.shader {
+        Some(shader) => {
+            let name = shader
+                .file_name()
+                .with_context(|| format!("{}: not a file name", shader.display()))?;
+            let root = SaveRoot::open(&parent_dir(shader))
+                .with_context(|| format!("{}: cannot open its directory", shader.display()))?;
+            Some((root, name.to_os_string()))
+        }
+        None => None,
+    };
     let viewer = Arc::new(Viewer::new(args.scene, args.shader));
 
     // Watch before the first render, so an edit made during it is not missed.
@@ -70,33 +101,46 @@ pub fn run(args: ViewArgs) -> anyhow::Result<Outcome> {
         let viewer = viewer.clone();
         std::thread::spawn(move || viewer.render_loop());
     }
+    let stop = Arc::new(Notify::new());
     {
-        let (viewer, server) = (viewer.clone(), server.clone());
+        let (viewer, stop) = (viewer.clone(), stop.clone());
         super::on_interrupt(move || {
             viewer.stop();
-            server.unblock();
+            stop.notify_one();
         });
     }
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_io()
+        .enable_time()
+        .max_blocking_threads(2 * MAX_EXPENSIVE + MAX_UPLOADS)
+        .build()
+        .context("starting the server's runtime")?;
+    let app = Arc::new(App {
+        viewer,
+        port: address.port(),
+        here,
+        given,
+        adopted: Mutex::new(None),
+        expensive: Semaphore::new(MAX_EXPENSIVE),
+        uploads: Semaphore::new(MAX_UPLOADS),
+    });
 
     println!("http://{address}/");
     std::io::stdout().flush()?;
     eprintln!("serving {address} (Ctrl-C to stop)");
-
-    let active = Arc::new(AtomicUsize::new(0));
-    for request in server.incoming_requests() {
-        if active.fetch_add(1, Ordering::SeqCst) >= MAX_REQUESTS {
-            active.fetch_sub(1, Ordering::SeqCst);
-            let _ = request.respond(text(503, "too many requests at once"));
-            continue;
-        }
-        let (viewer, active) = (viewer.clone(), active.clone());
-        std::thread::spawn(move || {
-            handle(&viewer, request, address.port());
-            active.fetch_sub(1, Ordering::SeqCst);
-        });
-    }
+    runtime.block_on(async {
+        let listener = tokio::net::TcpListener::from_std(listener)?;
+        let handler = move |request| {
+            let app = app.clone();
+            async move { with_safety_headers(handle(app, request).await) }
+        };
+        server::serve(listener, handler, stop).await;
+        anyhow::Ok(())
+    })?;
+    // A trace or comparison in flight is not waited for: the process is about to exit.
+    runtime.shutdown_timeout(Duration::from_millis(100));
     eprintln!("stopped");
-    Ok(Outcome::Success)
+    Ok(Outcome::Interrupted)
 }
 
 /// Starts watching the scene's and shader's directories; each relevant change asks for a
@@ -130,122 +174,109 @@ fn watch(viewer: &Arc<Viewer>) -> anyhow::Result<notify::RecommendedWatcher> {
     Ok(watcher)
 }
 
-type Reply = Response<std::io::Cursor<Vec<u8>>>;
+type Answer = Response<Reply>;
 
-fn header(name: &str, value: &str) -> Header {
-    Header::from_bytes(name.as_bytes(), value.as_bytes()).expect("header names are ASCII")
+fn bytes(status: u16, content_type: &'static str, body: impl Into<Bytes>) -> Answer {
+    let mut answer = Response::new(Reply::Bytes(Some(body.into())));
+    *answer.status_mut() = hyper::StatusCode::from_u16(status).expect("a valid status code");
+    let headers = answer.headers_mut();
+    headers.insert("content-type", HeaderValue::from_static(content_type));
+    headers.insert("cache-control", HeaderValue::from_static("no-store"));
+    answer
 }
 
-fn bytes(status: u16, content_type: &str, body: Vec<u8>) -> Reply {
-    Response::from_data(body)
-        .with_status_code(status)
-        .with_header(header("Content-Type", content_type))
-        .with_header(header("Cache-Control", "no-store"))
-        .with_header(header("X-Content-Type-Options", "nosniff"))
+fn text(status: u16, body: &str) -> Answer {
+    bytes(status, "text/plain; charset=utf-8", body.to_string())
 }
 
-fn text(status: u16, body: &str) -> Reply {
-    bytes(
-        status,
-        "text/plain; charset=utf-8",
-        body.as_bytes().to_vec(),
-    )
+fn json_reply(body: String) -> Answer {
+    bytes(200, "application/json", body)
 }
 
-fn json_reply(body: String) -> Reply {
-    bytes(200, "application/json", body.into_bytes())
+fn png(body: &Bytes) -> Answer {
+    bytes(200, "image/png", body.clone())
 }
 
-fn png(body: &[u8]) -> Reply {
-    bytes(200, "image/png", body.to_vec())
+/// Every answer: no sniffing, and no other site may frame the page (clickjacking).
+fn with_safety_headers(mut answer: Answer) -> Answer {
+    let headers = answer.headers_mut();
+    for (name, value) in [
+        ("x-content-type-options", "nosniff"),
+        ("x-frame-options", "DENY"),
+        ("content-security-policy", "frame-ancestors 'none'"),
+    ] {
+        headers.insert(
+            HeaderName::from_static(name),
+            HeaderValue::from_static(value),
+        );
+    }
+    answer
 }
 
-/// Only requests addressed to the loopback name: a page elsewhere that rebinds its own
-/// host name to 127.0.0.1 must not reach the server.
-fn loopback_host(request: &Request, port: u16) -> bool {
-    let host = request
+fn header<'r>(request: &'r Request<Incoming>, name: &str) -> Option<&'r str> {
+    request
         .headers()
-        .iter()
-        .find(|h| h.field.equiv("Host"))
-        .map(|h| h.value.as_str().to_string());
-    match host {
-        Some(host) => [
-            format!("127.0.0.1:{port}"),
-            format!("localhost:{port}"),
-            format!("[::1]:{port}"),
-        ]
-        .contains(&host.to_ascii_lowercase()),
-        None => false,
-    }
+        .get(name)
+        .map(|v| v.to_str().unwrap_or("\u{fffd}"))
 }
 
-/// A request from another site's page (which a browser marks with its `Origin`) is refused:
-/// only the page this server serves may change anything. Requests without one (command-line
-/// tools, and a browser's own same-origin GETs) pass.
-fn same_origin(request: &Request, port: u16) -> bool {
-    let origin = request.headers().iter().find(|h| h.field.equiv("Origin"));
-    origin.is_none_or(|origin| {
-        [
-            format!("http://127.0.0.1:{port}"),
-            format!("http://localhost:{port}"),
-            format!("http://[::1]:{port}"),
-        ]
-        .contains(&origin.value.as_str().to_ascii_lowercase())
-    })
-}
-
-fn handle(viewer: &Viewer, mut request: Request, port: u16) {
-    // Before anything else: whatever the answer, a body left unread would be read whole.
-    if request
-        .body_length()
-        .is_some_and(|length| length > MAX_SHADER_BYTES)
-    {
-        refuse_body(request, port);
-        return;
-    }
-    if !loopback_host(&request, port) {
-        let _ = request.respond(text(403, "only 127.0.0.1 is served"));
-        return;
-    }
-    if !same_origin(&request, port) {
-        let _ = request.respond(text(403, "requests from other sites are refused"));
-        return;
-    }
-    let route = match Route::parse(request.method().as_str(), request.url()) {
+async fn handle(app: Arc<App>, request: Request<Incoming>) -> Answer {
+    // Decided from the head alone; a refused body is never read (one request per
+    // connection: the connection closes after the answer).
+    let url = request.uri().to_string();
+    let route = match admit(
+        request.method().as_str(),
+        &url,
+        |name| header(&request, name),
+        app.port,
+    ) {
         Ok(route) => route,
-        Err(refusal) => {
-            let _ = request.respond(text(refusal.status, &refusal.message));
-            return;
-        }
+        Err(refusal) => return text(refusal.status, &refusal.message),
     };
-    let reply = match route {
-        Route::Page => bytes(200, "text/html; charset=utf-8", PAGE.into()),
-        Route::Events => return serve_events(viewer, request),
+    let viewer = &app.viewer;
+    match route {
+        Route::Page => bytes(200, "text/html; charset=utf-8", PAGE),
+        Route::Events => serve_events(viewer),
         Route::State => json_reply(viewer.state_json()),
         Route::Frame => match viewer.latest() {
             Some(rendered) => png(&rendered.png),
             None => text(503, "no frame yet"),
         },
         Route::Pixel { x, y } => pixel(viewer, x, y),
-        Route::Trace { x, y } => match viewer.trace(x, y) {
-            Ok(trace) => text(200, &trace),
-            Err(error) => text(404, &super::error_message(&error)),
-        },
+        Route::Trace { x, y } => {
+            expensive(&app, move |viewer| match viewer.trace(x, y) {
+                Ok(trace) => text(200, &trace),
+                Err(error) => text(404, &super::error_message(&error)),
+            })
+            .await
+        }
         Route::ReadShader => read_shader(viewer),
-        Route::SaveShader(save_as) => save_shader(viewer, &mut request, save_as),
+        Route::SaveShader(save_as) => save_shader(app.clone(), request, save_as).await,
         Route::Compare { a, mut b } => {
             b.cores = b.cores.or(viewer.scene.cores);
-            match viewer.compare(a, b) {
+            expensive(&app, move |viewer| match viewer.compare(a, b) {
                 Ok(comparison) => json_reply(comparison.json.clone()),
                 Err(error) => text(409, &super::error_message(&error)),
-            }
+            })
+            .await
         }
         Route::Compared(image) => compared(viewer, image),
-    };
-    let _ = request.respond(reply);
+    }
 }
 
-fn pixel(viewer: &Viewer, x: u32, y: u32) -> Reply {
+/// Runs `work` (a trace or a comparison: it renders) on a blocking thread, if fewer than
+/// [`MAX_EXPENSIVE`] run already.
+async fn expensive(app: &App, work: impl FnOnce(&Viewer) -> Answer + Send + 'static) -> Answer {
+    let Ok(_permit) = app.expensive.try_acquire() else {
+        return text(503, "busy with other traces or comparisons: try again");
+    };
+    let viewer = app.viewer.clone();
+    tokio::task::spawn_blocking(move || work(&viewer))
+        .await
+        .unwrap_or_else(|_| text(500, "the request failed"))
+}
+
+fn pixel(viewer: &Viewer, x: u32, y: u32) -> Answer {
     let Some(rendered) = viewer.latest() else {
         return text(503, "no frame yet");
     };
@@ -279,14 +310,14 @@ fn pixel(viewer: &Viewer, x: u32, y: u32) -> Reply {
     }
 }
 
-fn read_shader(viewer: &Viewer) -> Reply {
+fn read_shader(viewer: &Viewer) -> Answer {
     let Some(path) = viewer.shader_file() else {
         return match viewer.starter() {
             Some(starter) => text(200, &starter.source),
             None => text(503, "the starter is made once the scene has loaded"),
         };
     };
-    match std::fs::read(&path) {
+    match theia::input::read(&path) {
         Ok(source) => match String::from_utf8(source) {
             Ok(source) => text(200, &source),
             Err(_) => text(415, "the shader is a binary file"),
@@ -295,172 +326,122 @@ fn read_shader(viewer: &Viewer) -> Reply {
     }
 }
 
-/// Refuses a request whose declared body is larger than any the server takes, without
-/// reading it: tiny_http 0.12 reads a body left unread to its declared end when the request
-/// is dropped (allocating that much at once, tiny-http#290), so the connection's reading
-/// side is shut first. The answer still goes out; then the connection ends.
-fn refuse_body(request: Request, port: u16) {
-    let peer = request.remote_addr().copied();
-    if let Some(peer) = peer {
-        shut(peer, port, Shutdown::Read);
-    }
-    let reply = text(413, "a shader is at most 256 KiB").with_header(header("Connection", "close"));
-    if request.body_length() > Some(MAX_DRAIN_ALLOCATION) {
-        // Dropped, this request would allocate its declared length at once, and a failed
-        // allocation aborts the process: it is never dropped. That keeps one of tiny_http's
-        // threads waiting for good, for a request no browser sends.
-        std::mem::forget(request.upgrade("close", reply));
-        // The answer is out: the client sees the connection end.
-        if let Some(peer) = peer {
-            shut(peer, port, Shutdown::Write);
-        }
-    } else {
-        let _ = request.respond(reply);
-    }
-}
-
-/// The largest declared body whose unread rest tiny_http may allocate when a refused
-/// request is dropped (the allocation is zeroed lazily: only its size can hurt).
-const MAX_DRAIN_ALLOCATION: usize = 1 << 30;
-
-/// Shuts one side of this process's connection from `peer` to `port`, found among the open
-/// descriptors (tiny_http does not hand out its sockets).
-#[cfg(target_os = "linux")]
-fn shut(peer: SocketAddr, port: u16, how: Shutdown) {
-    use std::mem::ManuallyDrop;
-    use std::net::TcpStream;
-    use std::os::fd::FromRawFd;
-    let Ok(descriptors) = std::fs::read_dir("/proc/self/fd") else {
-        return;
-    };
-    for entry in descriptors.flatten() {
-        let Some(fd) = entry.file_name().to_str().and_then(|n| n.parse().ok()) else {
-            continue;
+async fn save_shader(app: Arc<App>, request: Request<Incoming>, save_as: Option<SaveAs>) -> Answer {
+    let body = {
+        let Ok(_permit) = app.uploads.try_acquire() else {
+            return text(503, "too many saves at once: try again");
         };
-        let is_socket = std::fs::read_link(entry.path())
-            .is_ok_and(|target| target.to_string_lossy().starts_with("socket:"));
-        if !is_socket {
-            continue;
+        match read_body(request, MAX_SHADER_BYTES).await {
+            Ok(body) => body,
+            Err(BodyError::TooLarge) => return text(413, "a shader is at most 256 KiB"),
+            Err(BodyError::TooSlow) => return text(408, "the shader took too long to arrive"),
+            Err(BodyError::Broken) => return text(400, "the request body could not be read"),
         }
-        // SAFETY: the descriptor is open (just listed; if it closed since, the calls below
-        // fail) and is never closed here: ManuallyDrop keeps it the server's. Only
-        // getpeername, getsockname and shutdown touch it.
-        let socket = ManuallyDrop::new(unsafe { TcpStream::from_raw_fd(fd) });
-        if socket.peer_addr().ok() == Some(peer)
-            && socket.local_addr().is_ok_and(|local| local.port() == port)
-        {
-            let _ = socket.shutdown(how);
-        }
+    };
+    if std::str::from_utf8(&body).is_err() {
+        return text(400, "a shader is UTF-8 text");
     }
+    tokio::task::spawn_blocking(move || save(&app, &body, save_as))
+        .await
+        .unwrap_or_else(|_| text(500, "the save failed"))
 }
-
-#[cfg(not(target_os = "linux"))]
-fn shut(_peer: SocketAddr, _port: u16, _how: Shutdown) {}
 
 /// One save at a time, so two first saves cannot both pick the file.
 static SAVING: Mutex<()> = Mutex::new(());
 
-fn save_shader(viewer: &Viewer, request: &mut Request, save_as: Option<SaveAs>) -> Reply {
-    let mut body = Vec::new();
-    let read = request
-        .as_reader()
-        .take(MAX_SHADER_BYTES as u64 + 1)
-        .read_to_end(&mut body);
-    if read.is_err() {
-        return text(400, "the request body could not be read");
-    }
-    if body.len() > MAX_SHADER_BYTES {
-        return text(413, "a shader is at most 256 KiB");
-    }
-    if std::str::from_utf8(&body).is_err() {
-        return text(400, "a shader is UTF-8 text");
-    }
+fn save(app: &App, body: &[u8], save_as: Option<SaveAs>) -> Answer {
     let _one_at_a_time = SAVING.lock().unwrap_or_else(|p| p.into_inner());
-    let path = match (viewer.shader_file(), save_as) {
-        (Some(path), None) => path,
+    let viewer = &app.viewer;
+    let adopted = app
+        .adopted
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .clone();
+    let written = match (viewer.shader_file(), save_as) {
         (Some(path), Some(_)) => {
             return text(
                 409,
                 &format!("the shader is already saved as {}", path.display()),
             )
         }
+        (Some(path), None) => match (&adopted, &app.given) {
+            (Some(relative), _) => app.here.write(relative, body, false),
+            (None, Some((dir, name))) => dir.write(Path::new(name), body, false),
+            (None, None) => return text(500, &format!("{}: no directory open", path.display())),
+        },
         (None, None) => {
             return text(
                 409,
                 "the shader has no file yet: give ?path=FILE.shdr for the first save",
             )
         }
-        (None, Some(save_as)) => match new_shader_file(&save_as) {
-            Ok(path) => path,
-            Err(refusal) => return refusal,
-        },
-    };
-    if let Err(error) = write_atomically(&path, &body) {
-        return text(500, &error.to_string());
-    }
-    if viewer.shader_file().is_none() {
-        if let Some(watcher) = viewer
-            .watcher
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .as_mut()
-        {
-            if let Err(error) = watcher.watch(&parent_dir(&path), RecursiveMode::NonRecursive) {
-                eprintln!("{}: cannot watch: {error}", path.display());
+        (None, Some(save_as)) => {
+            if let Some(refusal) = refuse_new_file(app, &save_as) {
+                return refusal;
             }
+            return match app.here.write(&save_as.path, body, true) {
+                Ok(()) => {
+                    adopt(app, &save_as.path);
+                    text(200, "saved")
+                }
+                Err(error) => save_failed(&save_as.path, error),
+            };
         }
-        viewer.adopt_shader_file(&path);
-    } else {
-        viewer.request_render();
+    };
+    match written {
+        Ok(()) => {
+            viewer.request_render();
+            text(200, "saved")
+        }
+        Err(error) => save_failed(&viewer.shader_file().unwrap_or_default(), error),
     }
-    text(200, "saved")
 }
 
-/// Checks a first save's path on disk: it stays inside the current directory even through
-/// links (missing directories are made), and an existing file is replaced only with
-/// `overwrite`.
-fn new_shader_file(save_as: &SaveAs) -> Result<PathBuf, Reply> {
-    let failed = |error: std::io::Error| text(500, &format!("{}: {error}", save_as.path.display()));
-    let outside = || {
-        text(
-            403,
-            &format!(
-                "{}: outside the directory theia view runs in",
-                save_as.path.display()
-            ),
-        )
+/// A failed write: a link on the way is the page's fault (403), anything else the disk's.
+fn save_failed(path: &Path, error: std::io::Error) -> Answer {
+    let status = if error.kind() == std::io::ErrorKind::PermissionDenied {
+        403
+    } else {
+        500
     };
-    let here = std::env::current_dir()
-        .and_then(|dir| dir.canonicalize())
-        .map_err(failed)?;
-    let inside = |dir: &Path| dir.canonicalize().is_ok_and(|dir| dir.starts_with(&here));
-    let parent = parent_dir(&save_as.path);
-    // The deepest directory on the way that exists decides where new ones would be made
-    // (the relative path's last ancestor, "", does not exist: that is the current one).
-    let existing = parent
-        .ancestors()
-        .find(|dir| dir.exists())
-        .unwrap_or(Path::new("."));
-    if !inside(existing) {
-        return Err(outside());
-    }
-    std::fs::create_dir_all(&parent).map_err(failed)?;
-    if !inside(&parent) {
-        return Err(outside());
-    }
-    if save_as.path.symlink_metadata().is_ok() && !save_as.overwrite {
-        return Err(text(
+    text(status, &format!("{}: {error}", path.display()))
+}
+
+/// Why a first save's path is refused, if it is: a link on the way, or an existing file
+/// without `overwrite`.
+fn refuse_new_file(app: &App, save_as: &SaveAs) -> Option<Answer> {
+    match app.here.exists(&save_as.path) {
+        Ok(false) => None,
+        Ok(true) if save_as.overwrite => None,
+        Ok(true) => Some(text(
             409,
             &format!(
                 "{} exists: confirm to overwrite it (overwrite=1)",
                 save_as.path.display()
             ),
-        ));
+        )),
+        Err(error) => Some(save_failed(&save_as.path, error)),
     }
-    Ok(save_as.path.clone())
 }
 
-fn compared(viewer: &Viewer, image: CompareImage) -> Reply {
+/// Makes a first save's file the shader: watched, and where later saves go.
+fn adopt(app: &App, path: &Path) {
+    let viewer = &app.viewer;
+    if let Some(watcher) = viewer
+        .watcher
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .as_mut()
+    {
+        if let Err(error) = watcher.watch(&parent_dir(path), RecursiveMode::NonRecursive) {
+            eprintln!("{}: cannot watch: {error}", path.display());
+        }
+    }
+    *app.adopted.lock().unwrap_or_else(|p| p.into_inner()) = Some(path.to_path_buf());
+    viewer.adopt_shader_file(path);
+}
+
+fn compared(viewer: &Viewer, image: CompareImage) -> Answer {
     match viewer.comparison() {
         Some(comparison) => png(match image {
             CompareImage::A => &comparison.a_png,
@@ -471,35 +452,59 @@ fn compared(viewer: &Viewer, image: CompareImage) -> Reply {
     }
 }
 
-/// A server-sent event stream: the state now, then every push, until the page goes.
-fn serve_events(viewer: &Viewer, request: Request) {
+/// A server-sent event stream: the state now, then every push, until the page goes. It
+/// is a task's state, not a thread: a page costs its queue and a timer.
+fn serve_events(viewer: &Viewer) -> Answer {
     let Some(events) = viewer.subscribe() else {
-        let _ = request.respond(text(503, "too many pages listening"));
-        return;
+        return text(503, "too many pages listening");
     };
-    let mut out = request.into_writer();
-    let head = "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nCache-Control: no-store\r\nConnection: close\r\n\r\n";
-    let first = format!("{head}event: state\ndata: {}\n\n", viewer.state_json());
-    if out
-        .write_all(first.as_bytes())
-        .and_then(|()| out.flush())
-        .is_err()
-    {
-        return;
-    }
-    loop {
-        let message = match events.recv_timeout(KEEPALIVE) {
-            Ok(message) if message.is_empty() => continue,
-            Ok(message) => message,
-            Err(RecvTimeoutError::Timeout) => ": keepalive\n\n".to_string(),
-            Err(RecvTimeoutError::Disconnected) => return,
-        };
-        if out
-            .write_all(message.as_bytes())
-            .and_then(|()| out.flush())
-            .is_err()
-        {
-            return;
+    let first = format!("event: state\ndata: {}\n\n", viewer.state_json());
+    let mut answer = Response::new(Reply::Events(Box::pin(EventStream {
+        first: Some(Bytes::from(first)),
+        events,
+        keepalive: Box::pin(tokio::time::sleep(KEEPALIVE)),
+    })));
+    let headers = answer.headers_mut();
+    headers.insert(
+        "content-type",
+        HeaderValue::from_static("text/event-stream"),
+    );
+    headers.insert("cache-control", HeaderValue::from_static("no-store"));
+    answer
+}
+
+/// The body of an event stream: the first state, then each message queued for the page,
+/// and a comment after [`KEEPALIVE`] of silence. It ends when the viewer stops.
+struct EventStream {
+    first: Option<Bytes>,
+    events: tokio::sync::mpsc::Receiver<String>,
+    keepalive: std::pin::Pin<Box<tokio::time::Sleep>>,
+}
+
+impl http_body::Body for EventStream {
+    type Data = Bytes;
+    type Error = std::convert::Infallible;
+
+    fn poll_frame(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Result<http_body::Frame<Bytes>, Self::Error>>> {
+        use std::future::Future;
+        use std::task::Poll;
+        let frame = |text: Bytes| Poll::Ready(Some(Ok(http_body::Frame::data(text))));
+        if let Some(first) = self.first.take() {
+            return frame(first);
         }
+        let message = match self.events.poll_recv(cx) {
+            Poll::Ready(Some(message)) => Bytes::from(message),
+            Poll::Ready(None) => return Poll::Ready(None),
+            Poll::Pending => match self.keepalive.as_mut().poll(cx) {
+                Poll::Ready(()) => Bytes::from_static(b": keepalive\n\n"),
+                Poll::Pending => return Poll::Pending,
+            },
+        };
+        let next = tokio::time::Instant::now() + KEEPALIVE;
+        self.keepalive.as_mut().reset(next);
+        frame(message)
     }
 }

@@ -4,11 +4,13 @@
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::mpsc::{Receiver, SyncSender, TrySendError};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::Duration;
 
 use anyhow::anyhow;
+use bytes::Bytes;
+use tokio::sync::mpsc::error::TrySendError;
+use tokio::sync::mpsc::{Receiver, Sender};
 
 use super::json;
 use super::starter::Starter;
@@ -19,7 +21,7 @@ use theia::image::{compare, marked_difference_image, png_bytes, Rgb8};
 use theia::inspect::{differences, Difference};
 use theia::isa::asm::{assemble, AsmErrors};
 use theia::machine::{Machine, Render, RenderError, RenderOptions};
-use theia::scene::Scene;
+use theia::scene::{Partition, Scene};
 use theia::trace::{trace_pixel, SourceMap, TraceOptions};
 use theia::viewer::Setting;
 
@@ -27,7 +29,7 @@ use theia::viewer::Setting;
 /// must not make the server hoard memory); a page catches up from `/state` anyway.
 pub const EVENT_QUEUE: usize = 64;
 /// Pages listening at once: tabs, and tools following the frame; the limit only keeps a
-/// runaway client from taking every thread.
+/// runaway client from hoarding queues.
 pub const MAX_SUBSCRIBERS: usize = 64;
 /// How often a render in flight reports its progress.
 const PROGRESS_EVERY: Duration = Duration::from_millis(100);
@@ -47,7 +49,7 @@ pub struct Rendered {
     pub generation: u64,
     pub inputs: Inputs,
     pub render: Render,
-    pub png: Vec<u8>,
+    pub png: Bytes,
 }
 
 /// Why the last attempt failed; the last good frame stays on show.
@@ -60,9 +62,9 @@ pub struct Failure {
 
 /// Two renders of the current scene side by side.
 pub struct Comparison {
-    pub a_png: Vec<u8>,
-    pub b_png: Vec<u8>,
-    pub diff_png: Vec<u8>,
+    pub a_png: Bytes,
+    pub b_png: Bytes,
+    pub diff_png: Bytes,
     pub json: String,
 }
 
@@ -86,7 +88,7 @@ pub struct Viewer {
     pub watcher: Mutex<Option<notify::RecommendedWatcher>>,
     progress: Mutex<Progress>,
     wake: Condvar,
-    subscribers: Mutex<Vec<SyncSender<String>>>,
+    subscribers: Mutex<Vec<Sender<String>>>,
     comparison: Mutex<Option<Arc<Comparison>>>,
     /// One comparison at a time, so the images kept match the answer just given.
     comparing: Mutex<()>,
@@ -188,16 +190,11 @@ impl Viewer {
     /// A new page's event queue, or `None` when too many pages listen.
     pub fn subscribe(&self) -> Option<Receiver<String>> {
         let mut subscribers = lock(&self.subscribers);
-        subscribers.retain(|s| {
-            !matches!(
-                s.try_send(String::new()),
-                Err(TrySendError::Disconnected(_))
-            )
-        });
+        subscribers.retain(|s| !s.is_closed());
         if subscribers.len() >= MAX_SUBSCRIBERS {
             return None;
         }
-        let (sender, receiver) = std::sync::mpsc::sync_channel(EVENT_QUEUE);
+        let (sender, receiver) = tokio::sync::mpsc::channel(EVENT_QUEUE);
         subscribers.push(sender);
         Some(receiver)
     }
@@ -208,7 +205,7 @@ impl Viewer {
         lock(&self.subscribers).retain(|subscriber| {
             !matches!(
                 subscriber.try_send(message.clone()),
-                Err(TrySendError::Disconnected(_))
+                Err(TrySendError::Closed(_))
             )
         });
     }
@@ -294,7 +291,7 @@ impl Viewer {
         if self.superseded(generation) {
             return Ok(None);
         }
-        let png = png_bytes(&Rgb8::from_frame(&render.frame));
+        let png = Bytes::from(png_bytes(&Rgb8::from_frame(&render.frame)));
         Ok(Some(Rendered {
             generation,
             inputs,
@@ -407,6 +404,8 @@ impl Viewer {
         let (ia, ib) = (Rgb8::from_frame(&ra.frame), Rgb8::from_frame(&rb.frame));
         let result = compare(&ia, &ib).map_err(|e| anyhow!(e))?;
         let found = differences(&result, &ra.frame.partitions, &rb.frame.partitions);
+        let first_of_partition =
+            first_pixels_differing(&ia, &ib, &ra.frame.partitions, &rb.frame.partitions);
         let side = |setting: Setting, render: &Render| {
             json::object(&[
                 ("cores", render.cores.to_string()),
@@ -420,14 +419,7 @@ impl Viewer {
             ("a", side(a, &ra)),
             ("b", side(b, &rb)),
             ("count", result.differing_pixels.to_string()),
-            (
-                "first_of_partition",
-                found
-                    .iter()
-                    .filter(|d| d.first_of_partition())
-                    .count()
-                    .to_string(),
-            ),
+            ("first_of_partition", first_of_partition.to_string()),
             (
                 "max_channel_difference",
                 result.max_channel_difference.to_string(),
@@ -438,9 +430,9 @@ impl Viewer {
             ),
         ]);
         let comparison = Arc::new(Comparison {
-            a_png: png_bytes(&ia),
-            b_png: png_bytes(&ib),
-            diff_png: png_bytes(&marked_difference_image(&ia, &ib)),
+            a_png: png_bytes(&ia).into(),
+            b_png: png_bytes(&ib).into(),
+            diff_png: png_bytes(&marked_difference_image(&ia, &ib)).into(),
             json,
         });
         *lock(&self.comparison) = Some(comparison.clone());
@@ -449,7 +441,19 @@ impl Viewer {
 }
 
 /// Differing pixels a compare answer lists (the count covers all).
-const MAX_LISTED: usize = 1000;
+const MAX_LISTED: usize = theia::image::KEPT_DIFFERENCES;
+
+/// How many pixels that start a partition of either render differ (counted over the
+/// partitions, not the differences, which are kept only up to [`MAX_LISTED`]).
+fn first_pixels_differing(a: &Rgb8, b: &Rgb8, pa: &[Partition], pb: &[Partition]) -> usize {
+    let mut starts: Vec<(u32, u32)> = pa.iter().chain(pb).map(Partition::start_pixel).collect();
+    starts.sort_unstable();
+    starts.dedup();
+    starts
+        .into_iter()
+        .filter(|&(x, y)| x < a.width && y < a.height && a.pixel(x, y) != b.pixel(x, y))
+        .count()
+}
 
 fn difference_json(difference: &Difference) -> String {
     let core = |location: Option<theia::trace::PixelLocation>| {

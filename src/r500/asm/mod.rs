@@ -60,7 +60,7 @@ pub fn assemble(source: &str, file: &Path) -> std::result::Result<Assembly, AsmE
 /// be read is an error at line 0.
 pub fn assemble_file(path: &Path) -> std::result::Result<Assembly, AsmErrors> {
     let source =
-        std::fs::read_to_string(path).map_err(|e| errors(error(path, 0, 0, e.to_string())))?;
+        crate::input::read_to_string(path).map_err(|e| errors(error(path, 0, 0, e.to_string())))?;
     let dir = path.parent().unwrap_or(Path::new("."));
     Assembler::new()
         .run(&source, path, &Includes::Dir(dir), 0)
@@ -70,16 +70,24 @@ pub fn assemble_file(path: &Path) -> std::result::Result<Assembly, AsmErrors> {
 struct Assembler {
     files: Vec<PathBuf>,
     program: Vec<Words>,
+    /// Source bytes read through `#include` so far.
+    included_bytes: usize,
 }
 
 /// How deep `#include` may nest before it is taken for a cycle.
 const MAX_INCLUDE_DEPTH: usize = 16;
+/// Files one program may include in all (depth alone let 16 small files that each include
+/// the next 16 times expand 16^16-fold).
+const MAX_INCLUDES: usize = 256;
+/// Bytes of included source one program may read in all.
+const MAX_INCLUDED_BYTES: usize = 4 << 20;
 
 impl Assembler {
     fn new() -> Assembler {
         Assembler {
             files: Vec::new(),
             program: Vec::new(),
+            included_bytes: 0,
         }
     }
 
@@ -131,10 +139,25 @@ impl Assembler {
                         "#include nested too deeply (a cycle?)".into(),
                     ));
                 }
+                if self.files.len() >= MAX_INCLUDES {
+                    return Err(error(
+                        number,
+                        col,
+                        format!("more than {MAX_INCLUDES} #includes in all: a program is not that large"),
+                    ));
+                }
                 let path: PathBuf = dir.join(target);
-                let text = std::fs::read_to_string(&path).map_err(|e| {
+                let text = crate::input::read_to_string(&path).map_err(|e| {
                     error(number, col, format!("cannot read {}: {e}", path.display()))
                 })?;
+                self.included_bytes += text.len();
+                if self.included_bytes > MAX_INCLUDED_BYTES {
+                    return Err(error(
+                        number,
+                        col,
+                        format!("the #included files pass {MAX_INCLUDED_BYTES} bytes in all: a program is not that large"),
+                    ));
+                }
                 let inner_dir = path.parent().unwrap_or(Path::new(".")).to_path_buf();
                 self.file(&text, &path, &Includes::Dir(&inner_dir), depth + 1)?;
             } else {

@@ -128,10 +128,21 @@ pub struct View {
     obj_camera: DVec3,
 }
 
+/// The largest coordinate, and the inverse of the smallest extent, a model may have.
+const FIT_RANGE: f64 = 1e150;
+
 /// Why no fit exists.
 #[derive(Debug, PartialEq)]
 pub enum FitError {
     NoExtent,
+    /// Coordinates so large that distances (sums of squares) overflow.
+    TooLarge {
+        coordinate: f64,
+    },
+    /// An extent so small that its square underflows.
+    TooSmall {
+        extent: f64,
+    },
     CameraAtTarget,
     TooFar {
         camera_distance: f64,
@@ -167,6 +178,16 @@ impl View {
             (DVec3::splat(f64::MAX), DVec3::splat(f64::MIN)),
             |(lo, hi), p| (lo.min(*p), hi.max(*p)),
         );
+        // Distances square coordinates: past 1e150 they overflow, an extent under 1e-150
+        // squares to nothing. Such a model is out of range, not without extent.
+        let coordinate = min.abs().max(max.abs()).max_element();
+        if coordinate.is_nan() || coordinate > FIT_RANGE {
+            return Err(FitError::TooLarge { coordinate });
+        }
+        let extent = (max - min).max_element();
+        if extent > 0.0 && extent < 1.0 / FIT_RANGE {
+            return Err(FitError::TooSmall { extent });
+        }
         let radius = (max - min).length() / 2.0;
         if !radius.is_finite() || radius <= 0.0 {
             return Err(FitError::NoExtent);
@@ -378,6 +399,17 @@ mod tests {
             View::fit(&big, [[0, 1, 2]], &framing(Some(DVec3::ZERO))).err(),
             Some(FitError::CameraAtTarget)
         );
+        let scaled = |k: f64| [DVec3::ZERO, DVec3::X * k, DVec3::Y * k];
+        assert_eq!(
+            View::fit(&scaled(1e300), [[0, 1, 2]], &framing(None)).err(),
+            Some(FitError::TooLarge { coordinate: 1e300 })
+        );
+        assert_eq!(
+            View::fit(&scaled(1e-300), [[0, 1, 2]], &framing(None)).err(),
+            Some(FitError::TooSmall { extent: 1e-300 })
+        );
+        assert!(View::fit(&scaled(1e-100), [[0, 1, 2]], &framing(None)).is_ok());
+        assert!(View::fit(&scaled(1e100), [[0, 1, 2]], &framing(None)).is_ok());
         assert_eq!(
             View::fit(&[DVec3::ONE; 3], [[0, 1, 2]], &framing(None)).err(),
             Some(FitError::NoExtent)

@@ -3,6 +3,7 @@
 //! each triangle with its material. The MTL libraries are read with tobj, after
 //! [`parse::validate_mtl`] has checked them.
 
+use std::collections::HashMap;
 use std::path::Path;
 
 use super::parse::{self, ValidObj};
@@ -122,8 +123,24 @@ pub fn load(
     let mut mtl_error = None;
     let mut missing_library = false;
     let mut library_notes = Vec::new();
-    let mut library: Vec<tobj::Material> = Vec::new();
+    // Each file is read once, however often and however spelled it is named; its
+    // materials count from its last mention (a library named again after another one
+    // overrides that one's definitions, as if read again).
+    let mut read_already: HashMap<String, Vec<tobj::Material>> = HashMap::new();
+    let mut mentions: Vec<String> = Vec::new();
     for (name, line) in &libraries {
+        if let Some(why) = assets.refusal(name) {
+            return Err(SceneError::Invalid {
+                file: path.to_path_buf(),
+                line: *line,
+                message: format!("material library {}: {why}", assets.display(name)),
+            });
+        }
+        let key = assets.file_key(name);
+        if read_already.contains_key(&key) {
+            mentions.push(key);
+            continue;
+        }
         let Some(bytes) = assets.read(name) else {
             missing_library = true;
             library_notes.push(format!(
@@ -134,27 +151,39 @@ pub fn load(
             continue;
         };
         let text = String::from_utf8_lossy(&bytes);
+        let mut materials = Vec::new();
         match parse::validate_mtl(&text, Path::new(&assets.display(name))) {
             Ok(checked) => {
-                if let Ok((materials, _)) = tobj::load_mtl_buf(&mut checked.as_bytes()) {
-                    library.extend(materials);
+                if let Ok((loaded, _)) = tobj::load_mtl_buf(&mut checked.as_bytes()) {
+                    materials = loaded;
                 }
             }
             Err(error) => {
                 mtl_error.get_or_insert(error);
             }
         }
+        read_already.insert(key.clone(), materials);
+        mentions.push(key);
     }
+    let last_mention: HashMap<&str, usize> = (mentions.iter().enumerate())
+        .map(|(at, key)| (key.as_str(), at))
+        .collect();
+    let library: Vec<tobj::Material> = (mentions.iter().enumerate())
+        .filter(|(at, key)| last_mention[key.as_str()] == *at)
+        .flat_map(|(_, key)| read_already.remove(key).unwrap_or_default())
+        .collect();
     if let Some(error) = mtl_error {
         return Err(error);
     }
     notes.extend(library_notes);
 
+    // The last definition wins, as in tobj and most OBJ readers.
+    let by_name: HashMap<&str, &tobj::Material> =
+        library.iter().map(|m| (m.name.as_str(), m)).collect();
     let materials: Vec<Option<Material>> = material_names
         .iter()
         .map(|(name, line)| {
-            // The last definition wins, as in tobj and most OBJ readers.
-            let found = library.iter().rev().find(|m| &m.name == name);
+            let found = by_name.get(name.as_str()).copied();
             if found.is_none() && !missing_library {
                 notes.push(format!(
                     "warning: {}:{line}: material `{name}` is not defined in any material library; it shows white",

@@ -201,6 +201,16 @@ pub trait Assets {
     fn read(&self, name: &str) -> Option<Vec<u8>>;
     /// How to name `name` in messages.
     fn display(&self, name: &str) -> String;
+    /// Which file `name` is: two names of one file (`./x.png`, `a/../x.png`, a link) give
+    /// one key, so the loader reads and decodes it once.
+    fn file_key(&self, name: &str) -> String {
+        name.to_string()
+    }
+    /// Why `name` cannot be read, when it names something that is not a regular file (a
+    /// device such as /dev/zero never ends, a FIFO blocks): the loader refuses it.
+    fn refusal(&self, _name: &str) -> Option<String> {
+        None
+    }
 }
 
 /// Files relative to a directory (the OBJ's).
@@ -208,10 +218,26 @@ pub struct DirAssets(pub PathBuf);
 
 impl Assets for DirAssets {
     fn read(&self, name: &str) -> Option<Vec<u8>> {
-        std::fs::read(self.0.join(name)).ok()
+        crate::input::read(&self.0.join(name)).ok()
     }
     fn display(&self, name: &str) -> String {
         self.0.join(name).display().to_string()
+    }
+    fn file_key(&self, name: &str) -> String {
+        let path = self.0.join(name);
+        match crate::input::file_key(&path) {
+            Some((device, inode)) => format!("file:{device}:{inode}"),
+            None => format!("path:{}", path.display()),
+        }
+    }
+    fn refusal(&self, name: &str) -> Option<String> {
+        let path = self.0.join(name);
+        let metadata = std::fs::metadata(&path).ok()?;
+        (!metadata.is_file()).then(|| {
+            crate::input::read(&path)
+                .err()
+                .map_or_else(|| "not a regular file".to_string(), |e| e.to_string())
+        })
     }
 }
 
@@ -249,15 +275,34 @@ pub fn load_obj_with_progress(
     options: &ObjOptions,
     progress: &LoadProgress,
 ) -> Result<ObjScene, SceneError> {
-    let text = std::fs::read_to_string(path).map_err(|source| SceneError::Io {
-        path: path.to_path_buf(),
-        source,
-    })?;
+    let text = read_text(path)?;
     let assets = DirAssets(path.parent().map(Path::to_path_buf).unwrap_or_default());
     let parsed = parse_text(&text, path, &assets, options, progress)?;
     // The text is a third of the peak memory of a large load: gone before the conversion.
     drop(text);
     parsed.build(path, &assets, options, progress)
+}
+
+/// The OBJ file's text; bytes that are not UTF-8 are an error naming their line.
+fn read_text(path: &Path) -> Result<String, SceneError> {
+    let bytes = crate::input::read(path).map_err(|source| SceneError::Io {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    String::from_utf8(bytes).map_err(|error| {
+        let bytes = error.as_bytes();
+        let at = error.utf8_error().valid_up_to();
+        let line_start = bytes[..at].iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
+        SceneError::Syntax {
+            file: path.to_path_buf(),
+            line: bytes[..at].iter().filter(|&&b| b == b'\n').count() + 1,
+            column: at - line_start + 1,
+            message: format!(
+                "byte 0x{:02X} is not UTF-8 text (a Latin-1 or other 8-bit name?): save the file as UTF-8",
+                bytes[at]
+            ),
+        }
+    })
 }
 
 /// Loads OBJ text (`path` names it in messages) whose MTL and textures come from `assets`.
@@ -379,7 +424,8 @@ fn build_scene(
         file: path.to_path_buf(),
         message,
     };
-    let (sources, tile_of_material) = tile_sources(model, materials, assets, &mut notes);
+    let (sources, tile_of_material) =
+        tile_sources(model, materials, assets, &mut notes).map_err(unsupported)?;
     let atlas = Atlas::build(
         &sources,
         options.texture_size,
@@ -592,6 +638,9 @@ fn validate_options(options: &ObjOptions) -> Result<(), String> {
     Ok(())
 }
 
+/// The distinct textures and flat colours, and the tile of each material.
+type TileSources = (Vec<TileSource>, HashMap<Option<usize>, usize>);
+
 /// One tile source per distinct texture or flat colour, and the tile of each material
 /// (None: no material, white).
 fn tile_sources(
@@ -599,7 +648,8 @@ fn tile_sources(
     materials: &[Option<Material>],
     assets: &dyn Assets,
     notes: &mut Vec<String>,
-) -> (Vec<TileSource>, HashMap<Option<usize>, usize>) {
+) -> Result<TileSources, String> {
+    let mut texels = 0u64;
     let mut sources = Vec::new();
     let mut by_key: HashMap<String, usize> = HashMap::new();
     let mut tile_of_material = HashMap::new();
@@ -616,17 +666,31 @@ fn tile_sources(
         let diffuse = found.map_or([1.0; 3], |m| m.diffuse);
         let mut source = None;
         if let (Some(m), Some(name)) = (found, found.and_then(|m| m.texture.as_ref())) {
-            let key = format!("image:{name}");
+            // By the file it is: eight spellings of one texture decode it once.
+            let key = format!("image:{}", assets.file_key(name));
             if let Some(&tile) = by_key.get(&key) {
                 tile_of_material.insert(material, tile);
                 continue;
             }
             let shown = assets.display(name);
+            if let Some(why) = assets.refusal(name) {
+                return Err(format!("texture {shown} of material `{}`: {why}", m.name));
+            }
             let fallback = format!(
                 "using its diffuse colour Kd {} {} {}",
                 m.diffuse[0], m.diffuse[1], m.diffuse[2]
             );
-            match assets.read(name).map(|bytes| ::image::load_from_memory(&bytes)) {
+            let bytes = assets.read(name);
+            if let Some(size) = bytes.as_deref().and_then(texture_size) {
+                texels += size.0 as u64 * size.1 as u64;
+                if texels > TEXTURE_BUDGET {
+                    return Err(format!(
+                        "texture {shown} ({}x{}) brings the scene's textures to {texels} texels, more than the {TEXTURE_BUDGET} the loader decodes: scale the textures down",
+                        size.0, size.1
+                    ));
+                }
+            }
+            match bytes.map(|bytes| ::image::load_from_memory(&bytes)) {
                 Some(Ok(image)) => {
                     source = Some((
                         key,
@@ -656,7 +720,21 @@ fn tile_sources(
         });
         tile_of_material.insert(material, tile);
     }
-    (sources, tile_of_material)
+    Ok((sources, tile_of_material))
+}
+
+/// Texels the loader decodes for one scene, all its textures together (one 8192x8192
+/// texture, or sixteen of 2048x2048): about 200 MB once decoded. Textures larger than
+/// the texture memory are resampled to it anyway.
+pub const TEXTURE_BUDGET: u64 = 1 << 26;
+
+/// A texture's width and height from its header, without decoding it.
+fn texture_size(bytes: &[u8]) -> Option<(u32, u32)> {
+    ::image::ImageReader::new(std::io::Cursor::new(bytes))
+        .with_guessed_format()
+        .ok()?
+        .into_dimensions()
+        .ok()
 }
 
 fn fit_view(model: &ObjModel, options: &ObjOptions) -> Result<View, FitError> {
@@ -694,6 +772,12 @@ fn fit_view(model: &ObjModel, options: &ObjOptions) -> Result<View, FitError> {
 fn fit_message(error: FitError) -> String {
     match error {
         FitError::NoExtent => "the model has no extent: all its vertices are at one point".into(),
+        FitError::TooLarge { coordinate } => format!(
+            "a vertex coordinate is {coordinate:e}: too large to fit the camera to (distances would overflow); scale the model down"
+        ),
+        FitError::TooSmall { extent } => format!(
+            "the model is {extent:e} across: too small to fit the camera to (distances would underflow); scale the model up"
+        ),
         FitError::CameraAtTarget => "the camera is at the point it looks at".into(),
         FitError::TooFar {
             camera_distance,

@@ -1,0 +1,155 @@
+//! Reading files whose paths come from input (a scene's MTL and textures, `#include`s,
+//! `.mem` files, programs to disassemble, images to compare or merge): only regular files.
+//!
+//! A path can name a device (`/dev/zero` never ends), a FIFO (opening one blocks until a
+//! writer comes, reading it until the writer goes) or a directory. [`read`] opens without
+//! blocking, checks what the open file is, and refuses anything but a regular file with a
+//! message that says what it is, so such a path is an error, not a hang or an exhausted
+//! memory.
+
+use std::fs::File;
+use std::io::{self, Read};
+use std::path::Path;
+
+/// The bytes of the regular file at `path` (links followed).
+pub fn read(path: &Path) -> io::Result<Vec<u8>> {
+    let mut file = open(path)?;
+    let mut bytes = Vec::new();
+    file.read_to_end(&mut bytes)?;
+    Ok(bytes)
+}
+
+/// [`read`] as UTF-8 text.
+pub fn read_to_string(path: &Path) -> io::Result<String> {
+    String::from_utf8(read(path)?).map_err(|_| {
+        io::Error::new(
+            io::ErrorKind::InvalidData,
+            "stream did not contain valid UTF-8",
+        )
+    })
+}
+
+/// The regular file at `path`, open for reading.
+pub fn open(path: &Path) -> io::Result<File> {
+    let file = open_without_blocking(path)?;
+    let kind = file.metadata()?.file_type();
+    if !kind.is_file() {
+        return Err(not_regular(&kind));
+    }
+    Ok(file)
+}
+
+/// Opens `path` so that a FIFO without a writer does not block the open (`O_NONBLOCK`,
+/// which changes nothing for the regular files this module goes on to read).
+#[cfg(unix)]
+fn open_without_blocking(path: &Path) -> io::Result<File> {
+    use std::os::unix::fs::OpenOptionsExt;
+    std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(path)
+}
+
+#[cfg(not(unix))]
+fn open_without_blocking(path: &Path) -> io::Result<File> {
+    File::open(path)
+}
+
+/// The error for a file that is not a regular one, naming what it is.
+fn not_regular(kind: &std::fs::FileType) -> io::Error {
+    io::Error::new(
+        io::ErrorKind::InvalidInput,
+        format!("not a regular file ({})", kind_name(kind)),
+    )
+}
+
+fn kind_name(kind: &std::fs::FileType) -> &'static str {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::FileTypeExt;
+        if kind.is_char_device() {
+            return "a character device";
+        }
+        if kind.is_block_device() {
+            return "a block device";
+        }
+        if kind.is_fifo() {
+            return "a FIFO";
+        }
+        if kind.is_socket() {
+            return "a socket";
+        }
+    }
+    if kind.is_dir() {
+        "a directory"
+    } else {
+        "not a file"
+    }
+}
+
+/// What identifies the file `path` names, however it is spelled: the device and inode
+/// (`None` when it cannot be read). Two spellings of one file (`./x.png`, `a/../x.png`, a
+/// link) give the same key.
+pub fn file_key(path: &Path) -> Option<(u64, u64)> {
+    let metadata = std::fs::metadata(path).ok()?;
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt;
+        Some((metadata.dev(), metadata.ino()))
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = metadata;
+        let canonical = path.canonicalize().ok()?;
+        use std::hash::{Hash, Hasher};
+        let mut hasher = std::collections::hash_map::DefaultHasher::new();
+        canonical.hash(&mut hasher);
+        Some((0, hasher.finish()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_regular_file_reads_and_everything_else_is_refused_by_kind() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("a.txt");
+        std::fs::write(&file, "text").unwrap();
+        assert_eq!(read_to_string(&file).unwrap(), "text");
+        let refused = |path: &Path| read(path).unwrap_err().to_string();
+        assert_eq!(refused(dir.path()), "not a regular file (a directory)");
+        #[cfg(unix)]
+        {
+            assert_eq!(
+                refused(Path::new("/dev/zero")),
+                "not a regular file (a character device)"
+            );
+            let fifo = dir.path().join("fifo");
+            let name = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+            // SAFETY: a valid NUL-terminated path.
+            assert_eq!(unsafe { libc::mkfifo(name.as_ptr(), 0o600) }, 0);
+            // No writer: a blocking open would never return.
+            assert_eq!(refused(&fifo), "not a regular file (a FIFO)");
+        }
+        assert_eq!(
+            read(&dir.path().join("missing")).unwrap_err().kind(),
+            io::ErrorKind::NotFound
+        );
+    }
+
+    #[test]
+    fn two_spellings_of_one_file_have_one_key() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir(dir.path().join("sub")).unwrap();
+        std::fs::write(dir.path().join("x.png"), "x").unwrap();
+        std::fs::write(dir.path().join("y.png"), "x").unwrap();
+        let key = |p: &str| file_key(&dir.path().join(p));
+        assert!(key("x.png").is_some());
+        assert_eq!(key("x.png"), key("./././x.png"));
+        assert_eq!(key("x.png"), key("sub/../x.png"));
+        assert_ne!(key("x.png"), key("y.png"));
+        assert_eq!(key("missing.png"), None);
+    }
+}
