@@ -22,6 +22,8 @@
 use std::collections::{HashMap, HashSet};
 use std::path::Path;
 
+use rayon::prelude::*;
+
 use super::load::{Corner, ObjModel, ObjTriangle, NO_INDEX};
 use crate::scene::SceneError;
 
@@ -43,13 +45,13 @@ pub struct ValidObj {
     pub ignored: Option<(String, usize)>,
 }
 
-struct Line<'a> {
-    file: &'a Path,
+struct Line<'f, 't> {
+    file: &'f Path,
     number: usize,
-    text: &'a str,
+    text: &'t str,
 }
 
-impl Line<'_> {
+impl Line<'_, '_> {
     fn error(&self, token: &str, message: String) -> SceneError {
         // Tokens are slices of the line, so their offset is the column.
         let column = (token.as_ptr() as usize).saturating_sub(self.text.as_ptr() as usize) + 1;
@@ -92,26 +94,199 @@ pub fn validate_obj(text: &str, file: &Path) -> Result<ValidObj, SceneError> {
 }
 
 /// [`validate_obj`], adding the bytes of the lines checked to `checked` as it goes.
+///
+/// Large files are read in pieces on all threads: a first pass counts each piece's lines
+/// and `v`, `vt` and `vn` statements, so every piece knows the counts and line number it
+/// starts at and reads exactly as the whole file read in order would (the first error in
+/// file order wins, as each piece stops at its first); the pieces are then joined, their
+/// `usemtl` names numbered in order of first use.
 pub fn validate_obj_counting(
     text: &str,
     file: &Path,
     checked: &AtomicU64,
 ) -> Result<ValidObj, SceneError> {
+    validate_in_pieces(text, file, checked, PIECE_BYTES)
+}
+
+/// [`validate_obj_counting`] with pieces of about `piece_bytes`.
+fn validate_in_pieces(
+    text: &str,
+    file: &Path,
+    checked: &AtomicU64,
+    piece_bytes: usize,
+) -> Result<ValidObj, SceneError> {
+    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
+    let pieces = split_at_lines(text, piece_bytes);
+    let counts: Vec<Counts> = pieces.par_iter().map(|piece| Counts::of(piece)).collect();
+    let starts = counts.iter().scan(Counts::default(), |sum, counts| {
+        let start = *sum;
+        *sum = sum.plus(counts);
+        Some(start)
+    });
+    let jobs: Vec<(&str, Counts)> = pieces.into_iter().zip(starts).collect();
+    let read: Vec<Result<Piece, SceneError>> = jobs
+        .into_par_iter()
+        .map(|(piece, start)| read_piece(piece, start, file, checked))
+        .collect();
+    let read: Result<Vec<Piece>, SceneError> = read.into_iter().collect();
+    Ok(join(read?))
+}
+
+/// Bytes of OBJ text each thread reads at a time (small files are one piece).
+const PIECE_BYTES: usize = 1 << 20;
+
+/// `text` cut into pieces of about `bytes`, each ending with a whole line.
+fn split_at_lines(text: &str, bytes: usize) -> Vec<&str> {
+    let mut pieces = Vec::new();
+    let mut rest = text;
+    while rest.len() > bytes {
+        let Some(newline) = rest.as_bytes()[bytes..].iter().position(|&b| b == b'\n') else {
+            break;
+        };
+        let (piece, after) = rest.split_at(bytes + newline + 1);
+        pieces.push(piece);
+        rest = after;
+    }
+    pieces.push(rest);
+    pieces
+}
+
+/// Lines and statements that add to what later faces index, in some stretch of the file.
+#[derive(Clone, Copy, Debug, Default)]
+struct Counts {
+    lines: usize,
+    positions: usize,
+    texcoords: usize,
+    normals: usize,
+}
+
+impl Counts {
+    fn of(text: &str) -> Counts {
+        let mut counts = Counts::default();
+        for line in text.lines() {
+            counts.lines += 1;
+            match tokens(line).next() {
+                Some("v") => counts.positions += 1,
+                Some("vt") => counts.texcoords += 1,
+                Some("vn") => counts.normals += 1,
+                _ => {}
+            }
+        }
+        counts
+    }
+
+    fn plus(self, other: &Counts) -> Counts {
+        Counts {
+            lines: self.lines + other.lines,
+            positions: self.positions + other.positions,
+            texcoords: self.texcoords + other.texcoords,
+            normals: self.normals + other.normals,
+        }
+    }
+}
+
+/// The material of a piece's faces before its first `usemtl`: the one in force where the
+/// piece before it ended.
+const INHERITED: u32 = NO_INDEX - 1;
+
+/// One piece of the file read: its triangles' materials index `names` (or are
+/// [`INHERITED`] or [`NO_INDEX`]).
+#[derive(Default)]
+struct Piece<'a> {
+    valid: ValidObj,
+    names: Vec<(&'a str, usize)>,
+    /// The `usemtl` in force at the piece's end, if it has one.
+    last_material: Option<u32>,
+}
+
+/// The pieces as one [`ValidObj`], in file order.
+fn join(pieces: Vec<Piece>) -> ValidObj {
+    let total = |of: fn(&ValidObj) -> usize| pieces.iter().map(|p| of(&p.valid)).sum::<usize>();
     let mut valid = ValidObj::default();
     let model = &mut valid.model;
+    model
+        .positions
+        .reserve_exact(total(|v| v.model.positions.len()));
+    model
+        .texcoords
+        .reserve_exact(total(|v| v.model.texcoords.len()));
+    model
+        .triangles
+        .reserve_exact(total(|v| v.model.triangles.len()));
+    let mut index: HashMap<&str, u32> = HashMap::new();
+    let mut unknown: HashSet<String> = HashSet::new();
+    let mut in_force = NO_INDEX;
+    for piece in pieces {
+        let global: Vec<u32> = (piece.names.iter())
+            .map(|&(name, line)| {
+                *index.entry(name).or_insert_with(|| {
+                    valid.material_names.push((name.to_string(), line));
+                    valid.material_names.len() as u32 - 1
+                })
+            })
+            .collect();
+        let ValidObj {
+            model: part,
+            libraries,
+            unknown: keywords,
+            ignored,
+            ..
+        } = piece.valid;
+        let model = &mut valid.model;
+        model.positions.extend_from_slice(&part.positions);
+        model.texcoords.extend_from_slice(&part.texcoords);
+        model
+            .triangles
+            .extend(part.triangles.iter().map(|&triangle| ObjTriangle {
+                material: match triangle.material {
+                    INHERITED => in_force,
+                    NO_INDEX => NO_INDEX,
+                    local => global[local as usize],
+                },
+                ..triangle
+            }));
+        in_force = piece
+            .last_material
+            .map_or(in_force, |local| global[local as usize]);
+        valid.libraries.extend(libraries);
+        for keyword in keywords {
+            if unknown.insert(keyword.clone()) {
+                valid.unknown.push(keyword);
+            }
+        }
+        if let Some((first, count)) = ignored {
+            valid.ignored.get_or_insert((first, 0)).1 += count;
+        }
+    }
+    valid
+}
+
+/// Reads one piece of the file, which starts after the lines and statements of `start`.
+fn read_piece<'a>(
+    text: &'a str,
+    start: Counts,
+    file: &Path,
+    checked: &AtomicU64,
+) -> Result<Piece<'a>, SceneError> {
+    let mut reader = Reader {
+        piece: Piece::default(),
+        start,
+        normals: start.normals,
+        material: INHERITED,
+        material_index: HashMap::new(),
+        unknown: HashSet::new(),
+        corners: Vec::new(),
+    };
     // One triangle per `f` line is the common case; polygons grow the list.
-    model.triangles.reserve(count_faces(text));
-    let mut normals = 0usize;
-    // The `usemtl` in force, as an index into `material_names`.
-    let mut material = NO_INDEX;
+    reader
+        .piece
+        .valid
+        .model
+        .triangles
+        .reserve(count_faces(text));
     // Reused for every line, so that reading a line allocates nothing.
     let mut fields: Vec<&str> = Vec::new();
-    let mut corners: Vec<Corner> = Vec::new();
-    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
     let mut uncounted = 0;
-    // Names seen so far, by hash: 200,000 distinct `usemtl` names were quadratic.
-    let mut material_index: HashMap<&str, u32> = HashMap::new();
-    let mut unknown: HashSet<&str> = HashSet::new();
     for (index, text) in text.lines().enumerate() {
         uncounted += text.len() as u64 + 1;
         if uncounted >= 1 << 16 {
@@ -119,14 +294,40 @@ pub fn validate_obj_counting(
         }
         let line = Line {
             file,
-            number: index + 1,
+            number: start.lines + index + 1,
             text,
         };
         fields.clear();
         fields.extend(tokens(text));
-        let Some((&keyword, fields)) = fields.split_first() else {
-            continue;
-        };
+        if let Some((&keyword, fields)) = fields.split_first() {
+            reader.statement(&line, keyword, fields)?;
+        }
+    }
+    checked.fetch_add(uncounted, Ordering::Relaxed);
+    Ok(reader.piece)
+}
+
+/// What reading a piece keeps from line to line.
+struct Reader<'a> {
+    piece: Piece<'a>,
+    start: Counts,
+    normals: usize,
+    /// The `usemtl` in force, as an index into the piece's names.
+    material: u32,
+    /// Names seen so far, by hash: 200,000 distinct `usemtl` names were quadratic.
+    material_index: HashMap<&'a str, u32>,
+    unknown: HashSet<&'a str>,
+    corners: Vec<Corner>,
+}
+
+impl<'a> Reader<'a> {
+    fn statement(
+        &mut self,
+        line: &Line<'_, 'a>,
+        keyword: &'a str,
+        fields: &[&str],
+    ) -> Result<(), SceneError> {
+        let model = &mut self.piece.valid.model;
         match keyword {
             "v" => {
                 if fields.len() < 3 {
@@ -142,7 +343,7 @@ pub fn validate_obj_counting(
                 let x = line.number(fields[0], "x")?;
                 let y = line.number(fields[1], "y")?;
                 let z = line.number(fields[2], "z")?;
-                if model.positions.len() >= NO_INDEX as usize {
+                if self.start.positions + model.positions.len() >= NO_INDEX as usize {
                     return Err(line.error(keyword, too_many("v")));
                 }
                 model.positions.push([x, y, z]);
@@ -159,75 +360,90 @@ pub fn validate_obj_counting(
                     Some(token) => line.number(token, "v")?,
                     None => 0.0,
                 };
-                if model.texcoords.len() >= NO_INDEX as usize {
+                if self.start.texcoords + model.texcoords.len() >= NO_INDEX as usize {
                     return Err(line.error(keyword, too_many("vt")));
                 }
                 model.texcoords.push([u, v]);
             }
-            "vn" => normals += 1,
-            "f" => {
-                if fields.len() < 3 {
-                    return Err(line.error(
-                        keyword,
-                        format!(
-                            "expected `f` followed by at least three vertices, found {}",
-                            fields.len()
-                        ),
-                    ));
-                }
-                corners.clear();
-                let counts = [model.positions.len(), model.texcoords.len(), normals];
-                for token in fields {
-                    let (corner, ignored) = check_corner(&line, token, counts)?;
-                    if let Some(warning) = ignored {
-                        let (_, count) = valid.ignored.get_or_insert((warning.to_string(), 0));
-                        *count += 1;
-                    }
-                    corners.push(corner);
-                }
-                // A fan around the first corner (tobj's triangulation, which this loader
-                // used to read OBJ with), exact for the convex polygons OBJ exporters write.
-                for pair in corners[1..].windows(2) {
-                    model.triangles.push(ObjTriangle {
-                        corners: [corners[0], pair[0], pair[1]],
-                        material,
-                    });
-                }
-            }
-            "usemtl" => {
-                let name = rest_after(text, keyword);
-                if name.is_empty() {
-                    return Err(line.error(
-                        keyword,
-                        "expected `usemtl` followed by a material name".into(),
-                    ));
-                }
-                material = *material_index.entry(name).or_insert_with(|| {
-                    valid.material_names.push((name.to_string(), line.number));
-                    valid.material_names.len() as u32 - 1
-                });
-            }
+            "vn" => self.normals += 1,
+            "f" => self.face(line, keyword, fields)?,
+            "usemtl" => self.use_material(line, keyword)?,
             "mtllib" => {
                 if fields.is_empty() {
                     return Err(
                         line.error(keyword, "expected `mtllib` followed by a file name".into())
                     );
                 }
-                valid.libraries.extend(
-                    fields
-                        .iter()
-                        .map(|name| (name.replace('\\', "/"), line.number)),
-                );
+                let names = fields
+                    .iter()
+                    .map(|name| (name.replace('\\', "/"), line.number));
+                self.piece.valid.libraries.extend(names);
             }
             "o" | "g" | "s" | "l" | "p" | "vp" | "mg" => {}
             other => {
-                if unknown.insert(other) {
-                    valid.unknown.push(other.to_string());
+                if self.unknown.insert(other) {
+                    self.piece.valid.unknown.push(other.to_string());
                 }
             }
         }
+        Ok(())
     }
-    Ok(valid)
+
+    fn face(&mut self, line: &Line, keyword: &str, fields: &[&str]) -> Result<(), SceneError> {
+        if fields.len() < 3 {
+            return Err(line.error(
+                keyword,
+                format!(
+                    "expected `f` followed by at least three vertices, found {}",
+                    fields.len()
+                ),
+            ));
+        }
+        let valid = &mut self.piece.valid;
+        self.corners.clear();
+        let counts = [
+            self.start.positions + valid.model.positions.len(),
+            self.start.texcoords + valid.model.texcoords.len(),
+            self.normals,
+        ];
+        for token in fields {
+            let (corner, ignored) = check_corner(line, token, counts)?;
+            if let Some(warning) = ignored {
+                let (_, count) = valid.ignored.get_or_insert((warning.to_string(), 0));
+                *count += 1;
+            }
+            self.corners.push(corner);
+        }
+        // A fan around the first corner (tobj's triangulation, which this loader used to
+        // read OBJ with), exact for the convex polygons OBJ exporters write.
+        for pair in self.corners[1..].windows(2) {
+            valid.model.triangles.push(ObjTriangle {
+                corners: [self.corners[0], pair[0], pair[1]],
+                material: self.material,
+            });
+        }
+        Ok(())
+    }
+
+    fn use_material(&mut self, line: &Line<'_, 'a>, keyword: &str) -> Result<(), SceneError> {
+        let name = rest_after(line.text, keyword);
+        if name.is_empty() {
+            return Err(line.error(
+                keyword,
+                "expected `usemtl` followed by a material name".into(),
+            ));
+        }
+        let names = &mut self.piece.names;
+        if names.len() >= INHERITED as usize {
+            return Err(line.error(keyword, too_many("usemtl")));
+        }
+        self.material = *self.material_index.entry(name).or_insert_with(|| {
+            names.push((name, line.number));
+            names.len() as u32 - 1
+        });
+        self.piece.last_material = Some(self.material);
+        Ok(())
+    }
 }
 
 /// The number of lines that start with `f ` (an estimate of the triangles, to allocate them
@@ -433,6 +649,28 @@ mod tests {
 
     fn obj(text: &str) -> Result<ValidObj, String> {
         validate_obj(text, Path::new("t.obj")).map_err(|e| e.to_string())
+    }
+
+    /// Every cut into pieces reads as the whole: models, names, warnings, first errors.
+    #[test]
+    fn pieces_read_as_the_whole_file() {
+        let texts = [
+            "mtllib a.mtl\nv 0 0 0\nv 1 0 0\nusemtl a\nv 0 1 0\nvt 0 0\nf 1/1 2/1 3/1\nbevel 1\n\
+             usemtl b\nf -1 -2 -3 1\nvn 0 0 1\nf 1//1 2//2 3//1\nfoo\nusemtl a\nf 1 2 3\nbevel\n\
+             g x\nf 3 2 1\nf 1//3 2 3\r\nmtllib c.mtl # c\nusemtl c\nf 1 2 3",
+            "v 0 0 0\nv 1 0 0\nv 0 1 0\nf 1 2 3\nusemtl m\nf 1 2 4\nv 1 1 1\nf 1 2 x\n",
+            "v 0 0 0\nv 1 0 0\nf 1 2 3\nv 0 1 0\nv 1 q 0\n",
+            "\u{feff}v 0 0 0\nv 1 0 0\nv 0 1 0\nf 1 2 3\nvt 1\nf 1/1 2/2 3/1\n",
+        ];
+        for text in texts {
+            let whole = validate_obj(text, Path::new("t.obj"));
+            let whole = format!("{whole:?}");
+            for bytes in 1..text.len() {
+                let counted = AtomicU64::new(0);
+                let cut = validate_in_pieces(text, Path::new("t.obj"), &counted, bytes);
+                assert_eq!(format!("{cut:?}"), whole, "pieces of {bytes} bytes");
+            }
+        }
     }
 
     fn corner(position: u32, texcoord: u32) -> Corner {
