@@ -132,7 +132,7 @@ pub struct RayTree {
     node_rows: Vec<[u32; 2]>,
     root: u32,
     /// Each pixel's ray as RGU computes it, row-major.
-    rays: Arc<[Vec3]>,
+    rays: Arc<Vec<Vec3>>,
 }
 
 /// The structure for some tile rows of a [`RayTree`]: their tiles and candidates.
@@ -144,7 +144,7 @@ pub struct Accel {
     row_starts: Vec<u32>,
     tiles: Vec<Tile>,
     candidates: Vec<u32>,
-    rays: Arc<[Vec3]>,
+    rays: Arc<Vec<Vec3>>,
 }
 
 /// [`Accel::row_starts`] of a tile row the structure was not built for.
@@ -461,12 +461,13 @@ impl RayTree {
         height: u32,
         rays: Vec<Vec3>,
     ) -> Result<RayTree, AccelRefusal> {
-        if rays.iter().any(|&ray| !alu::exact_multiplicands(ray)) {
+        if rays.par_iter().any(|&ray| !alu::exact_multiplicands(ray)) {
             return Err(AccelRefusal::LargeRays);
         }
         let (tiles_x, tiles_y) = (width.div_ceil(TILE), height.div_ceil(TILE));
-        let mut nodes = Vec::new();
-        let root = build_node(&mut nodes, &rays, width, height, [0, 0, tiles_x, tiles_y]);
+        let tiles = tile_boxes(&rays, width, height);
+        let mut nodes = Vec::with_capacity(2 * tiles.len());
+        let root = build_node(&mut nodes, &tiles, tiles_x, [0, 0, tiles_x, tiles_y]);
         // Children come before their parent.
         let mut node_rows: Vec<[u32; 2]> = Vec::with_capacity(nodes.len());
         for node in &nodes {
@@ -492,7 +493,8 @@ impl RayTree {
             nodes,
             node_rows,
             root,
-            rays: rays.into(),
+            // Shared, not copied: a 1080p frame's rays are 25 MB.
+            rays: Arc::new(rays),
         })
     }
 
@@ -605,16 +607,31 @@ impl RayTree {
         let nodes = &self.nodes;
         let all = nodes[self.root as usize].rays;
         let groups = float::groups(nodes, self.root, |_| true);
-        let mut collector = Collector::new(&groups);
-        for triangle in (0..culler.constants().len()).step_by(stride.max(1)) {
-            visit(&groups, nodes, &all, culler, triangle, &mut collector);
-        }
-        let mut per_row = vec![0; self.tiles_y as usize];
-        let (found, _) = collector.finish();
-        for tile in found.tiles {
-            per_row[(tile / self.tiles_x) as usize] += stride.max(1) as u64;
-        }
-        per_row
+        let stride = stride.max(1);
+        let sampled = culler.constants().len().div_ceil(stride);
+        let rows = self.tiles_y as usize;
+        let count = |collector: Collector| {
+            let mut per_row = vec![0; rows];
+            for tile in collector.finish().0.tiles {
+                per_row[(tile / self.tiles_x) as usize] += stride as u64;
+            }
+            per_row
+        };
+        (0..sampled)
+            .into_par_iter()
+            .with_min_len(256)
+            .fold(
+                || Collector::new(&groups),
+                |mut collector, k| {
+                    visit(&groups, nodes, &all, culler, k * stride, &mut collector);
+                    collector
+                },
+            )
+            .map(count)
+            .reduce(
+                || vec![0; rows],
+                |a, b| a.iter().zip(&b).map(|(a, b)| a + b).collect(),
+            )
     }
 }
 
@@ -719,43 +736,56 @@ fn visit(
     }
 }
 
+/// The box of each tile's rays, tile rows top to bottom, on all threads.
+fn tile_boxes(rays: &[Vec3], width: u32, height: u32) -> Vec<RayBox> {
+    let tiles_x = width.div_ceil(TILE);
+    let tiles = tiles_x * height.div_ceil(TILE);
+    (0..tiles)
+        .into_par_iter()
+        .map(|tile| {
+            let (x0, y0) = (tile % tiles_x * TILE, tile / tiles_x * TILE);
+            let mut rays_box = RayBox::EMPTY;
+            for y in y0..(y0 + TILE).min(height) {
+                let row = (y * width) as usize;
+                let xs = row + x0 as usize..row + (x0 + TILE).min(width) as usize;
+                rays[xs].iter().for_each(|&ray| rays_box.add(ray));
+            }
+            rays_box
+        })
+        .collect()
+}
+
+/// Adds the node over tiles `[x0, y0, x1, y1)` (whose rays' boxes are `tiles`, `tiles_x`
+/// to a row) and its descendants to `nodes`, children first; returns its index.
 fn build_node(
     nodes: &mut Vec<Node>,
-    rays: &[Vec3],
-    width: u32,
-    height: u32,
+    tiles: &[RayBox],
+    tiles_x: u32,
     [x0, y0, x1, y1]: [u32; 4],
 ) -> u32 {
     let (w, h) = (x1 - x0, y1 - y0);
     let node = if w == 1 && h == 1 {
-        let mut rays_box = RayBox::EMPTY;
-        for y in y0 * TILE..((y0 + 1) * TILE).min(height) {
-            for x in x0 * TILE..((x0 + 1) * TILE).min(width) {
-                rays_box.add(rays[(y * width + x) as usize]);
-            }
-        }
+        let tile = y0 * tiles_x + x0;
+        let rays_box = tiles[tile as usize];
         Node {
             rays: rays_box,
             around: rays_box.around(),
-            kind: NodeKind::Leaf(y0 * width.div_ceil(TILE) + x0),
+            kind: NodeKind::Leaf(tile),
         }
     } else {
-        let xs: &[[u32; 2]] = &if w > 1 {
-            let m = x0 + w / 2;
-            vec![[x0, m], [m, x1]]
-        } else {
-            vec![[x0, x1]]
+        let halves = |a: u32, b: u32| {
+            let m = a + (b - a) / 2;
+            if b - a > 1 {
+                ([[a, m], [m, b]], 2)
+            } else {
+                ([[a, b], [a, b]], 1)
+            }
         };
-        let ys: &[[u32; 2]] = &if h > 1 {
-            let m = y0 + h / 2;
-            vec![[y0, m], [m, y1]]
-        } else {
-            vec![[y0, y1]]
-        };
+        let ((xs, x_count), (ys, y_count)) = (halves(x0, x1), halves(y0, y1));
         let (mut children, mut count, mut rays_box) = ([0; 4], 0, RayBox::EMPTY);
-        for &[ya, yb] in ys {
-            for &[xa, xb] in xs {
-                let child = build_node(nodes, rays, width, height, [xa, ya, xb, yb]);
+        for &[ya, yb] in &ys[..y_count] {
+            for &[xa, xb] in &xs[..x_count] {
+                let child = build_node(nodes, tiles, tiles_x, [xa, ya, xb, yb]);
                 rays_box = RayBox::union(rays_box, nodes[child as usize].rays);
                 children[count] = child;
                 count += 1;

@@ -28,6 +28,7 @@
 //! everywhere).
 
 use super::{Around, Exit, Forms, Node, NodeKind, Verdict, H3_ERROR, UNSETTLED};
+use rayon::prelude::*;
 
 /// The doubled numerators' scales: one more halving than the forms' (2^-34 and 2^-17).
 /// [`FloatForms`] holds its coefficients scaled: a power of two commutes with every
@@ -169,22 +170,35 @@ impl Group {
 }
 
 pub(super) fn groups(nodes: &[Node], root: u32, keep: impl Fn(u32) -> bool) -> Vec<Group> {
-    let mut groups = vec![Group::new(nodes, &[root])];
+    // The order first (node numbers only), then each group's bounds on all threads.
+    let mut members: Vec<([u32; 4], usize)> = vec![([root; 4], 1)];
     let mut next = 0;
-    while next < groups.len() {
-        for k in 0..groups[next].count as usize {
-            let member = groups[next].nodes[k];
-            if !keep(member) {
-                groups[next].descends &= !(1 << k);
-                groups[next].finds &= !(1 << k);
-                continue;
-            }
-            if let NodeKind::Split(children, count) = nodes[member as usize].kind {
-                groups[next].children[k] = groups.len() as u32;
-                groups.push(Group::new(nodes, &children[..count as usize]));
+    while next < members.len() {
+        let (group, count) = members[next];
+        for &member in &group[..count] {
+            if let (true, NodeKind::Split(children, count)) =
+                (keep(member), nodes[member as usize].kind)
+            {
+                members.push((children, count as usize));
             }
         }
         next += 1;
+    }
+    let mut groups: Vec<Group> = (members.par_iter())
+        .map(|(group, count)| Group::new(nodes, &group[..*count]))
+        .collect();
+    let mut child = 1;
+    for group in &mut groups {
+        for k in 0..group.count as usize {
+            let member = group.nodes[k];
+            if !keep(member) {
+                group.descends &= !(1 << k);
+                group.finds &= !(1 << k);
+            } else if let NodeKind::Split(..) = nodes[member as usize].kind {
+                group.children[k] = child;
+                child += 1;
+            }
+        }
     }
     groups
 }
