@@ -260,7 +260,18 @@ fn timings(load: Duration, render: &Render, write: Duration) -> String {
         .filter(|(_, time)| !time.is_zero())
         .map(|(name, time)| format!("{name} {:.1}", time.as_secs_f64() * 1e3))
         .collect();
-    format!("timings (ms): {}", listed.join(", "))
+    let mut line = format!("timings (ms): {}", listed.join(", "));
+    if s.chunks > 1 {
+        let share = s.longest_chunk.as_secs_f64() / s.chunk_time.as_secs_f64().max(1e-9);
+        line += &format!(
+            "; {} chunks, {:.1} ms in all, the longest {:.1} ms ({:.1}%)",
+            s.chunks,
+            s.chunk_time.as_secs_f64() * 1e3,
+            s.longest_chunk.as_secs_f64() * 1e3,
+            share * 100.0
+        );
+    }
+    line
 }
 
 pub fn print_notes(notes: &[String]) {

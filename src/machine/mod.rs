@@ -244,6 +244,11 @@ pub struct Stages {
     pub check: Duration,
     /// Putting the frame together from the cores' output memories.
     pub assemble: Duration,
+    /// How the pixels divided: chunks run, the sum of their times and the longest one
+    /// (what one thread alone cannot make shorter).
+    pub chunks: u64,
+    pub chunk_time: Duration,
+    pub longest_chunk: Duration,
 }
 
 /// The acceleration structure's batches in one render.

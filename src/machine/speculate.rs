@@ -52,7 +52,7 @@ use std::sync::atomic::AtomicU64;
 use rayon::prelude::*;
 
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use super::accel::Accel;
 use super::hits::PixelHit;
@@ -442,13 +442,20 @@ impl Machine<'_> {
             });
         }
         let running = Instant::now();
-        let runs: Vec<(usize, Vec<ChunkRun<'m>>)> = jobs
+        let runs: Vec<(usize, Vec<ChunkRun<'m>>, Duration)> = jobs
             .into_par_iter()
-            .map(|job| (job.core, self.run_job(job, batch, progress)))
+            .map(|job| {
+                let start = Instant::now();
+                let core = job.core;
+                (core, self.run_job(job, batch, progress), start.elapsed())
+            })
             .collect();
         let mut by_core: Vec<Vec<ChunkRun<'m>>> = ranges.iter().map(|_| Vec::new()).collect();
-        for (core, pieces) in runs {
+        for (core, pieces, time) in runs {
             by_core[core].extend(pieces);
+            stages.chunks += 1;
+            stages.chunk_time += time;
+            stages.longest_chunk = stages.longest_chunk.max(time);
         }
         stages.pixels += running.elapsed();
         let checking = Instant::now();

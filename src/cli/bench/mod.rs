@@ -4,6 +4,8 @@ use std::path::PathBuf;
 
 use clap::Args;
 
+mod threads;
+
 use super::Outcome;
 use theia::bench::{run as run_bench, BenchOptions};
 use theia::machine::AccelMode;
@@ -16,10 +18,12 @@ pub struct BenchArgs {
     /// The scenes_example3 directory [default: ../shared/conformance/scenes_example3 if present]
     #[arg(long, value_name = "DIR")]
     scene: Option<PathBuf>,
-    /// Frames per measurement (the fastest counts)
-    #[arg(long, value_name = "N", default_value_t = 5)]
-    frames: u32,
-    /// Threads for the "all cores" column [default: the machine's]
+    /// Frames per measurement, or with --thread-scaling runs (the fastest counts)
+    /// [default: 5; 2 with --thread-scaling]
+    #[arg(long, value_name = "N")]
+    frames: Option<u32>,
+    /// Threads for the "all cores" column, or the most --thread-scaling tries [default: the
+    /// machine's]
     #[arg(long, value_name = "N")]
     threads: Option<usize>,
     /// Also time the 81,920-triangle mesh with `--accel cull` and `--accel off` (minutes)
@@ -35,6 +39,18 @@ pub struct BenchArgs {
     /// With --scaling: leave out the meshes of more triangles than this
     #[arg(long, value_name = "N", requires = "scaling")]
     max_triangles: Option<usize>,
+    /// Print the thread-scaling table instead: whole-process time, speed-up and efficiency
+    /// of `theia render` on 1, 2, 4, ... threads (up to --threads) for the built-in scene
+    /// and generated meshes of 81,920 and 1,310,720 triangles (minutes)
+    #[arg(long, conflicts_with_all = ["scene", "all_modes", "accel", "scaling"])]
+    thread_scaling: bool,
+    /// With --thread-scaling: emulated cores for every row [default: 16, 4 for the
+    /// faithful mesh (the OBJ default)]
+    #[arg(long, value_name = "N", requires = "thread_scaling")]
+    cores: Option<u32>,
+    /// With --thread-scaling: also the 1,310,720-triangle mesh at 1920x1080
+    #[arg(long, requires = "thread_scaling")]
+    large: bool,
     /// One row of the cost-growth table, measured in this process (what --scaling runs)
     #[arg(long, hide = true, value_name = "SUBDIVISIONS,WIDTH,HEIGHT,ROM")]
     scaling_row: Option<String>,
@@ -49,6 +65,15 @@ pub fn run(args: BenchArgs) -> anyhow::Result<Outcome> {
         print!("{}", scaling::table(args.max_triangles)?);
         return Ok(Outcome::Success);
     }
+    if args.thread_scaling {
+        let threads = args.threads.unwrap_or_else(rayon::current_num_threads);
+        let runs = args.frames.unwrap_or(2);
+        if runs == 0 {
+            anyhow::bail!("--frames must be at least 1");
+        }
+        print!("{}", threads::table(args.cores, threads, runs, args.large)?);
+        return Ok(Outcome::Success);
+    }
     let conformance_scene = args.scene.or_else(|| {
         let default = PathBuf::from(CONFORMANCE_SCENE);
         if default.is_dir() {
@@ -58,12 +83,13 @@ pub fn run(args: BenchArgs) -> anyhow::Result<Outcome> {
             None
         }
     });
-    if args.frames == 0 {
+    let frames = args.frames.unwrap_or(5);
+    if frames == 0 {
         anyhow::bail!("--frames must be at least 1");
     }
     let options = BenchOptions {
         conformance_scene,
-        frames: args.frames,
+        frames,
         threads: args.threads,
         mesh_all_modes: args.all_modes,
         accel: args.accel,

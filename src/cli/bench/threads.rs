@@ -1,0 +1,234 @@
+//! `theia bench --thread-scaling`: whole-process time of `theia render` on 1, 2, 4, ...
+//! host threads (`RAYON_NUM_THREADS`), with speed-up and efficiency against one thread.
+//! Each measurement is a child process, so loading, planning, rendering and writing the
+//! PNG all count, as a user waiting for the image sees them.
+
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::Instant;
+
+use theia::scene::generate::displaced_icosphere_obj;
+
+/// One scene of the table: `theia render` arguments, the OBJ mesh among them generated.
+struct Case {
+    label: String,
+    /// Subdivisions of the generated mesh (`None`: the built-in scene).
+    mesh: Option<u32>,
+    args: Vec<String>,
+}
+
+/// The scenes the table times: the built-in scene at 1920x1080, the 81,920-triangle mesh at
+/// 1920x1080 with both ROMs, and the 1,310,720-triangle mesh at 256x256 (and at 1920x1080
+/// with `large`). `cores`, when given, replaces each row's emulated core count.
+fn cases(cores: Option<u32>, large: bool) -> Vec<Case> {
+    let hd = ["--width", "1920", "--height", "1080"];
+    let mut rows = vec![
+        (None, "built-in scene 1920x1080", hd.to_vec(), 16),
+        (
+            Some(6),
+            "81,920-triangle mesh 1920x1080, fixed ROM",
+            hd.to_vec(),
+            16,
+        ),
+        (
+            Some(6),
+            "81,920-triangle mesh 1920x1080, faithful ROM",
+            hd.to_vec(),
+            4,
+        ),
+        (
+            Some(8),
+            "1,310,720-triangle mesh 256x256, fixed ROM",
+            vec!["--width", "256", "--height", "256"],
+            16,
+        ),
+    ];
+    if large {
+        rows.push((
+            Some(8),
+            "1,310,720-triangle mesh 1920x1080, fixed ROM",
+            hd.to_vec(),
+            16,
+        ));
+    }
+    rows.into_iter()
+        .map(|(mesh, label, size, default_cores)| {
+            let cores = cores.unwrap_or(default_cores);
+            let mut args: Vec<String> = size.into_iter().map(String::from).collect();
+            let rom = if label.ends_with("faithful ROM") {
+                "faithful"
+            } else {
+                "fixed"
+            };
+            if mesh.is_some() {
+                args.extend(["--rom".into(), rom.into()]);
+            }
+            args.extend(["--cores".into(), cores.to_string()]);
+            Case {
+                label: format!("{label}, --cores {cores}"),
+                mesh,
+                args,
+            }
+        })
+        .collect()
+}
+
+/// 1, 2, 4, ... up to `max`, and `max` itself.
+pub fn thread_counts(max: usize) -> Vec<usize> {
+    let mut counts: Vec<usize> = std::iter::successors(Some(1), |&t| Some(t * 2))
+        .take_while(|&t| t < max)
+        .collect();
+    counts.push(max.max(1));
+    counts
+}
+
+/// Times every case on every thread count (the best of `runs` each, thread counts
+/// alternated run by run) and returns the table.
+pub fn table(
+    cores: Option<u32>,
+    max_threads: usize,
+    runs: u32,
+    large: bool,
+) -> anyhow::Result<String> {
+    let exe = std::env::current_exe()?;
+    let dir = std::env::temp_dir().join(format!("theia-thread-scaling-{}", std::process::id()));
+    std::fs::create_dir_all(&dir)?;
+    let result = measure_all(&exe, &dir, cores, max_threads, runs, large);
+    std::fs::remove_dir_all(&dir).ok();
+    let rows = result?;
+    Ok(format_table(&rows, max_threads))
+}
+
+/// One case's best whole-process seconds per thread count.
+pub struct Timed {
+    pub label: String,
+    pub seconds: Vec<(usize, f64)>,
+}
+
+fn measure_all(
+    exe: &Path,
+    dir: &Path,
+    cores: Option<u32>,
+    max_threads: usize,
+    runs: u32,
+    large: bool,
+) -> anyhow::Result<Vec<Timed>> {
+    let counts = thread_counts(max_threads);
+    let mut rows = Vec::new();
+    for case in cases(cores, large) {
+        let mut args = case.args.clone();
+        if let Some(subdivisions) = case.mesh {
+            args.insert(0, mesh_file(dir, subdivisions)?.display().to_string());
+        }
+        args.extend([
+            "-q".into(),
+            "-o".into(),
+            dir.join("frame.png").display().to_string(),
+        ]);
+        let mut best = vec![f64::INFINITY; counts.len()];
+        for _ in 0..runs.max(1) {
+            for (slot, &threads) in counts.iter().enumerate() {
+                best[slot] = best[slot].min(run_render(exe, &args, threads)?);
+            }
+        }
+        rows.push(Timed {
+            label: case.label,
+            seconds: counts.iter().copied().zip(best).collect(),
+        });
+    }
+    Ok(rows)
+}
+
+/// The generated mesh's OBJ in `dir` (written once).
+fn mesh_file(dir: &Path, subdivisions: u32) -> anyhow::Result<PathBuf> {
+    let path = dir.join(format!("icosphere{subdivisions}.obj"));
+    if !path.exists() {
+        std::fs::write(&path, displaced_icosphere_obj(subdivisions, 0.08))?;
+    }
+    Ok(path)
+}
+
+/// Seconds `theia render args` takes on `threads` host threads, start to exit.
+fn run_render(exe: &Path, args: &[String], threads: usize) -> anyhow::Result<f64> {
+    let start = Instant::now();
+    let output = Command::new(exe)
+        .arg("render")
+        .args(args)
+        .env("RAYON_NUM_THREADS", threads.to_string())
+        .stdin(Stdio::null())
+        .output()?;
+    let seconds = start.elapsed().as_secs_f64();
+    if !output.status.success() {
+        anyhow::bail!(
+            "theia render {} failed: {}",
+            args.join(" "),
+            String::from_utf8_lossy(&output.stderr).trim()
+        );
+    }
+    Ok(seconds)
+}
+
+/// The table: per case, per thread count, seconds, speed-up over one thread and
+/// efficiency (speed-up / threads).
+pub fn format_table(rows: &[Timed], max_threads: usize) -> String {
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "{:<62} {:>7} {:>9} {:>8} {:>10}",
+        "scene", "threads", "process s", "speed-up", "efficiency"
+    );
+    for row in rows {
+        let one = row.seconds.first().map_or(f64::NAN, |&(_, s)| s);
+        for (k, &(threads, seconds)) in row.seconds.iter().enumerate() {
+            let label = if k == 0 { row.label.as_str() } else { "" };
+            let speed_up = one / seconds;
+            let efficiency = 100.0 * speed_up / threads as f64;
+            let _ = writeln!(
+                out,
+                "{label:<62} {threads:>7} {seconds:>9.3} {speed_up:>7.2}x {efficiency:>9.0}%"
+            );
+        }
+    }
+    let _ = writeln!(
+        out,
+        "whole process (load, plan, render, PNG), best of the runs; {max_threads} threads available"
+    );
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn thread_counts_double_up_to_the_machine() {
+        assert_eq!(thread_counts(1), vec![1]);
+        assert_eq!(thread_counts(2), vec![1, 2]);
+        assert_eq!(thread_counts(16), vec![1, 2, 4, 8, 16]);
+        assert_eq!(thread_counts(12), vec![1, 2, 4, 8, 12]);
+    }
+
+    #[test]
+    fn speed_up_and_efficiency_are_against_one_thread() {
+        let rows = [Timed {
+            label: "scene".into(),
+            seconds: vec![(1, 8.0), (2, 4.0), (4, 2.5)],
+        }];
+        let table = format_table(&rows, 4);
+        let lines: Vec<&str> = table.lines().collect();
+        assert!(lines[1].starts_with("scene "), "{table}");
+        assert!(
+            lines[1].ends_with("1     8.000    1.00x       100%"),
+            "{table}"
+        );
+        assert!(
+            lines[2].ends_with("2     4.000    2.00x       100%"),
+            "{table}"
+        );
+        assert!(
+            lines[3].ends_with("4     2.500    3.20x        80%"),
+            "{table}"
+        );
+    }
+}
