@@ -44,7 +44,7 @@ use super::program::{
 };
 
 /// Storage rows an instruction can name (register array, both swap copies, the latch,
-/// forwarding and stale rows): 0 ..= [`STALE_ROW`].
+/// forwarding and stale rows): 0 ..= `STALE_ROW`.
 pub const TRACKED_ROWS: usize = STALE_ROW as usize + 1;
 /// The element of CALL's return register.
 pub const RETURN_REGISTER: usize = 3 * TRACKED_ROWS;

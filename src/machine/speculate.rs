@@ -38,13 +38,29 @@
 //!
 //! # The split
 //!
-//! Work, not the emulated core count, decides it: with `T` host threads the active
-//! partitions' pixels are cut into about `CHUNKS_PER_THREAD * T` chunks (none smaller than
-//! [`MIN_CHUNK_PIXELS`]), at row starts, and at tile-row starts where the acceleration
-//! structure is used (a chunk that starts inside a tile row would compute that row's
-//! candidate verdicts again). Batches of the structure cut chunks too: a batch starts each
-//! core from its real state. With one thread nothing is cut and a core runs as it always
-//! did.
+//! Work, not the emulated core count, decides it: with `T` host threads the pixels of a
+//! batch (the whole frame without the acceleration structure) are cut into about
+//! `CHUNKS_PER_THREAD * T` chunks over all cores (none smaller than [`MIN_CHUNK_PIXELS`]),
+//! at row starts, and at tile-row starts where the structure is used (a chunk that starts
+//! inside a tile row would compute that row's candidate verdicts again). Every batch
+//! starts each core from its real state and is cut again, so each batch keeps every thread
+//! busy to its end; all chunks of all cores go to rayon as one parallel iterator (work
+//! stealing). With one thread nothing is cut and a core runs as it always did.
+//!
+//! # Seeds, pieces and re-runs
+//!
+//! A seed is made for any pixel (`Made`) from the skeleton's states after a core's first
+//! two pixels, when those agree with the skeleton's own at the core's first row starts;
+//! otherwise (a user program, a shader that moves state NPG does not) the skeleton runs
+//! once in order and leaves a state at each chunk start of the frame. A speculative chunk
+//! runs in pieces of [`PIECE`] pixels, each tracked from the state the piece before it
+//! left, so a wrong guess costs a piece, not a chunk. Checking walks each core's pieces in
+//! order as above; the pieces that disagree are first run again all at once, each from
+//! the state the walk puts before it (exact for the first; for the others, the state
+//! their predecessors leave if running them again changes nothing they leave, itself a
+//! guess checked in a second walk), and whatever still disagrees runs again from the real
+//! state, in order. The count of re-runs is in [`ChunkStats`] and `theia render`'s
+//! summary.
 
 use std::ops::Range;
 use std::sync::atomic::AtomicU64;
@@ -73,7 +89,7 @@ pub const CHUNKS_PER_THREAD: usize = 16;
 pub const MIN_CHUNK_PIXELS: usize = 256;
 /// Pixels a chunk runs in full before its own, from the skeleton's state.
 pub const WARM_UP: usize = 1;
-/// Pixels of a chunk checked on their own ([`Machine::run_job`]): a wrong guess costs
+/// Pixels of a chunk checked on their own (see `Machine::run_job`): a wrong guess costs
 /// this many pixels again.
 pub const PIECE: usize = 512;
 
