@@ -478,7 +478,8 @@ impl Machine<'_> {
         let checked: Vec<(Vec<ChunkRun<'m>>, ChunkStats)> = by_core
             .into_par_iter()
             .enumerate()
-            .map(|(core, runs)| self.check(core, runs, batch, progress))
+            // Re-runs repeat pixels the progress counter has counted.
+            .map(|(core, runs)| self.check(core, runs, batch))
             .collect();
         stages.check += checking.elapsed();
         checked
@@ -503,7 +504,6 @@ impl Machine<'_> {
         core: usize,
         mut runs: Vec<ChunkRun<'m>>,
         batch: Option<&Accel>,
-        progress: Option<&AtomicU64>,
     ) -> (Vec<ChunkRun<'m>>, ChunkStats) {
         let mut stats = ChunkStats {
             speculative: runs.iter().filter(|run| run.speculative).count() as u64,
@@ -512,7 +512,7 @@ impl Machine<'_> {
         let mut accel = PixelAccel::new(batch);
         let mut rerun = |start: Box<Core<'m>>, run: &ChunkRun<'m>, tracked: bool| {
             let pixels = run.pixels.clone();
-            self.run_piece(core, start, pixels, tracked, &mut accel, progress)
+            self.run_piece(core, start, pixels, tracked, &mut accel, None)
         };
         // First walk: guesses for the chunks that disagree, run again together.
         let wrong = walk(&mut runs, |_, _| false);
@@ -524,7 +524,7 @@ impl Machine<'_> {
                 let pixels = runs[i].pixels.clone();
                 (
                     i,
-                    self.run_piece(core, start, pixels, true, &mut accel, progress),
+                    self.run_piece(core, start, pixels, true, &mut accel, None),
                 )
             })
             .collect();
