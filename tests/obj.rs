@@ -385,6 +385,43 @@ f 5/1 7/2 8/3 6/4
     assert!(seen["green"] > 300 && seen["blue"] > 300 && seen["yellow"] > 300);
 }
 
+fn encoded(image: &image::RgbImage, format: image::ImageFormat) -> Vec<u8> {
+    let mut bytes = Vec::new();
+    image
+        .write_to(&mut std::io::Cursor::new(&mut bytes), format)
+        .unwrap();
+    bytes
+}
+
+/// Classic interiors ship BMP and TGA maps (and some TIFF, GIF, WebP): each is decoded into
+/// its tile, texel for texel.
+#[test]
+fn bmp_tga_and_tiff_textures_are_read() {
+    let formats = [
+        ("bmp", image::ImageFormat::Bmp),
+        ("tga", image::ImageFormat::Tga),
+        ("tif", image::ImageFormat::Tiff),
+    ];
+    for (extension, format) in formats {
+        let texture = test_texture();
+        let name = format!("checker.{extension}");
+        let mtl = format!("newmtl checker\nKd 1 1 1\nmap_Kd {name}\n");
+        let dir = scene_dir(&[
+            ("quad.obj", QUAD_OBJ.as_bytes()),
+            ("quad.mtl", mtl.as_bytes()),
+            (name.as_str(), &encoded(&texture, format)),
+        ]);
+        let loaded = load_obj(&dir.path().join("quad.obj"), &quad_options()).unwrap();
+        assert_eq!(loaded.notes, Vec::<String>::new(), "{extension}");
+        let memory = &loaded.scene.texture;
+        for (u, v) in [(0, 0), (3, 5), (7, 7)] {
+            let texel = texture.get_pixel(u, 7 - v).0.map(|c| u32::from(c) << 9);
+            let at = 3 * (u + 8 * v) as usize;
+            assert_eq!(memory[at..at + 3], texel, "{extension} texel ({u}, {v})");
+        }
+    }
+}
+
 // --- errors and warnings ---------------------------------------------------------------
 
 #[test]

@@ -240,7 +240,10 @@ impl SceneArgs {
     /// Whether a change to `file` can change the scene: for an original scene a `.mem`
     /// file of its directory, for an OBJ an OBJ, MTL or image file beside it.
     pub fn is_source(&self, file: &Path) -> bool {
-        const OBJ_FILES: [&str; 7] = ["obj", "mtl", "png", "jpg", "jpeg", "ppm", "bmp"];
+        const OBJ_FILES: [&str; 17] = [
+            "obj", "mtl", "png", "jpg", "jpeg", "ppm", "pgm", "bmp", "tga", "tif", "tiff", "gif",
+            "webp", "dds", "hdr", "exr", "qoi",
+        ];
         let Some(scene) = &self.scene else {
             return false;
         };

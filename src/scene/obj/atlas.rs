@@ -14,6 +14,14 @@ pub const RESAMPLE_FILTER: (FilterType, &str) = (FilterType::CatmullRom, "Catmul
 /// floor(F) and floor(F) + 1, so F must stay in [origin, origin + side - 1).
 const MARGIN: f64 = 0.5;
 
+/// Decodes a texture file: by its content where that tells the format, else by the
+/// name's extension (TGA has no signature).
+pub fn decode(bytes: &[u8], name: &str) -> ::image::ImageResult<::image::DynamicImage> {
+    let format = ::image::guess_format(bytes)
+        .or_else(|error| ::image::ImageFormat::from_path(name).map_err(|_| error))?;
+    ::image::load_from_memory_with_format(bytes, format)
+}
+
 /// What fills a tile.
 pub enum TileSource {
     /// A decoded texture and the name it is known by in messages.

@@ -626,7 +626,7 @@ fn tile_sources(
                 "using its diffuse colour Kd {} {} {}",
                 m.diffuse[0], m.diffuse[1], m.diffuse[2]
             );
-            match assets.read(name).map(|bytes| ::image::load_from_memory(&bytes)) {
+            match assets.read(name).map(|bytes| atlas::decode(&bytes, name)) {
                 Some(Ok(image)) => {
                     source = Some((
                         key,
