@@ -556,6 +556,46 @@ fn a_camera_too_far_for_q15_17_is_refused() {
     assert!(load_obj_text(text, Path::new("far.obj"), &assets, &at(150.0)).is_ok());
 }
 
+/// A model with a dozen 1024 x 1024 maps keeps at least 512 x 512 texels of each in the
+/// default 2048 x 2048 texture memory (the published 256 x 256 one left 64 x 64), and the
+/// notes name each shrunk map's size and the filter.
+#[test]
+fn a_dozen_large_maps_keep_512_texels_a_side() {
+    let mut obj = String::from("mtllib many.mtl\n");
+    let mut mtl = String::new();
+    let mut files: Vec<(String, Vec<u8>)> = Vec::new();
+    for k in 0..12 {
+        let x = k as f64 * 2.0;
+        obj += &format!(
+            "v {x} 0 0\nv {} 0 0\nv {x} 1 0\nvt 0 0\nvt 1 0\nvt 0 1\nusemtl m{k}\nf -3/-3 -2/-2 -1/-1\n",
+            x + 1.0
+        );
+        mtl += &format!("newmtl m{k}\nmap_Kd t{k}.png\n");
+        let image = image::RgbImage::from_fn(1024, 1024, |x, y| {
+            image::Rgb([(x % 256) as u8, (y % 256) as u8, (k * 20) as u8])
+        });
+        files.push((format!("t{k}.png"), png(&image)));
+    }
+    let mut all: Vec<(&str, &[u8])> =
+        vec![("many.obj", obj.as_bytes()), ("many.mtl", mtl.as_bytes())];
+    all.extend(files.iter().map(|(n, b)| (n.as_str(), b.as_slice())));
+    let dir = scene_dir(&all);
+    let loaded = load_obj(&dir.path().join("many.obj"), &ObjOptions::default()).unwrap();
+    assert_eq!(loaded.scene.config[5][0] >> 17, 2048);
+    // Halving stops as soon as they fit: the last map keeps all its 1024 x 1024 texels.
+    assert_eq!(loaded.notes.len(), 11, "{:?}", loaded.notes);
+    for (k, note) in loaded.notes.iter().enumerate() {
+        let name = dir.path().join(format!("t{k}.png"));
+        assert_eq!(
+            *note,
+            format!(
+                "note: texture {} resampled from 1024x1024 to 512x512 (Catmull-Rom filter): 12 textures share the 2048x2048 texture memory",
+                name.display()
+            )
+        );
+    }
+}
+
 #[test]
 fn a_texture_too_large_for_texture_memory_is_resampled_or_refused() {
     let dir = scene_dir(&[
@@ -565,7 +605,12 @@ fn a_texture_too_large_for_texture_memory_is_resampled_or_refused() {
     ]);
     let path = dir.path().join("quad.obj");
     let big = dir.path().join("big.png");
-    let loaded = load_obj(&path, &quad_options()).unwrap();
+    // The published hardware's texture memory.
+    let published = ObjOptions {
+        texture_size: 256,
+        ..quad_options()
+    };
+    let loaded = load_obj(&path, &published).unwrap();
     assert_eq!(
         loaded.notes,
         vec![format!(
@@ -573,9 +618,14 @@ fn a_texture_too_large_for_texture_memory_is_resampled_or_refused() {
             big.display()
         )]
     );
+    // The default memory keeps it whole.
+    let loaded = load_obj(&path, &quad_options()).unwrap();
+    assert_eq!(loaded.notes, Vec::<String>::new());
+    assert_eq!(loaded.scene.config[5][0] >> 17, 512);
+    assert_eq!(loaded.scene.texture.len(), 512 * 512 * 3);
     let strict = ObjOptions {
         resample_textures: false,
-        ..quad_options()
+        ..published
     };
     assert_eq!(
         error_of(load_obj(&path, &strict)),

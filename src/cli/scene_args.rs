@@ -17,7 +17,8 @@ use theia::machine::ssaa::{sample_partitions, sample_scene, validate_factor};
 use theia::machine::{AccelMode, RenderOptions};
 use theia::scene::mem::load_scene_dir;
 use theia::scene::obj::{
-    default_scene, load_obj_with_progress, LoadProgress, ObjOptions, ViewPreset, INSIDE_FOV_DEGREES,
+    default_scene, load_obj_with_progress, LoadProgress, ObjOptions, ViewPreset,
+    DEFAULT_MEMORY_SIDE, INSIDE_FOV_DEGREES,
 };
 use theia::scene::{Partition, Scene};
 
@@ -59,6 +60,10 @@ pub struct SceneArgs {
     /// Vertical field of view in degrees (OBJ scenes) [default: 40, 60 with --inside]
     #[arg(long, value_name = "DEG")]
     pub fov: Option<f32>,
+    /// Side of the texture memory OBJ textures share, in texels: a power of two up to 8192
+    /// (256 is the published hardware's; `theia export` warns past it)
+    #[arg(long, value_name = "SIDE", default_value_t = DEFAULT_MEMORY_SIDE)]
+    pub texture_memory: u32,
     /// OBJ scenes: show the texture and material colours unlit, as the ROM's own pixel
     /// shader does, instead of lighting them with shaders/key_fill.shdr
     #[arg(long)]
@@ -296,6 +301,7 @@ impl SceneArgs {
             }),
             cores: self.cores.unwrap_or(DEFAULT_OBJ_CORES),
             flat: self.flat,
+            texture_size: self.texture_memory,
             ..defaults
         }
     }
@@ -311,6 +317,10 @@ impl SceneArgs {
             ("--inside", self.inside),
             ("--fov", self.fov.is_some()),
             ("--flat", self.flat),
+            (
+                "--texture-memory",
+                self.texture_memory != DEFAULT_MEMORY_SIDE,
+            ),
         ]
         .iter()
         .filter(|(_, set)| *set)

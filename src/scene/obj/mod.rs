@@ -50,7 +50,9 @@
 //! pixel now and then.
 //!
 //! # Texture memory and the atlas
-//! Texture memory is 256 x 256 texels, channel c of texel (u, v) at word 3(u + v·S) + c as
+//! Texture memory is S x S texels (at least the published hardware's 256 x 256 words'
+//! worth, at most [`ObjOptions::texture_size`], 2048 by default), channel c of texel (u, v)
+//! at word 3(u + v·S) + c as
 //! `byte << 9`, where S = CREG_TEXTURE_SIZE (spec isa_and_formats §5.4); the ROM wraps texel
 //! addresses with S − 1, so S is a power of two. OBJ's v runs up the image, so image row
 //! `side − 1 − v` goes to memory row v.
@@ -60,7 +62,7 @@
 //! Tiles are packed largest first in Z (Morton) order into the smallest power-of-two square
 //! that holds them, S: each tile then starts at a Morton index that is a multiple of its
 //! area, so every tile is an aligned square and the tiles leave no gaps. If they do not fit
-//! in 256 x 256, the largest texture is halved until they do. Any size change uses the
+//! in [`ObjOptions::texture_size`], the largest texture is halved until they do. Any size change uses the
 //! Catmull-Rom filter and adds a note (`resample_textures: false` makes it an error).
 //!
 //! Every triangle's UVs first lose the integer part its corners share.
@@ -94,7 +96,7 @@ use std::sync::OnceLock;
 use glam::DVec3;
 use rayon::prelude::*;
 
-pub use atlas::{MEMORY_SIDE, MEMORY_WORDS, RESAMPLE_FILTER};
+pub use atlas::{DEFAULT_MEMORY_SIDE, MAX_MEMORY_SIDE, MEMORY_SIDE, MEMORY_WORDS, RESAMPLE_FILTER};
 pub use fit::{ViewPreset, FIT_DISTANCE, HORIZON, MAX_FIT_RADIUS, MIN_FIT_RADIUS};
 
 use super::generate::Mesh;
@@ -135,7 +137,7 @@ pub struct ObjOptions {
     /// degrees (counter-clockwise seen from above): one frame of a turntable.
     pub orbit_degrees: f64,
     /// Largest side of the texture memory the atlas may use, in texels (a power of two,
-    /// at most the hardware's 256).
+    /// at most [`MAX_MEMORY_SIDE`]; the published hardware holds [`MEMORY_SIDE`]).
     pub texture_size: u32,
     /// Resample textures that are not square powers of two or do not fit (with a note);
     /// when false, such a texture is an error.
@@ -178,7 +180,7 @@ impl Default for ObjOptions {
             inside: false,
             fov_degrees: DEFAULT_FOV_DEGREES,
             orbit_degrees: 0.0,
-            texture_size: MEMORY_SIDE,
+            texture_size: DEFAULT_MEMORY_SIDE,
             resample_textures: true,
             cores: 4,
             flat: false,
@@ -561,9 +563,9 @@ fn to_q(value: f64) -> Option<u32> {
 
 fn validate_options(options: &ObjOptions) -> Result<(), String> {
     let side = options.texture_size;
-    if !side.is_power_of_two() || !(2..=MEMORY_SIDE).contains(&side) {
+    if !side.is_power_of_two() || !(2..=MAX_MEMORY_SIDE).contains(&side) {
         return Err(format!(
-            "texture memory side {side} must be a power of two from 2 to {MEMORY_SIDE} (the hardware holds {MEMORY_SIDE}x{MEMORY_SIDE} texels)"
+            "texture memory side {side} must be a power of two from 2 to {MAX_MEMORY_SIDE} (the ROM's texel arithmetic; the published hardware holds {MEMORY_SIDE}x{MEMORY_SIDE} texels)"
         ));
     }
     if !(1..=4096).contains(&options.width) || !(1..=4096).contains(&options.height) {
