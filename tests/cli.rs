@@ -49,7 +49,7 @@ fn errors_exit_2_name_the_file_and_leave_no_output() {
     assert_eq!(output.status.code(), Some(2));
     assert_eq!(
         text(&output.stderr),
-        "error: scene.txt: expected an .obj file or a directory holding Params.mem, Vertex.mem and Textures.mem\n"
+        "error: scene.txt: expected an .obj or .ply file or a directory holding Params.mem, Vertex.mem and Textures.mem\n"
     );
 
     let output = theia(dir.path(), &["render", "--cores", "0", "-o", "x.png"]);

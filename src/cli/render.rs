@@ -159,6 +159,14 @@ fn render_frame(
     if let (Err(refusal), false) = (&machine.accel, args.quiet) {
         eprintln!("note: {refusal}; each triangle is tested at each pixel");
     }
+    if let (Some((seconds, per_tile)), false) =
+        (slow_faithful_render(&machine, &options), args.quiet)
+    {
+        eprintln!(
+            "note: the faithful ROM's wrap-around tests leave {per_tile:.0} candidate triangles per 4x4 tile: this frame will take {} (--rom fixed tests far fewer)",
+            duration_words(seconds)
+        );
+    }
     // With --ssaa the machine renders samples; the image and its bands are the output's.
     let (width, height, output_partitions, factor) = match &loaded.ssaa {
         Some(ssaa) => (
@@ -225,6 +233,40 @@ fn render_frame(
         }
     }
     Ok(())
+}
+
+/// Host time one candidate triangle of one 4x4 tile costs a faithful render, on one thread:
+/// measured with `theia bench --scaling` (bumpy icospheres of 81,920 to 1.3M triangles,
+/// 256x256 and 1920x1080, 21 to 22 ns per candidate on 2 threads).
+const FAITHFUL_NS_PER_CANDIDATE: f64 = 43.0;
+/// Renders predicted to take longer than this are announced, with the estimate.
+const SLOW_RENDER_SECONDS: f64 = 10.0;
+
+/// The seconds a faithful render's frame should take, when the acceleration structure
+/// predicts more than [`SLOW_RENDER_SECONDS`]: its time grows with the candidates, which
+/// the ROM's wrap-around tests keep by the thousand per tile on large scenes.
+/// Also gives the candidates per tile.
+fn slow_faithful_render(machine: &Machine, options: &RenderOptions) -> Option<(f64, f64)> {
+    if options.rom != theia::core::RomVariant::Faithful {
+        return None;
+    }
+    let candidates = machine.expected_candidates()? as f64;
+    let tree = &machine.accel.as_ref().ok()?.as_ref()?.tree;
+    let tiles = f64::from(tree.tile_rows()) * f64::from(tree.tiles_per_row());
+    let threads = rayon::current_num_threads()
+        .min(machine.active.len())
+        .max(1) as f64;
+    let seconds = candidates * FAITHFUL_NS_PER_CANDIDATE * 1e-9 / threads;
+    (seconds > SLOW_RENDER_SECONDS).then_some((seconds, candidates / tiles.max(1.0)))
+}
+
+/// "about 40 s", "about 5 minutes".
+fn duration_words(seconds: f64) -> String {
+    if seconds < 120.0 {
+        format!("about {:.0} s", seconds)
+    } else {
+        format!("about {:.0} minutes", seconds / 60.0)
+    }
 }
 
 pub fn print_notes(notes: &[String]) {
