@@ -10,17 +10,21 @@ use super::Assets;
 use crate::scene::generate::Mesh;
 use crate::scene::SceneError;
 
-/// No index: a corner without a texture coordinate, a triangle without a material. Indices
-/// are u32 so that a triangle takes 28 bytes (a million-triangle scan loads in little
-/// memory); the parser refuses more `v` or `vt` lines than that indexes.
+/// No index: a corner without a texture coordinate or normal, a triangle without a
+/// material. Indices are u32 so that a triangle takes 40 bytes (a million-triangle scan
+/// loads in little memory); the parser refuses more `v`, `vt` or `vn` lines than that
+/// indexes.
 pub const NO_INDEX: u32 = u32::MAX;
 
-/// One corner of a triangle: indices into the model's positions and texture coordinates.
+/// One corner of a triangle: indices into the model's positions, texture coordinates and
+/// normals.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Corner {
     pub position: u32,
     /// [`NO_INDEX`] when the face gives none.
     pub texcoord: u32,
+    /// [`NO_INDEX`] when the face gives none (or one that does not exist).
+    pub normal: u32,
 }
 
 impl Corner {
@@ -30,6 +34,10 @@ impl Corner {
 
     pub fn texcoord(self) -> Option<usize> {
         (self.texcoord != NO_INDEX).then_some(self.texcoord as usize)
+    }
+
+    pub fn normal(self) -> Option<usize> {
+        (self.normal != NO_INDEX).then_some(self.normal as usize)
     }
 }
 
@@ -54,6 +62,8 @@ pub struct ObjModel {
     /// Every `v`, in file order (the triangles use some of them).
     pub positions: Vec<[f64; 3]>,
     pub texcoords: Vec<[f64; 2]>,
+    /// Every `vn` (all zero where its numbers do not read: such a normal shades nothing).
+    pub normals: Vec<[f64; 3]>,
     pub triangles: Vec<ObjTriangle>,
 }
 
@@ -69,6 +79,7 @@ impl ObjModel {
         Some(ObjModel {
             positions: mesh.positions.clone(),
             texcoords: mesh.texcoords.clone(),
+            normals: Vec::new(),
             triangles: mesh
                 .faces
                 .iter()
@@ -76,6 +87,7 @@ impl ObjModel {
                     corners: face.map(|i| Corner {
                         position: i as u32,
                         texcoord: if textured { i as u32 } else { NO_INDEX },
+                        normal: NO_INDEX,
                     }),
                     material: NO_INDEX,
                 })
