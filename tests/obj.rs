@@ -115,7 +115,7 @@ fn default_scene_is_unchanged_by_the_loader_behind_it_change_detector() {
         (scene.triangles.len(), records, texture, pixels),
         (
             142,
-            0xa448_eaea_7d16_60d0,
+            0x8074_0b3f_2cbb_b088,
             0x6eab_88b6_544a_ec00,
             0x5b0a_6992_cfbd_2e7c
         )
@@ -270,7 +270,7 @@ fn two_textured_triangles_render_the_predicted_centre_pixel() {
 }
 
 /// The records are what Vertex.mem would hold: Q15.17 vertices scaled by the fit's power of
-/// two, UV with alpha 1.0, Kd as the diffuse colour.
+/// two, UV with 0 for z (no vertex normals), the face's normal as the diffuse colour.
 #[test]
 fn triangle_records_hold_the_obj_in_q15_17() {
     let dir = scene_dir(&[
@@ -297,12 +297,13 @@ fn triangle_records_hold_the_obj_in_q15_17() {
         scene.triangles[1],
         [
             vertex(-1.0, -1.0),
-            [q(0.03125), q(0.0625), one],
+            [q(0.03125), q(0.0625), 0],
             vertex(3.0, 1.0),
-            [q(1.03125), q(1.0625), one],
+            [q(1.03125), q(1.0625), 0],
             vertex(-1.0, 1.0),
-            [q(0.03125), q(1.0625), one],
-            [q(0.5), q(0.25), one],
+            [q(0.03125), q(1.0625), 0],
+            // The face's unit normal, towards the camera; UV.z = 0: no vertex normals.
+            [0, 0, one],
         ]
     );
     // CREG_TEXTURE_SIZE is the texture's own side: no resampling.
@@ -481,7 +482,7 @@ fn normal_indices_without_normals_load_with_a_warning_and_render_the_same() {
     let (bad, good) = (load(with_bad_normals), load(without));
     assert!(
         bad.notes.contains(
-            &"warning: t.obj:5:7: vn index 1 does not exist: 0 `vn` lines so far; normals are not used, so it is ignored (and 2 more like it)"
+            &"warning: t.obj:5:7: vn index 1 does not exist: 0 `vn` lines so far; it is ignored (the face is lit flat) (and 2 more like it)"
                 .to_string()
         ),
         "{:?}",
@@ -775,6 +776,7 @@ fn geometry_behind_the_camera_and_clamped_atlas_coordinates_warn() {
     let behind = ObjOptions {
         camera: Some([0.0, 0.0, 1.0]),
         look_at: Some([0.0, 0.0, 2.0]),
+        rom: RomVariant::Faithful,
         ..Default::default()
     };
     let loaded = load_obj_text(QUAD_OBJ, Path::new("q.obj"), &assets, &behind).unwrap();
@@ -782,6 +784,13 @@ fn geometry_behind_the_camera_and_clamped_atlas_coordinates_warn() {
         loaded.notes[1..],
         ["warning: 4 vertices are at or behind the camera; BIU has no t > 0 test, so faces behind the camera can cover the view"]
     );
+    // The fixed ROM's BIU tests t > 0.
+    let fixed = ObjOptions {
+        rom: RomVariant::Fixed,
+        ..behind
+    };
+    let loaded = load_obj_text(QUAD_OBJ, Path::new("q.obj"), &assets, &fixed).unwrap();
+    assert_eq!(loaded.notes.len(), 1, "{:?}", loaded.notes);
 
     // Two textures make an atlas; a quad repeating its texture twice cannot keep that.
     let obj = "mtllib two.mtl\nv 0 0 0\nv 1 0 0\nv 1 1 0\nv 0 1 0\nvt 0 0\nvt 2 0\nvt 2 2\nvt 0 2\nvt 1 1\nusemtl a\nf 1/1 2/2 3/3 4/4\nusemtl b\nf 1/1 2/5 3/5\n";
@@ -863,6 +872,7 @@ fn view_presets_look_at_the_named_face_from_outside_and_inside() {
             view,
             inside,
             flat: true,
+            rom: RomVariant::Faithful,
             ..ObjOptions::default()
         };
         let scene = load_obj(&dir.path().join("cube.obj"), &options)
@@ -934,5 +944,93 @@ fn textured_obj_scenes_are_lit_unless_flat() {
     assert_eq!(
         scene(false).program.as_deref(),
         Some(theia::scene::obj::lighting_program())
+    );
+}
+
+/// A ball on a floor 100 units wide: two floor triangles alone would hold the whole scene
+/// to a small scale (BIU's |T|·|E1|·|E2| grows with them) and the ball's small triangles,
+/// their determinants shrunk, came out with holes the floor showed through. The loader
+/// cuts the floor into coplanar pieces first: the scale is the ball's, and every pixel
+/// inside the ball's silhouette shows the ball.
+#[test]
+fn a_huge_floor_does_not_cost_a_small_model_its_triangles() {
+    let ball = theia::scene::generate::displaced_icosphere_obj(3, 0.0);
+    let mut obj = String::from("mtllib m.mtl\nusemtl ball\n");
+    let mut count = 0;
+    for line in ball.lines() {
+        if let Some(rest) = line.strip_prefix("v ") {
+            let p: Vec<f64> = rest
+                .split_whitespace()
+                .map(|c| c.parse().unwrap())
+                .collect();
+            obj += &format!("v {} {} {}\n", p[0] * 0.5, p[1] * 0.5 + 0.5, p[2] * 0.5);
+            count += 1;
+        } else if line.starts_with("f ") {
+            obj += line;
+            obj += "\n";
+        }
+    }
+    let floor = format!(
+        "v -50 0 -50\nv 50 0 -50\nv 50 0 50\nv -50 0 50\nusemtl floor\nf {} {} {} {}\n",
+        count + 1,
+        count + 4,
+        count + 3,
+        count + 2
+    );
+    let mtl = b"newmtl ball\nKd 1 1 1\nnewmtl floor\nKd 1 0 0\n";
+    let options = |split_large| ObjOptions {
+        width: 64,
+        height: 64,
+        camera: Some([0.0, 2.0, 2.0]),
+        look_at: Some([0.0, 0.5, 0.0]),
+        flat: true,
+        split_large,
+        ..ObjOptions::default()
+    };
+    let fixed = RenderOptions {
+        rom: RomVariant::Fixed,
+        ..RenderOptions::default()
+    };
+    let white = |image: &Rgb8, x: u32, y: u32| image.pixel(x, y).iter().all(|&c| c >= 254);
+    let dir = scene_dir(&[("alone.obj", obj.as_bytes()), ("m.mtl", mtl)]);
+    let alone = load_obj(&dir.path().join("alone.obj"), &options(true)).unwrap();
+    let alone = rgb(&alone.scene, &fixed);
+    let with_floor = obj.clone() + &floor;
+    let dir = scene_dir(&[("floor.obj", with_floor.as_bytes()), ("m.mtl", mtl)]);
+    let path = dir.path().join("floor.obj");
+    let (cut, whole) = (
+        load_obj(&path, &options(true)).unwrap(),
+        load_obj(&path, &options(false)).unwrap(),
+    );
+    assert!(
+        cut.scale > 8.0 * whole.scale,
+        "{} vs {}",
+        cut.scale,
+        whole.scale
+    );
+    assert!(
+        cut.notes
+            .iter()
+            .any(|n| n.contains("2 triangles longer than 1/32 of the model were cut")),
+        "{:?}",
+        cut.notes
+    );
+    let holes = |image: &Rgb8| {
+        let inside = |x: u32, y: u32| {
+            (x.saturating_sub(1)..=(x + 1).min(63))
+                .all(|x| (y.saturating_sub(1)..=(y + 1).min(63)).all(|y| white(&alone, x, y)))
+        };
+        (0..64u32)
+            .flat_map(|y| (0..64u32).map(move |x| (x, y)))
+            .filter(|&(x, y)| inside(x, y) && !white(image, x, y))
+            .count()
+    };
+    let (cut_image, whole_image) = (rgb(&cut.scene, &fixed), rgb(&whole.scene, &fixed));
+    preview(&cut_image, "ball_on_floor_cut");
+    preview(&whole_image, "ball_on_floor_whole");
+    assert_eq!(holes(&cut_image), 0);
+    assert!(
+        holes(&whole_image) > 0,
+        "the floor kept whole should show through"
     );
 }

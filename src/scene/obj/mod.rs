@@ -12,10 +12,12 @@
 //! # Triangles
 //! Every OBJ face becomes a fan of triangles, each a 7-vector record exactly as Vertex.mem
 //! holds it (spec isa_and_formats §5.3): V0, UV0, V1, UV1, V2, UV2, diffuse, in Q15.17
-//! (rounded to nearest). UV.z (alpha) is 1.0 as in every example; diffuse is the material's
-//! `Kd` clamped to [0, 1]. The default ROM shows only the texture: `Kd` reaches the screen
-//! through a flat texture tile when a material has no texture. The scene's pixel shader
-//! ([`LIGHTING_SHADER`]) lights that colour, textured or not, unless [`ObjOptions::flat`].
+//! (rounded to nearest). The ROM shows only the texture: `Kd` reaches the screen through a
+//! flat texture tile when a material has no texture. The fields the ROM does not read carry
+//! the normals (the `normals` module): the diffuse slot the face's unit normal, UV.z the
+//! texture memory address of each corner's `vn` normal (0 when the face is lit flat). The
+//! scene's pixel shader ([`LIGHTING_SHADER`]) lights the texture colour with them, textured
+//! or not, unless [`ObjOptions::flat`].
 //!
 //! # Camera and fit
 //! The hardware's camera is fixed: CREG_CAMERA_POSITION looks through a window on the plane
@@ -26,14 +28,19 @@
 //! model's bounds from the front-right, above, far enough for the bounding sphere to fit
 //! both fields of view; [`ObjOptions`] overrides the camera, look-at point and field of view.
 //!
-//! The model is then scaled by a power of two (so coordinates exact in the OBJ stay exact)
-//! chosen for the ROM's fixed point: as large as possible, because BIU's determinant
+//! The model is then scaled for the ROM's fixed point, before anything is quantised: as
+//! large as possible, because BIU's determinant
 //! Δ = (RAY × E2)·E1 shrinks with the square of the scale and DIV/MUL truncate to 2^-17,
 //! so u, v and the texel position of small triangles lose bits; but no larger than keeps
 //! - every vertex within 200 units of the camera (hits at t ≥ 250.0 are misses),
 //! - |T|·|E1|·|E2| and |T|·|E| below 4096, a quarter of the 16384.0 at which BIU's CROSS
 //!   and DOT results (Q = T × E1, H1 = Q·E2, ...) wrap, where T = camera − V0,
 //! - the model's radius at most 64.
+//!
+//! Every bound grows with the file's units exactly, and the scale is not rounded, so a model
+//! and a copy in other units (centimetres, metres) land on the same hardware coordinates up
+//! to the last bit of a double: their images differ only where that bit moves a Q15.17
+//! rounding.
 //!
 //! A model that would have to shrink below radius 1.0 (a camera hundreds of model radii
 //! away) is refused. The window's half extents are whole multiples of the pixel count in
@@ -85,8 +92,11 @@
 
 mod atlas;
 mod fit;
+mod inside;
 mod load;
+mod normals;
 mod parse;
+mod split;
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -97,15 +107,17 @@ use glam::DVec3;
 use rayon::prelude::*;
 
 pub use atlas::{DEFAULT_MEMORY_SIDE, MAX_MEMORY_SIDE, MEMORY_SIDE, MEMORY_WORDS, RESAMPLE_FILTER};
-pub use fit::{ViewPreset, FIT_DISTANCE, HORIZON, MAX_FIT_RADIUS, MIN_FIT_RADIUS};
+pub use fit::{UpAxis, ViewPreset, FIT_DISTANCE, HORIZON, MAX_FIT_RADIUS, MIN_FIT_RADIUS};
 
 use super::generate::Mesh;
 use super::{Partition, Scene, SceneError, Triangle};
+use crate::core::RomVariant;
 use crate::isa::asm::assemble;
 use crate::isa::Word;
 use atlas::{Atlas, AtlasError, TileSource};
 use fit::{FitError, Framing, View};
-use load::{Material, ObjModel, NO_INDEX};
+use load::Material;
+pub use load::{Corner, ObjModel, ObjTriangle, NO_INDEX};
 
 /// Vertical field of view when none is given, in degrees.
 pub const DEFAULT_FOV_DEGREES: f32 = 40.0;
@@ -124,8 +136,10 @@ pub struct ObjOptions {
     /// The point the camera looks at (default: the centre of the model's bounds).
     pub look_at: Option<[f32; 3]>,
     /// Where the fitted camera looks from (when `camera` is not given), for models with +y
-    /// up and their front towards +z.
+    /// up and their front towards +z (after [`ObjOptions::up`] has turned them so).
     pub view: ViewPreset,
+    /// Which of the file's axes points up.
+    pub up: UpAxis,
     /// The fitted camera sits inside the model's bounds, just inside the face `view` looks
     /// through (several at an edge or corner), looking at the centre: the walls of a room
     /// are seen from within. Triangles between the camera and those faces are left out (BIU has no t > 0 test, so with the
@@ -136,6 +150,10 @@ pub struct ObjOptions {
     /// Turns the camera about the vertical axis through the look-at point by this many
     /// degrees (counter-clockwise seen from above): one frame of a turntable.
     pub orbit_degrees: f64,
+    /// The scene is a frame of a turntable: the automatic camera fits the bounding sphere,
+    /// so that every turn sees the whole model at one distance (a still fits what its one
+    /// view sees).
+    pub turntable: bool,
     /// Largest side of the texture memory the atlas may use, in texels (a power of two,
     /// at most [`MAX_MEMORY_SIDE`]; the published hardware holds [`MEMORY_SIDE`]).
     pub texture_size: u32,
@@ -147,6 +165,19 @@ pub struct ObjOptions {
     /// Leave the scene unlit (the ROM's own pixel shader: the texture or material colour
     /// as it is) instead of giving it [`LIGHTING_SHADER`].
     pub flat: bool,
+    /// The ROM the scene is meant for. The faithful one has no t > 0 test, so geometry
+    /// behind the camera can cover the view: the loader warns of it, and an `inside`
+    /// camera leaves out the triangles behind it.
+    pub rom: RomVariant,
+    /// Cut triangles longer than 1/32 of the model's size into coplanar pieces before the
+    /// fit (see the `split` module), so that a huge floor does not cost the rest of the
+    /// model its precision. Off for the built-in scene and exports, which keep the
+    /// published bench's triangle count.
+    pub split_large: bool,
+    /// Colour (bytes) of the pixels that show no triangle, painted by the scene's pixel
+    /// shader; None keeps the ROM's own (black with the fixed ROM). Not with the faithful
+    /// ROM, whose red is the hardware's.
+    pub background: Option<[u8; 3]>,
 }
 
 /// Where [`LIGHTING_SHADER`] lives in the repository (for messages and the viewer).
@@ -156,6 +187,43 @@ pub const LIGHTING_SHADER_PATH: &str = "shaders/key_fill.shdr";
 /// the ROM's filtered texture colour (a flat tile's colour for untextured materials) lit by
 /// a key light above and left of the camera and a weaker fill from the right.
 pub const LIGHTING_SHADER: &str = include_str!("../../../shaders/key_fill.shdr");
+
+/// Where [`FLAT_SHADER`] lives in the repository.
+pub const FLAT_SHADER_PATH: &str = "shaders/flat.shdr";
+
+/// The pixel shader of `flat` OBJ scenes with a background: the ROM's own colour, unlit,
+/// and the background on a miss.
+pub const FLAT_SHADER: &str = include_str!("../../../shaders/flat.shdr");
+
+/// The line of [`LIGHTING_SHADER`] and [`FLAT_SHADER`] that paints a miss: its source
+/// register becomes C7, which USERCONSTANTS sets to the background.
+const BACKGROUND_LINE: &str = "CREG_TEXTURE_COLOR // background";
+
+/// `source` (a shader with a [`BACKGROUND_LINE`]) painting misses `rgb`.
+pub fn with_background(source: &str, rgb: [u8; 3]) -> String {
+    let [r, g, b] = rgb.map(|c| u32::from(c) << 9);
+    let constants = format!(
+        "ENTRYPOINT_ADRR_USERCONSTANTS:\n        SETX C7 0x{r:x}\n        SETY C7 0x{g:x}\n        SETZ C7 0x{b:x}\n"
+    );
+    source
+        .replacen("ENTRYPOINT_ADRR_USERCONSTANTS:\n", &constants, 1)
+        .replacen(BACKGROUND_LINE, "C7", 1)
+}
+
+/// The instruction memory an OBJ scene gets: none for `flat` (the ROM's own pixel
+/// shader), [`LIGHTING_SHADER`] otherwise, either painting misses `background`.
+fn scene_program(options: &ObjOptions) -> Option<Vec<Word>> {
+    let (source, path) = match (options.flat, options.background) {
+        (true, None) => return None,
+        (false, None) => return Some(lighting_program().to_vec()),
+        (true, Some(_)) => (FLAT_SHADER, FLAT_SHADER_PATH),
+        (false, Some(_)) => (LIGHTING_SHADER, LIGHTING_SHADER_PATH),
+    };
+    let source = with_background(source, options.background?);
+    let assembly = assemble(&source, Path::new(path))
+        .unwrap_or_else(|errors| panic!("{path} with a background does not assemble:\n{errors}"));
+    Some(assembly.imem)
+}
 
 /// [`LIGHTING_SHADER`]'s instruction memory image, assembled once.
 pub fn lighting_program() -> &'static [Word] {
@@ -177,13 +245,18 @@ impl Default for ObjOptions {
             camera: None,
             look_at: None,
             view: ViewPreset::Auto,
+            up: UpAxis::Y,
             inside: false,
             fov_degrees: DEFAULT_FOV_DEGREES,
             orbit_degrees: 0.0,
+            turntable: false,
             texture_size: DEFAULT_MEMORY_SIDE,
             resample_textures: true,
             cores: 4,
             flat: false,
+            rom: RomVariant::Fixed,
+            background: None,
+            split_large: true,
         }
     }
 }
@@ -193,7 +266,7 @@ impl Default for ObjOptions {
 pub struct ObjScene {
     pub scene: Scene,
     pub notes: Vec<String>,
-    /// Hardware units per OBJ unit (a power of two): coordinates and distances such as
+    /// Hardware units per OBJ unit: coordinates and distances such as
     /// LAST_t that shaders see are the OBJ's times this.
     pub scale: f64,
 }
@@ -366,6 +439,33 @@ pub fn load_mesh(mesh: &Mesh, path: &Path, options: &ObjOptions) -> Result<ObjSc
     )
 }
 
+/// A model read from another format (PLY) as a scene, framed and converted exactly as an
+/// OBJ of the same mesh (no materials) would be; `notes` are the reader's.
+pub fn load_model(
+    model: &ObjModel,
+    path: &Path,
+    options: &ObjOptions,
+    notes: Vec<String>,
+) -> Result<ObjScene, SceneError> {
+    let unsupported = |message: String| SceneError::Unsupported {
+        file: path.to_path_buf(),
+        message,
+    };
+    validate_options(options).map_err(unsupported)?;
+    if model.triangles.is_empty() {
+        return Err(unsupported("the model has no triangles".into()));
+    }
+    build_scene(
+        model,
+        &[],
+        path,
+        &MemoryAssets(&[]),
+        options,
+        notes,
+        &|_, _| {},
+    )
+}
+
 /// What [`load_obj_text`] and [`load_mesh`] share once the model is loaded: the atlas,
 /// the fit and the hardware's words.
 fn build_scene(
@@ -381,6 +481,17 @@ fn build_scene(
         file: path.to_path_buf(),
         message,
     };
+    let cut;
+    let model = match split::split_large(model).filter(|_| options.split_large) {
+        Some((pieces, triangles, into)) => {
+            notes.push(format!(
+                "note: {triangles} triangles longer than 1/32 of the model were cut into {into} coplanar pieces, so that they do not limit the scale the rest of the model keeps in Q15.17"
+            ));
+            cut = pieces;
+            &cut
+        }
+        None => model,
+    };
     let (sources, tile_of_material) = tile_sources(model, materials, assets, &mut notes);
     let atlas = Atlas::build(
         &sources,
@@ -391,8 +502,15 @@ fn build_scene(
     .map_err(|e| unsupported(atlas_message(e, options.texture_size)))?;
 
     let view = fit_view(model, options).map_err(|e| unsupported(fit_message(e)))?;
+    let base = atlas.memory.len();
+    let normals = normals::Normals::place(model, &view, base);
+    // The fixed ROM's BIU tests t > 0: what is behind an inside camera cannot cover the view.
+    let leave_out = options.inside && options.rom == RomVariant::Faithful;
     let behind = |triangle: &load::ObjTriangle| {
-        view.beyond_camera((triangle.corners).map(|c| DVec3::from(model.positions[c.position()])))
+        leave_out
+            && view.beyond_camera(
+                (triangle.corners).map(|c| DVec3::from(model.positions[c.position()])),
+            )
     };
     let q = |value: f64, what: &str| {
         to_q(value).ok_or_else(|| {
@@ -409,7 +527,6 @@ fn build_scene(
                 return Ok(None);
             }
             let tile = tile_of_material[&triangle.material()];
-            let material = triangle.material().and_then(|m| materials[m].as_ref());
             let uvs = triangle.corners.map(|c| {
                 c.texcoord()
                     .map(|i| model.texcoords[i])
@@ -430,6 +547,7 @@ fn build_scene(
                 |uv: &[f64; 2]| (0..2).any(|a| !(0.0..=1.0).contains(&(uv[a] - shift[a])));
             let clamped = !atlas.single() && !atlas.tiles[tile].flat && uvs.iter().any(outside);
             let mut record: Triangle = [[0; 3]; 7];
+            let addresses = normals.addresses(triangle);
             for (n, (corner, uv)) in triangle.corners.iter().zip(uvs).enumerate() {
                 let p = view.to_hardware(DVec3::from(model.positions[corner.position()]));
                 let slot = 2 * n;
@@ -439,14 +557,14 @@ fn build_scene(
                     q(p.z, "coordinate")?,
                 ];
                 let [u, v] = atlas.map_uv(tile, [uv[0] - shift[0], uv[1] - shift[1]]);
+                // The third component: where the corner's normal is (0: lit flat).
                 record[slot + 1] = [
                     q(u, "texture coordinate")?,
                     q(v, "texture coordinate")?,
-                    ONE,
+                    addresses.map_or(0, |a| a[n]),
                 ];
             }
-            let diffuse = material.map_or([1.0; 3], |m| m.diffuse);
-            record[6] = diffuse.map(|c| to_q(c.clamp(0.0, 1.0)).unwrap_or(0));
+            record[6] = normals.face_normal(&record, addresses, base);
             Ok(Some((record, without_uv, clamped)))
         };
     // Chunks of triangles convert in parallel, each into its own stretch of the records
@@ -493,7 +611,7 @@ fn build_scene(
             "note: {left_out} triangles between the camera and the face of the bounds it looks through are left out (--inside)"
         ));
     }
-    if view.behind_camera > 0 && !options.inside {
+    if view.behind_camera > 0 && !options.inside && options.rom == RomVariant::Faithful {
         notes.push(format!(
             "warning: {} vertices are at or behind the camera; BIU has no t > 0 test, so faces behind the camera can cover the view",
             view.behind_camera
@@ -520,7 +638,7 @@ fn build_scene(
             "the projection window is outside the Q15.17 range after fitting".into(),
         ));
     }
-    let program = (!options.flat).then(|| lighting_program().to_vec());
+    let program = scene_program(options);
     let side = atlas.side << 17;
     let config = [
         [0, ONE, 0],
@@ -540,7 +658,11 @@ fn build_scene(
             config,
             partitions: Partition::bands(width, height, options.cores),
             triangles,
-            texture: atlas.memory,
+            texture: {
+                let mut memory = atlas.memory;
+                memory.extend(normals.words);
+                memory
+            },
             control_register: 7,
             program,
         },
@@ -590,6 +712,9 @@ fn validate_options(options: &ObjOptions) -> Result<(), String> {
     }
     if options.cores == 0 {
         return Err("the scene needs at least one core".into());
+    }
+    if options.background.is_some() && options.rom == RomVariant::Faithful {
+        return Err("a background colour needs the fixed ROM: the faithful ROM paints every miss red, as the hardware does".into());
     }
     Ok(())
 }
@@ -683,12 +808,14 @@ fn fit_view(model: &ObjModel, options: &ObjOptions) -> Result<View, FitError> {
         &Framing {
             camera: point(options.camera),
             look_at: point(options.look_at),
+            up: options.up,
             view: options.view,
             inside: options.inside,
             fov_degrees: options.fov_degrees as f64,
             width: options.width,
             height: options.height,
             orbit_degrees: options.orbit_degrees,
+            turntable: options.turntable,
         },
     )
 }
@@ -782,6 +909,7 @@ pub mod default_scene {
     pub fn load(options: &ObjOptions) -> Result<ObjScene, SceneError> {
         let mut options = options.clone();
         options.flat = true;
+        options.split_large = false;
         if options.view == ViewPreset::Auto && !options.inside {
             options.camera = options.camera.or(Some(CAMERA));
             options.look_at = options.look_at.or(Some(LOOK_AT));
