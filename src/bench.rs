@@ -284,6 +284,8 @@ pub fn sphere_scene(segments: u32, rings: u32, size: u32) -> Result<Scene, Scene
 /// The options a generated mesh is framed with: `width` x `height` pixels.
 fn generated_options((width, height): (u32, u32), flat: bool) -> ObjOptions {
     ObjOptions {
+        // The fixtures' coarse spheres stay the triangles they are.
+        split_large: false,
         width,
         height,
         flat,

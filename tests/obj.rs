@@ -547,7 +547,7 @@ fn a_camera_too_far_for_q15_17_is_refused() {
     };
     assert_eq!(
         error_of(load_obj_text(text, Path::new("far.obj"), &assets, &at(1e6))),
-        "far.obj: the camera is 1000000 units from a model of radius 1.4142: keeping the model's radius at least 1 (the least that keeps triangles precise) puts its far side 1000000 units from the camera, outside the Q15.17 range (-16384 .. 16384) after fitting; move the camera closer"
+        "far.obj: the camera is 1000000 units from a model of radius 1.4142: keeping the model's radius at least 1 (the least that keeps triangles precise) puts its far side 707107 units from the camera, outside the Q15.17 range (-16384 .. 16384) after fitting; move the camera closer"
     );
     assert_eq!(
         error_of(load_obj_text(text, Path::new("far.obj"), &assets, &at(1000.0))),

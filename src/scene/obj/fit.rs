@@ -276,7 +276,15 @@ impl View {
         // An inside camera goes to the most open point, facing the longest free way.
         let open = (framing.inside && framing.camera.is_none())
             .then(|| super::inside::open_space(positions, triangles.iter().copied()))
-            .flatten();
+            .flatten()
+            .map(|(camera, look_at)| match framing.view {
+                // A named view looks through the face it names, towards the far one.
+                ViewPreset::Auto => (camera, look_at),
+                view => (
+                    camera,
+                    camera - view.direction() * (look_at - camera).length(),
+                ),
+            });
         let framing = &Framing {
             camera: framing.camera.or(open.map(|(camera, _)| camera)),
             look_at: framing.look_at.or(open.map(|(_, look_at)| look_at)),

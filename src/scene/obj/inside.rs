@@ -3,8 +3,8 @@
 //! (points at most half a cell apart on every triangle, so a wall is a closed layer of
 //! cells whatever its triangles' size); each empty cell's clearance is its distance to the
 //! nearest occupied one; a cell is inside when walking from it along each axis meets an
-//! occupied cell before the grid ends, above, below and on at least three of the four
-//! sides (a doorway or window may let one side out). The camera goes to the inside cell of
+//! occupied cell before the grid ends, above, below and on at least two of the four
+//! sides (a doorway may let a side out, and a tunnel is open at both ends). The camera goes to the inside cell of
 //! most clearance (the nearest to the centre among equals), at its centre, and looks along
 //! the level direction, of sixteen, with the longest walk before a wall. Thick walls, a
 //! camera on the furniture or in the wall, are what the bounds-based placement gave.
@@ -156,7 +156,7 @@ impl Grid {
     }
 
     /// Whether walking from cell `i` meets an occupied cell below, above and on at least
-    /// three of the four level sides.
+    /// two of the four level sides (a tunnel is open at both ends).
     fn enclosed(&self, i: usize, occupied: &[bool]) -> bool {
         let c = self.coordinates(i);
         let meets = |axis: usize, step: i64| {
@@ -173,7 +173,7 @@ impl Grid {
             }
         };
         let sides = [(0, -1), (0, 1), (2, -1), (2, 1)];
-        meets(1, -1) && meets(1, 1) && sides.iter().filter(|&&(a, s)| meets(a, s)).count() >= 3
+        meets(1, -1) && meets(1, 1) && sides.iter().filter(|&&(a, s)| meets(a, s)).count() >= 2
     }
 
     /// How far from `from` along `direction` before an occupied cell or the grid's end.
@@ -229,7 +229,9 @@ mod tests {
             (camera - DVec3::new(5.0, 1.5, 3.0)).length() < 1.0,
             "{camera}"
         );
+        // Along the room's length (of sixteen directions, the one towards a far corner
+        // walks farthest).
         let direction = (look_at - camera).normalize();
-        assert!(direction.x.abs() > 0.99, "{direction}");
+        assert!(direction.x.abs() > 0.9, "{direction}");
     }
 }

@@ -478,7 +478,7 @@ mod tests {
         assert_eq!(
             valid.model.triangles,
             vec![ObjTriangle {
-                corners: [corner(0, 0), corner(0, 0), with_normal(0, NO_INDEX, 0)],
+                corners: [corner(0, 0), corner(0, 0), corner(0, NO_INDEX)],
                 material: 0
             }]
         );

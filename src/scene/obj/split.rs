@@ -4,8 +4,9 @@
 //! room held a whole interior to a fraction of the scale its other triangles allow, and
 //! the chairs' and scans' small triangles, their determinants shrunk with the square of
 //! the scale, fell below what the fixed ROM's inside test can tell from edge-on (holes, and
-//! specks where a ray went through them). Every edge longer than 1/32 of the model's
-//! bounding diameter is cut at its midpoint (red-green refinement: one, two or three cut
+//! specks where a ray went through them). In a model of 512 triangles or more with an edge
+//! longer than 1/8 of its bounding diameter, every edge longer than 1/32 of it is cut at its
+//! midpoint (red-green refinement: one, two or three cut
 //! edges give two, three or four triangles of the same winding), again until none is.
 //! The midpoint of an edge is (a + b) / 2 whichever side computes it, and whether an edge
 //! is cut depends on its length alone, so two triangles sharing an edge cut it at the same
@@ -18,8 +19,12 @@ use glam::DVec3;
 
 use super::load::{Corner, ObjModel, ObjTriangle, NO_INDEX};
 
-/// Edges longer than this share of the bounding diameter are cut.
+/// Edges longer than this share of the bounding diameter are cut,
 const LONGEST_SHARE: f64 = 1.0 / 32.0;
+/// when some edge is longer than this share
+const HUGE_SHARE: f64 = 1.0 / 8.0;
+/// and the model has at least this many triangles.
+const MIN_TRIANGLES: usize = 512;
 /// Cuts of one triangle's pieces, at most (each halves some edge).
 const MAX_DEPTH: u32 = 20;
 /// Pieces the whole model may gain; past it triangles stay whole.
@@ -39,11 +44,16 @@ pub fn split_large(model: &ObjModel) -> Option<(ObjModel, usize, usize)> {
     if !(limit.is_finite() && limit > 0.0) {
         return None;
     }
-    let long = |t: &ObjTriangle| {
+    let longest = |t: &ObjTriangle| {
         (0..3)
-            .any(|i| (position(&t.corners[i]) - position(&t.corners[(i + 1) % 3])).length() > limit)
+            .map(|i| (position(&t.corners[i]) - position(&t.corners[(i + 1) % 3])).length())
+            .fold(0.0, f64::max)
     };
-    if !model.triangles.iter().any(long) {
+    let long = |t: &ObjTriangle| longest(t) > limit;
+    // Only a model of many triangles, some of them huge, has small ones a huge one costs
+    // their precision (a cube or a coarse sphere keeps its triangles).
+    let huge = limit * HUGE_SHARE / LONGEST_SHARE;
+    if model.triangles.len() < MIN_TRIANGLES || !model.triangles.iter().any(|t| longest(t) > huge) {
         return None;
     }
     let mut cutter = Cutter {
@@ -203,13 +213,22 @@ mod tests {
                 })
                 .to_vec(),
         };
+        // Enough small triangles (at the fifth point) to count as a detailed model.
+        let mut model = model;
+        let small = ObjTriangle {
+            corners: [4, 4, 4].map(corner),
+            material: NO_INDEX,
+        };
+        model
+            .triangles
+            .extend(std::iter::repeat_n(small, MIN_TRIANGLES));
         let (split, cut, pieces) = split_large(&model).unwrap();
         assert_eq!(cut, 3);
-        assert_eq!(pieces, split.triangles.len());
+        assert_eq!(pieces + MIN_TRIANGLES, split.triangles.len());
         let p = |c: Corner| DVec3::from(split.positions[c.position()]);
         let limit = (DVec3::new(10.0, 10.0, 0.1)).length() / 32.0;
         let mut area = 0.0;
-        for t in &split.triangles[..] {
+        for t in &split.triangles[..pieces] {
             let [a, b, c] = t.corners.map(p);
             for (x, y) in [(a, b), (b, c), (c, a)] {
                 assert!((x - y).length() <= limit, "{x} {y}");
