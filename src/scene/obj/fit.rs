@@ -154,6 +154,10 @@ pub struct Framing {
     /// Turns the camera (given or automatic) about the vertical axis through the look-at
     /// point by this many degrees, counter-clockwise seen from above (a turntable frame).
     pub orbit_degrees: f64,
+    /// An inside camera goes to the most open point of the model; when false (the faithful
+    /// ROM, which has no t > 0 test) it stays just inside the faces the view looks through,
+    /// so that whole faces lie behind it and can be left out.
+    pub open_space: bool,
     /// The frame is one of a turntable: the automatic camera keeps its distance for every
     /// turn (the bounding sphere fits), instead of fitting what this one view sees.
     pub turntable: bool,
@@ -274,7 +278,7 @@ impl View {
         }
         let triangles: Vec<[usize; 3]> = triangles.into_iter().collect();
         // An inside camera goes to the most open point, facing the longest free way.
-        let open = (framing.inside && framing.camera.is_none())
+        let open = (framing.inside && framing.open_space && framing.camera.is_none())
             .then(|| super::inside::open_space(positions, triangles.iter().copied()))
             .flatten()
             .map(|(camera, look_at)| match framing.view {
@@ -456,6 +460,7 @@ mod tests {
             width: 64,
             height: 64,
             orbit_degrees: 0.0,
+            open_space: true,
             turntable: false,
         }
     }

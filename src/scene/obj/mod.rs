@@ -140,10 +140,13 @@ pub struct ObjOptions {
     pub view: ViewPreset,
     /// Which of the file's axes points up.
     pub up: UpAxis,
-    /// The fitted camera sits inside the model's bounds, just inside the face `view` looks
-    /// through (several at an edge or corner), looking at the centre: the walls of a room
-    /// are seen from within. Triangles between the camera and those faces are left out (BIU has no t > 0 test, so with the
-    /// faithful ROM the wall behind the camera would cover the view).
+    /// The fitted camera sits inside the model: in its most open spot, facing the longest
+    /// free way (the `inside` module), or, with the faithful ROM or when nothing is
+    /// enclosed, just inside the face `view` looks through (several at an edge or corner),
+    /// looking at the centre. With the faithful ROM the triangles between the camera and
+    /// those faces are left out (BIU has no t > 0 test, so the wall behind the camera would
+    /// cover the view; a triangle straddling the plane through an open-space camera could
+    /// be neither kept nor left out).
     pub inside: bool,
     /// Vertical field of view in degrees.
     pub fov_degrees: f32,
@@ -815,6 +818,7 @@ fn fit_view(model: &ObjModel, options: &ObjOptions) -> Result<View, FitError> {
             width: options.width,
             height: options.height,
             orbit_degrees: options.orbit_degrees,
+            open_space: options.rom != RomVariant::Faithful,
             turntable: options.turntable,
         },
     )
