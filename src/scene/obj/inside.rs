@@ -90,8 +90,11 @@ impl Grid {
     fn cell_of(&self, p: DVec3) -> Option<[usize; 3]> {
         let c = ((p - self.min) / self.cell).floor();
         let fits = |v: f64, n: usize| v >= 0.0 && v < n as f64;
-        (fits(c.x, self.size[0]) && fits(c.y, self.size[1]) && fits(c.z, self.size[2]))
-            .then_some([c.x as usize, c.y as usize, c.z as usize])
+        (fits(c.x, self.size[0]) && fits(c.y, self.size[1]) && fits(c.z, self.size[2])).then_some([
+            c.x as usize,
+            c.y as usize,
+            c.z as usize,
+        ])
     }
 
     fn centre(&self, index: usize) -> DVec3 {

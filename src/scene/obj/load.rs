@@ -45,8 +45,8 @@ impl Corner {
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct ObjTriangle {
     pub corners: [Corner; 3],
-    /// Index into [`ValidObj::material_names`]; [`NO_INDEX`] without a `usemtl` or (after
-    /// [`load`]) when no library defines the name.
+    /// Index into the file's `usemtl` names; [`NO_INDEX`] without a `usemtl` or (once the
+    /// loader has read the libraries) when no library defines the name.
     pub material: u32,
 }
 
@@ -68,7 +68,7 @@ pub struct ObjModel {
 }
 
 impl ObjModel {
-    /// The model [`load`] gives for `mesh`'s OBJ text: each corner with its position's
+    /// The model the OBJ loader gives for `mesh`'s OBJ text: each corner with its position's
     /// texture coordinate (when the mesh has them), no material. None when the mesh has too
     /// many positions for u32 indices.
     pub fn from_mesh(mesh: &Mesh) -> Option<ObjModel> {

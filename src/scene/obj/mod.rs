@@ -202,7 +202,8 @@ pub const FLAT_SHADER: &str = include_str!("../../../shaders/flat.shdr");
 /// register becomes C7, which USERCONSTANTS sets to the background.
 const BACKGROUND_LINE: &str = "CREG_TEXTURE_COLOR // background";
 
-/// `source` (a shader with a [`BACKGROUND_LINE`]) painting misses `rgb`.
+/// `source` (a shader whose miss colour is the line `CREG_TEXTURE_COLOR // background`, as
+/// in [`LIGHTING_SHADER`] and [`FLAT_SHADER`]) painting misses `rgb`.
 pub fn with_background(source: &str, rgb: [u8; 3]) -> String {
     let [r, g, b] = rgb.map(|c| u32::from(c) << 9);
     let constants = format!(
