@@ -192,6 +192,105 @@ fn frustum_distance(
         .fold(0.0, f64::max)
 }
 
+/// With an inside camera and none given: the model's most open point and where it looks,
+/// the longest free way or, for a named view, through the face it names towards the far
+/// one (None when the camera hugs the bounds instead, see [`Framing::open_space`]).
+fn open_camera(
+    positions: &[DVec3],
+    triangles: &[[usize; 3]],
+    framing: &Framing,
+) -> Option<(DVec3, DVec3)> {
+    if !(framing.inside && framing.open_space && framing.camera.is_none()) {
+        return None;
+    }
+    let (camera, look_at) = super::inside::open_space(positions, triangles.iter().copied())?;
+    Some(match framing.view {
+        ViewPreset::Auto => (camera, look_at),
+        view => (
+            camera,
+            camera - view.direction() * (look_at - camera).length(),
+        ),
+    })
+}
+
+/// The faces of the bounds an inside camera looks through: those a ray from `target`
+/// along `direction` meets first (several at an edge or corner), as (axis, side), and the
+/// distance along the ray to them.
+fn faces_ahead(
+    target: DVec3,
+    direction: DVec3,
+    (min, max): (DVec3, DVec3),
+) -> Vec<(usize, f64, f64)> {
+    (0..3)
+        .filter(|&axis| direction[axis] != 0.0)
+        .map(|axis| {
+            let face = if direction[axis] > 0.0 { max } else { min };
+            let distance = ((face[axis] - target[axis]) / direction[axis]).max(0.0);
+            (axis, direction[axis].signum(), distance)
+        })
+        .collect()
+}
+
+/// How many distinct vertices lie at or behind the camera (view coordinates `local` at
+/// scale 1, camera at z = `distance`); bit-equal positions are one vertex (an OBJ may
+/// repeat a `v` line).
+fn vertices_behind(local: &[DVec3], positions: &[DVec3], distance: f64) -> usize {
+    let behind: std::collections::HashSet<[u64; 3]> = (local.iter().zip(positions))
+        .filter(|(p, _)| p.z >= distance)
+        .map(|(_, p)| p.to_array().map(f64::to_bits))
+        .collect();
+    behind.len()
+}
+
+/// How far from `target` the automatic (outside) camera sits: a turntable's every turn
+/// must see the whole model (the bounding sphere fits), a still fits what its one view
+/// sees.
+fn automatic_distance(
+    positions: &[DVec3],
+    target: DVec3,
+    framing: &Framing,
+    (half_h, half_v): (f64, f64),
+) -> f64 {
+    if framing.turntable {
+        let reach = positions
+            .iter()
+            .map(|p| (*p - target).length())
+            .fold(0.0, f64::max);
+        return reach / half_v.min(half_h).sin() * 1.05;
+    }
+    frustum_distance(positions, target, framing.view.direction(), half_h, half_v) * 1.05
+}
+
+/// The largest scale the bounds of the module documentation allow for view coordinates
+/// `local` (scale 1) seen from `camera`, and the farthest vertex's distance from it.
+fn largest_scale(
+    local: &[DVec3],
+    triangles: &[[usize; 3]],
+    camera: DVec3,
+    radius: f64,
+) -> (f64, f64) {
+    let farthest = local
+        .iter()
+        .map(|p| (*p - camera).length())
+        .fold(0.0, f64::max);
+    let (mut cubic, mut quadratic) = (0.0f64, 0.0f64);
+    for t in triangles {
+        let [v0, v1, v2] = t.map(|i| local[i]);
+        let reach = (camera - v0).length();
+        let (e1, e2) = ((v1 - v0).length(), (v2 - v0).length());
+        cubic = cubic.max(reach * e1 * e2);
+        quadratic = quadratic.max(reach * e1.max(e2));
+    }
+    let mut scale = (FIT_DISTANCE / farthest).min(MAX_FIT_RADIUS / radius);
+    if cubic > 0.0 {
+        scale = scale.min((CONDITION_LIMIT / cubic).cbrt());
+    }
+    if quadratic > 0.0 {
+        scale = scale.min((CONDITION_LIMIT / quadratic).sqrt());
+    }
+    (scale, farthest)
+}
+
 /// The model-to-hardware transform and the hardware's camera and projection window.
 #[derive(Debug)]
 pub struct View {
@@ -277,18 +376,7 @@ impl View {
             return Err(FitError::NoExtent);
         }
         let triangles: Vec<[usize; 3]> = triangles.into_iter().collect();
-        // An inside camera goes to the most open point, facing the longest free way.
-        let open = (framing.inside && framing.open_space && framing.camera.is_none())
-            .then(|| super::inside::open_space(positions, triangles.iter().copied()))
-            .flatten()
-            .map(|(camera, look_at)| match framing.view {
-                // A named view looks through the face it names, towards the far one.
-                ViewPreset::Auto => (camera, look_at),
-                view => (
-                    camera,
-                    camera - view.direction() * (look_at - camera).length(),
-                ),
-            });
+        let open = open_camera(positions, &triangles, framing);
         let framing = &Framing {
             camera: framing.camera.or(open.map(|(camera, _)| camera)),
             look_at: framing.look_at.or(open.map(|(_, look_at)| look_at)),
@@ -299,33 +387,13 @@ impl View {
         let aspect = framing.width as f64 / framing.height as f64;
         let half_h = (half_v.tan() * aspect).atan();
         let direction = framing.view.direction();
-        // The faces of the bounds an inside camera looks through: those a ray from the
-        // target along `direction` meets first (several at an edge or corner), as (axis,
-        // side), and the distance along the ray to them.
-        let faces: Vec<(usize, f64, f64)> = (0..3)
-            .filter(|&axis| direction[axis] != 0.0)
-            .map(|axis| {
-                let face = if direction[axis] > 0.0 { max } else { min };
-                let distance = ((face[axis] - target[axis]) / direction[axis]).max(0.0);
-                (axis, direction[axis].signum(), distance)
-            })
-            .collect();
+        let faces = faces_ahead(target, direction, (min, max));
         let exit = faces.iter().map(|f| f.2).fold(f64::MAX, f64::min);
         let camera = framing.camera.unwrap_or_else(|| {
             if framing.inside {
                 return target + direction * exit * (1.0 - INSIDE_MARGIN);
             }
-            if framing.turntable {
-                // Every turn of the camera must see the whole model: the bounding sphere.
-                let reach = positions
-                    .iter()
-                    .map(|p| (*p - target).length())
-                    .fold(0.0, f64::max);
-                return target + direction * (reach / half_v.min(half_h).sin() * 1.05);
-            }
-            target
-                + direction
-                    * (frustum_distance(positions, target, direction, half_h, half_v) * 1.05)
+            target + direction * automatic_distance(positions, target, framing, (half_h, half_v))
         });
         let offset = orbit(camera - target, framing.orbit_degrees);
         let distance = offset.length();
@@ -361,31 +429,8 @@ impl View {
 
         // Measure at scale 1, then pick the scale.
         let local: Vec<DVec3> = positions.iter().map(|p| view.upright_view(*p)).collect();
-        // Bit-equal positions are one vertex (an OBJ may repeat a `v` line).
-        let behind: std::collections::HashSet<[u64; 3]> = (local.iter().zip(positions))
-            .filter(|(p, _)| p.z >= distance)
-            .map(|(_, p)| p.to_array().map(f64::to_bits))
-            .collect();
-        view.behind_camera = behind.len();
-        let farthest = local
-            .iter()
-            .map(|p| (*p - view.camera).length())
-            .fold(0.0, f64::max);
-        let (mut cubic, mut quadratic) = (0.0f64, 0.0f64);
-        for t in triangles {
-            let [v0, v1, v2] = t.map(|i| local[i]);
-            let reach = (view.camera - v0).length();
-            let (e1, e2) = ((v1 - v0).length(), (v2 - v0).length());
-            cubic = cubic.max(reach * e1 * e2);
-            quadratic = quadratic.max(reach * e1.max(e2));
-        }
-        let mut scale = (FIT_DISTANCE / farthest).min(MAX_FIT_RADIUS / radius);
-        if cubic > 0.0 {
-            scale = scale.min((CONDITION_LIMIT / cubic).cbrt());
-        }
-        if quadratic > 0.0 {
-            scale = scale.min((CONDITION_LIMIT / quadratic).sqrt());
-        }
+        view.behind_camera = vertices_behind(&local, positions, distance);
+        let (scale, farthest) = largest_scale(&local, &triangles, view.camera, radius);
         // Not rounded (to a power of two, as it was): every bound above grows with the
         // file's units exactly, so a model in centimetres and the same in metres land on
         // the same hardware coordinates, up to the last bit of a double.

@@ -485,17 +485,8 @@ fn build_scene(
         file: path.to_path_buf(),
         message,
     };
-    let cut;
-    let model = match split::split_large(model).filter(|_| options.split_large) {
-        Some((pieces, triangles, into)) => {
-            notes.push(format!(
-                "note: {triangles} triangles longer than 1/32 of the model were cut into {into} coplanar pieces, so that they do not limit the scale the rest of the model keeps in Q15.17"
-            ));
-            cut = pieces;
-            &cut
-        }
-        None => model,
-    };
+    let cut = split_huge_triangles(model, options, &mut notes);
+    let model = cut.as_ref().unwrap_or(model);
     let (sources, tile_of_material) = tile_sources(model, materials, assets, &mut notes);
     let atlas = Atlas::build(
         &sources,
@@ -523,63 +514,165 @@ fn build_scene(
             ))
         })
     };
-    // One triangle's record (None: left out), whether it is textured but has corners
-    // without texture coordinates, and whether its texture coordinates are clamped.
-    let convert =
-        |triangle: &load::ObjTriangle| -> Result<Option<(Triangle, bool, bool)>, SceneError> {
-            if behind(triangle) {
-                return Ok(None);
-            }
-            let tile = tile_of_material[&triangle.material()];
-            let uvs = triangle.corners.map(|c| {
-                c.texcoord()
-                    .map(|i| model.texcoords[i])
-                    .unwrap_or([0.5, 0.5])
-            });
-            let without_uv =
-                !atlas.tiles[tile].flat && triangle.corners.iter().any(|c| c.texcoord().is_none());
-            // Drop the integer part the corners share: it keeps the coordinates small where
-            // one texture repeats through the hardware's wrap-around, and lets a triangle of
-            // a repeated texture keep its whole texture in an atlas tile.
-            let shift = [0, 1].map(|axis| {
-                uvs.iter()
-                    .map(|uv| uv[axis])
-                    .fold(f64::MAX, f64::min)
-                    .floor()
-            });
-            let outside =
-                |uv: &[f64; 2]| (0..2).any(|a| !(0.0..=1.0).contains(&(uv[a] - shift[a])));
-            let clamped = !atlas.single() && !atlas.tiles[tile].flat && uvs.iter().any(outside);
-            let mut record: Triangle = [[0; 3]; 7];
-            let addresses = normals.addresses(triangle);
-            for (n, (corner, uv)) in triangle.corners.iter().zip(uvs).enumerate() {
-                let p = view.to_hardware(DVec3::from(model.positions[corner.position()]));
-                let slot = 2 * n;
-                record[slot] = [
-                    q(p.x, "coordinate")?,
-                    q(p.y, "coordinate")?,
-                    q(p.z, "coordinate")?,
-                ];
-                let [u, v] = atlas.map_uv(tile, [uv[0] - shift[0], uv[1] - shift[1]]);
-                // The third component: where the corner's normal is (0: lit flat).
-                record[slot + 1] = [
-                    q(u, "texture coordinate")?,
-                    q(v, "texture coordinate")?,
-                    addresses.map_or(0, |a| a[n]),
-                ];
-            }
-            record[6] = normals.face_normal(&record, addresses, base);
-            Ok(Some((record, without_uv, clamped)))
-        };
-    // Chunks of triangles convert in parallel, each into its own stretch of the records
-    // (kept records first), stopping at its first error; the first chunk with an error has
-    // the first error in file order. Then the kept records close up.
+    // One triangle's record (see [`Converted`]).
+    let convert = |triangle: &load::ObjTriangle| -> Converted {
+        if behind(triangle) {
+            return Ok(None);
+        }
+        let tile = tile_of_material[&triangle.material()];
+        let (uvs, shift, without_uv, clamped) = corner_uvs(model, triangle, &atlas, tile);
+        let mut record: Triangle = [[0; 3]; 7];
+        let addresses = normals.addresses(triangle);
+        for (n, (corner, uv)) in triangle.corners.iter().zip(uvs).enumerate() {
+            let p = view.to_hardware(DVec3::from(model.positions[corner.position()]));
+            let slot = 2 * n;
+            record[slot] = [
+                q(p.x, "coordinate")?,
+                q(p.y, "coordinate")?,
+                q(p.z, "coordinate")?,
+            ];
+            let [u, v] = atlas.map_uv(tile, [uv[0] - shift[0], uv[1] - shift[1]]);
+            // The third component: where the corner's normal is (0: lit flat).
+            record[slot + 1] = [
+                q(u, "texture coordinate")?,
+                q(v, "texture coordinate")?,
+                addresses.map_or(0, |a| a[n]),
+            ];
+        }
+        record[6] = normals.face_normal(&record, addresses, base);
+        Ok(Some((record, without_uv, clamped)))
+    };
+    let (triangles, counts) = convert_all(&model.triangles, &convert, step)?;
+    conversion_notes(&mut notes, model.triangles.len(), counts, &view, options);
+
+    let config = scene_config(&view, options, atlas.side, path, &q)?;
+    let (width, height) = (options.width, options.height);
+    let program = scene_program(options);
+    Ok(ObjScene {
+        scene: Scene {
+            name: path.display().to_string(),
+            config,
+            partitions: Partition::bands(width, height, options.cores),
+            triangles,
+            texture: {
+                let mut memory = atlas.memory;
+                memory.extend(normals.words);
+                memory
+            },
+            control_register: 7,
+            program,
+        },
+        notes,
+        scale: view.scale,
+    })
+}
+
+/// 1.0 in Q15.17.
+const ONE: u32 = 1 << 17;
+
+/// A triangle's texture coordinates ((0.5, 0.5) where a corner has none), the integer
+/// part its corners share, whether it is textured but some corner has none, and whether
+/// its coordinates leave the tile (clamped by the atlas).
+fn corner_uvs(
+    model: &ObjModel,
+    triangle: &load::ObjTriangle,
+    atlas: &Atlas,
+    tile: usize,
+) -> ([[f64; 2]; 3], [f64; 2], bool, bool) {
+    let uvs = triangle.corners.map(|c| {
+        c.texcoord()
+            .map(|i| model.texcoords[i])
+            .unwrap_or([0.5, 0.5])
+    });
+    let without_uv =
+        !atlas.tiles[tile].flat && triangle.corners.iter().any(|c| c.texcoord().is_none());
+    // Drop the integer part the corners share: it keeps the coordinates small where one
+    // texture repeats through the hardware's wrap-around, and lets a triangle of a repeated
+    // texture keep its whole texture in an atlas tile.
+    let shift = [0, 1].map(|axis| {
+        uvs.iter()
+            .map(|uv| uv[axis])
+            .fold(f64::MAX, f64::min)
+            .floor()
+    });
+    let outside = |uv: &[f64; 2]| (0..2).any(|a| !(0.0..=1.0).contains(&(uv[a] - shift[a])));
+    let clamped = !atlas.single() && !atlas.tiles[tile].flat && uvs.iter().any(outside);
+    (uvs, shift, without_uv, clamped)
+}
+
+/// Configuration rows 0..5: up, the camera, the projection window whose half extents are
+/// whole multiples of the pixel count (see the module documentation), the resolution and
+/// the texture memory's side.
+fn scene_config(
+    view: &View,
+    options: &ObjOptions,
+    texture_side: u32,
+    path: &Path,
+    q: &dyn Fn(f64, &str) -> Result<u32, SceneError>,
+) -> Result<[[u32; 3]; 6], SceneError> {
+    let (width, height) = (options.width, options.height);
+    let k = view.half_pitch_raw;
+    let raw = |v: i64| v as i32 as u32;
+    let window_x = k * width as i64;
+    let window_y = k * height as i64;
+    if window_x.max(window_y) >= 1 << 31 {
+        return Err(SceneError::Unsupported {
+            file: path.to_path_buf(),
+            message: "the projection window is outside the Q15.17 range after fitting".into(),
+        });
+    }
+    let side = texture_side << 17;
+    Ok([
+        [0, ONE, 0],
+        [
+            q(view.camera.x, "camera coordinate")?,
+            q(view.camera.y, "camera coordinate")?,
+            q(view.camera.z, "camera coordinate")?,
+        ],
+        [raw(-window_x), raw(window_y), 0],
+        [raw(window_x), raw(-window_y), 0],
+        [width << 17, height << 17, 0],
+        [side, side, 0],
+    ])
+}
+
+/// The model with its huge triangles cut (see the `split` module), with a note, when
+/// `options` allow it and some are huge.
+fn split_huge_triangles(
+    model: &ObjModel,
+    options: &ObjOptions,
+    notes: &mut Vec<String>,
+) -> Option<ObjModel> {
+    let (pieces, triangles, into) = split::split_large(model).filter(|_| options.split_large)?;
+    notes.push(format!(
+        "note: {triangles} triangles longer than 1/32 of the model were cut into {into} coplanar pieces, so that they do not limit the scale the rest of the model keeps in Q15.17"
+    ));
+    Some(pieces)
+}
+
+/// What [`convert_all`] counted: triangles kept, textured ones with corners without
+/// texture coordinates, and ones whose texture coordinates were clamped.
+type ConversionCounts = [usize; 3];
+
+/// One triangle's record (None: left out), whether it is textured but has corners
+/// without texture coordinates, and whether its texture coordinates are clamped.
+type Converted = Result<Option<(Triangle, bool, bool)>, SceneError>;
+
+/// Every triangle's record, in file order, with the counts. Chunks of triangles convert
+/// in parallel, each into its own stretch of the records (kept records first), stopping at
+/// its first error; the first chunk with an error has the first error in file order. Then
+/// the kept records close up.
+fn convert_all(
+    all: &[load::ObjTriangle],
+    convert: &(dyn Fn(&load::ObjTriangle) -> Converted + Sync),
+    step: &(dyn Fn(usize, usize) + Sync),
+) -> Result<(Vec<Triangle>, ConversionCounts), SceneError> {
     const CHUNK: usize = 1 << 14;
-    let total = model.triangles.len();
+    let total = all.len();
     let mut triangles: Vec<Triangle> = vec![[[0; 3]; 7]; total];
     let converted = AtomicUsize::new(0);
-    let chunks: Vec<Result<[usize; 3], SceneError>> = (triangles.par_chunks_mut(CHUNK))
-        .zip(model.triangles.par_chunks(CHUNK))
+    let chunks: Vec<Result<ConversionCounts, SceneError>> = (triangles.par_chunks_mut(CHUNK))
+        .zip(all.par_chunks(CHUNK))
         .map(|(records, chunk)| {
             let [mut kept, mut without_uv, mut clamped] = [0; 3];
             for triangle in chunk {
@@ -597,18 +690,29 @@ fn build_scene(
             Ok([kept, without_uv, clamped])
         })
         .collect();
-    let (mut kept, mut textured_without_uv, mut clamped) = (0, 0, 0);
+    let mut counts = [0; 3];
     for (index, chunk) in chunks.into_iter().enumerate() {
-        let [chunk_kept, without_uv, chunk_clamped] = chunk?;
+        let chunk = chunk?;
         let start = index * CHUNK;
-        if start != kept {
-            triangles.copy_within(start..start + chunk_kept, kept);
+        if start != counts[0] {
+            triangles.copy_within(start..start + chunk[0], counts[0]);
         }
-        kept += chunk_kept;
-        textured_without_uv += without_uv;
-        clamped += chunk_clamped;
+        for (count, add) in counts.iter_mut().zip(chunk) {
+            *count += add;
+        }
     }
-    triangles.truncate(kept);
+    triangles.truncate(counts[0]);
+    Ok((triangles, counts))
+}
+
+/// The notes and warnings the conversion of `total` triangles gives.
+fn conversion_notes(
+    notes: &mut Vec<String>,
+    total: usize,
+    [kept, textured_without_uv, clamped]: ConversionCounts,
+    view: &View,
+    options: &ObjOptions,
+) {
     let left_out = total - kept;
     if left_out > 0 {
         notes.push(format!(
@@ -631,52 +735,7 @@ fn build_scene(
             "warning: {textured_without_uv} textured triangles have corners without texture coordinates; those corners use (0.5, 0.5)"
         ));
     }
-
-    let (width, height) = (options.width, options.height);
-    let k = view.half_pitch_raw;
-    let raw = |v: i64| v as i32 as u32;
-    let window_x = k * width as i64;
-    let window_y = k * height as i64;
-    if window_x.max(window_y) >= 1 << 31 {
-        return Err(unsupported(
-            "the projection window is outside the Q15.17 range after fitting".into(),
-        ));
-    }
-    let program = scene_program(options);
-    let side = atlas.side << 17;
-    let config = [
-        [0, ONE, 0],
-        [
-            q(view.camera.x, "camera coordinate")?,
-            q(view.camera.y, "camera coordinate")?,
-            q(view.camera.z, "camera coordinate")?,
-        ],
-        [raw(-window_x), raw(window_y), 0],
-        [raw(window_x), raw(-window_y), 0],
-        [width << 17, height << 17, 0],
-        [side, side, 0],
-    ];
-    Ok(ObjScene {
-        scene: Scene {
-            name: path.display().to_string(),
-            config,
-            partitions: Partition::bands(width, height, options.cores),
-            triangles,
-            texture: {
-                let mut memory = atlas.memory;
-                memory.extend(normals.words);
-                memory
-            },
-            control_register: 7,
-            program,
-        },
-        notes,
-        scale: view.scale,
-    })
 }
-
-/// 1.0 in Q15.17.
-const ONE: u32 = 1 << 17;
 
 const NO_TRIANGLES: &str =
     "the OBJ has no triangles (no `f` statement with three or more vertices)";
