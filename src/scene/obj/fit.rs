@@ -164,9 +164,11 @@ pub struct Framing {
 }
 
 /// The least distance from `target` along `direction` (unit, towards the camera) at which
-/// a camera sees every point: each must lie within the half angles across and up. The
-/// automatic camera's fit: an elongated scene fills the frame as the view sees it, not as
-/// its bounding sphere would.
+/// a camera sees every point with a 5% border: each must lie within 1/1.05 of the half
+/// angles' tangents across and up. The automatic camera's fit: an elongated scene fills
+/// the frame as the view sees it, not as its bounding sphere would. (The border scales the
+/// sideways term only: scaling the whole distance pushed a long model's near end, which
+/// sets the fit, far inside the frame.)
 fn frustum_distance(
     positions: &[DVec3],
     target: DVec3,
@@ -187,7 +189,7 @@ fn frustum_distance(
         .map(|p| {
             let d = *p - target;
             let depth = d.dot(direction);
-            depth + (d.dot(right).abs() / tan_h).max(d.dot(up).abs() / tan_v)
+            depth + 1.05 * (d.dot(right).abs() / tan_h).max(d.dot(up).abs() / tan_v)
         })
         .fold(0.0, f64::max)
 }
@@ -258,7 +260,7 @@ fn automatic_distance(
             .fold(0.0, f64::max);
         return reach / half_v.min(half_h).sin() * 1.05;
     }
-    frustum_distance(positions, target, framing.view.direction(), half_h, half_v) * 1.05
+    frustum_distance(positions, target, framing.view.direction(), half_h, half_v)
 }
 
 /// The largest scale the bounds of the module documentation allow for view coordinates
@@ -525,6 +527,37 @@ mod tests {
             (half - DVec3::new(0.0, 2.0, -5.0)).length() < 1e-12,
             "{half}"
         );
+    }
+
+    /// A tunnel 480 long and 10 wide seen from its open end fills the frame to its 5%
+    /// border (its near end sets the fit), where the bounding sphere (the turntable's fit)
+    /// leaves it a dot of 2% of the frame's width.
+    #[test]
+    fn an_elongated_model_fills_the_frame_its_view_sees() {
+        let corners: Vec<DVec3> = (0..8)
+            .map(|k| {
+                let pick = |bit: usize, a: f64, b: f64| if k >> bit & 1 == 0 { a } else { b };
+                DVec3::new(pick(0, -5.0, 5.0), pick(1, -5.0, 5.0), pick(2, -480.0, 0.0))
+            })
+            .collect();
+        let triangles = [[0, 1, 2], [4, 5, 6], [0, 1, 4]];
+        let filled = |turntable: bool| {
+            let mut framing = framing(None);
+            framing.look_at = None;
+            framing.view = ViewPreset::Front;
+            framing.turntable = turntable;
+            let view = View::fit(&corners, triangles, &framing).unwrap();
+            let tan = (framing.fov_degrees.to_radians() / 2.0).tan();
+            (corners.iter())
+                .map(|p| {
+                    let h = view.to_hardware(*p);
+                    h.x.abs().max(h.y.abs()) / (view.camera.z - h.z) / tan
+                })
+                .fold(0.0, f64::max)
+        };
+        let (still, turntable) = (filled(false), filled(true));
+        assert!((still - 1.0 / 1.05).abs() < 1e-9, "{still}");
+        assert!(turntable < 0.03, "{turntable}");
     }
 
     /// A model and its copy in other units fit to the same hardware coordinates.
