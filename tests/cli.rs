@@ -49,7 +49,7 @@ fn errors_exit_2_name_the_file_and_leave_no_output() {
     assert_eq!(output.status.code(), Some(2));
     assert_eq!(
         text(&output.stderr),
-        "error: scene.txt: expected an .obj file or a directory holding Params.mem, Vertex.mem and Textures.mem\n"
+        "error: scene.txt: expected an .obj or .ply file or a directory holding Params.mem, Vertex.mem and Textures.mem\n"
     );
 
     let output = theia(dir.path(), &["render", "--cores", "0", "-o", "x.png"]);
@@ -535,4 +535,47 @@ fn bench_scaling_row_names_what_it_expected() {
     );
     let stderr = theia_fails(dir.path(), &["bench", "--max-triangles", "10"]);
     assert!(stderr.contains("--scaling"), "{stderr}");
+}
+
+/// Issue 38: `--up z` turns a z-up file upright, and numbers after `--camera` may be
+/// negative. A bumpy (asymmetric) mesh and its z-up copy, whose every point (x, y, z) is
+/// written as (x, -z, y), give the same bytes, each seen from its own coordinates of one
+/// camera; a mirror or a wrong turn would move the bumps.
+#[test]
+fn up_z_renders_a_z_up_copy_as_the_y_up_original() {
+    let dir = tempfile::tempdir().unwrap();
+    let obj = theia::scene::generate::displaced_icosphere_obj(2, 0.08);
+    let negated = |c: &str| c.strip_prefix('-').map_or(format!("-{c}"), str::to_string);
+    let z_up: String = obj
+        .lines()
+        .map(|line| match line.strip_prefix("v ") {
+            Some(rest) => {
+                let c: Vec<&str> = rest.split_whitespace().collect();
+                format!("v {} {} {}\n", c[0], negated(c[2]), c[1])
+            }
+            None => format!("{line}\n"),
+        })
+        .collect();
+    assert_ne!(obj, z_up);
+    std::fs::write(dir.path().join("y.obj"), &obj).unwrap();
+    std::fs::write(dir.path().join("z.obj"), &z_up).unwrap();
+    let size = ["--width", "48", "--height", "40"];
+    let (y_image, _) = rendered(
+        dir.path(),
+        &["y.obj"],
+        &[&["--camera", "-2,0.6,1.5"][..], &size].concat(),
+    );
+    let (z_image, _) = rendered(
+        dir.path(),
+        &["z.obj"],
+        &[&["--up", "z", "--camera", "-2,-1.5,0.6"][..], &size].concat(),
+    );
+    assert!(y_image == z_image, "the z-up copy renders differently");
+    // Without --up the copy lies on its side.
+    let (side, _) = rendered(
+        dir.path(),
+        &["z.obj"],
+        &[&["--camera", "-2,-1.5,0.6"][..], &size].concat(),
+    );
+    assert!(side != y_image);
 }

@@ -168,7 +168,7 @@ fn obj_relative_index_before_the_first_vt_or_vn_is_an_error_or_a_warning() {
         .expect("a bad vn index does not stop the load");
     assert_eq!(
         loaded.notes[0],
-        "warning: fuzz.obj:5:6: vn index -7 does not exist: 1 `vn` line so far; normals are not used, so it is ignored"
+        "warning: fuzz.obj:5:6: vn index -7 does not exist: 1 `vn` line so far; it is ignored (the face is lit flat)"
     );
 }
 

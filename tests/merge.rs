@@ -56,7 +56,12 @@ fn bands_merge_into_the_bytes_of_the_one_process_render() {
     let dir = dir.path();
     // 7 cores in 3 bands: uneven groups (3, 2, 2), and the faithful ROM's black first pixel
     // of every core.
-    render_split(dir, 3, &["--cores", "7", "--width", "96", "--height", "80"]);
+    let size = ["--width", "96", "--height", "80"];
+    render_split(
+        dir,
+        3,
+        &[&["--cores", "7", "--rom", "faithful"][..], &size].concat(),
+    );
     // Any order.
     let stdout = ok(
         dir,
@@ -141,14 +146,14 @@ fn merge_refuses_missing_duplicate_foreign_and_damaged_parts_and_writes_nothing(
     let dir = dir.path();
     let small = ["--width", "48", "--height", "32"];
     render_split(dir, 3, &small);
-    // The same band of another render: another ROM.
+    // The same band of another render: another ROM (the built-in scene's is the fixed one).
     let mut other = vec![
         "render",
         "-q",
         "--band",
         "1/3",
         "--rom",
-        "fixed",
+        "faithful",
         "-o",
         "other1.png",
     ];

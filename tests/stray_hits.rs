@@ -79,17 +79,19 @@ fn a_fine_mesh_has_stray_hits_in_the_faithful_rom_and_none_in_the_fixed_one() {
     let sample = (0..faithful.hits.len()).filter(|&k| k % 53 == 0 || artifact(k));
     let checked = assert_classes_follow_the_model(&mesh, &faithful, &fixed, sample);
     assert!(checked > 0, "no artifact reached the model");
-    // The object itself is the same: only artifact pixels differ in what they hit.
+    // The object itself is the same: a faithful hit the fixed ROM misses is one BIU's
+    // rounding made (near the silhouette, where u and v lose most bits), never a ray that
+    // passes through a triangle in exact arithmetic.
+    let mut rounding_hits = 0;
     for (pixel, (a, b)) in faithful.hits.iter().zip(&fixed.hits).enumerate() {
-        if matches!(a, PixelHit::Hit) {
-            assert!(
-                b.is_hit(),
-                "pixel ({}, {}): a real hit became a miss",
-                pixel % 64,
-                pixel / 64
-            );
+        if matches!(a, PixelHit::Hit) && !b.is_hit() {
+            let (x, y) = ((pixel % 64) as u32, (pixel / 64) as u32);
+            let exact = model::exactly_hit(&mesh, model::primary_ray(&mesh, x, y));
+            assert_eq!(exact, None, "pixel ({x}, {y}): a real hit became a miss");
+            rounding_hits += 1;
         }
     }
+    println!("{rounding_hits} faithful hits exist only through BIU's rounding");
 }
 
 #[test]
@@ -198,7 +200,7 @@ fn the_summary_counts_artifacts_and_trace_marks_one() {
         .frame;
     let artifacts = frame.artifact_pixels();
     assert!(artifacts > 1, "the mesh provokes no artifacts");
-    let size = ["--width", "64", "--height", "64"];
+    let size = ["--width", "64", "--height", "64", "--rom", "faithful"];
     let summary = theia_ok(
         dir.path(),
         &[&["render", "mesh.obj", "-o", "f.png"][..], &size].concat(),
@@ -209,13 +211,12 @@ fn the_summary_counts_artifacts_and_trace_marks_one() {
         )),
         "{summary}"
     );
+    // OBJ scenes render with the fixed ROM unless told (README decision 11).
     let fixed = theia_ok(
         dir.path(),
         &[
-            &["render", "mesh.obj", "-o", "f.png", "--rom", "fixed"][..],
-            &size,
-        ]
-        .concat(),
+            "render", "mesh.obj", "-o", "f.png", "--width", "64", "--height", "64",
+        ],
     );
     assert!(!fixed.contains("wrap-around"), "{fixed}");
 

@@ -35,13 +35,16 @@ pub struct ExportArgs {
     pub shader: ShaderArgs,
 }
 
-pub fn run(args: ExportArgs) -> anyhow::Result<Outcome> {
-    if args.scene.rom != RomVariant::Faithful {
+pub fn run(mut args: ExportArgs) -> anyhow::Result<Outcome> {
+    if let Some(rom @ RomVariant::Fixed) = args.scene.rom {
         bail!(
             "--rom {}: the hardware's ROM is the faithful one; only scenes for it can be exported",
-            args.scene.rom.name()
+            rom.name()
         );
     }
+    // The scene is for the hardware's ROM, whatever the kind of scene.
+    args.scene.rom = Some(RomVariant::Faithful);
+    args.scene.whole_triangles = true;
     let loaded = args.scene.load()?;
     print_notes(&loaded.notes);
     let shader = args.shader.load(false)?;

@@ -17,8 +17,10 @@ use theia::machine::ssaa::{sample_partitions, sample_scene, validate_factor};
 use theia::machine::{AccelMode, RenderOptions};
 use theia::scene::mem::load_scene_dir;
 use theia::scene::obj::{
-    default_scene, load_obj_with_progress, LoadProgress, ObjOptions, ViewPreset, INSIDE_FOV_DEGREES,
+    default_scene, load_obj_with_progress, LoadProgress, ObjOptions, UpAxis, ViewPreset,
+    DEFAULT_MEMORY_SIDE, INSIDE_FOV_DEGREES,
 };
+use theia::scene::ply::load_ply;
 use theia::scene::{Partition, Scene};
 
 /// Row bands an OBJ scene is split into when `--cores` is not given: the hardware's four
@@ -27,7 +29,7 @@ const DEFAULT_OBJ_CORES: u32 = 4;
 
 #[derive(Args, Clone, Debug)]
 pub struct SceneArgs {
-    /// An OBJ file, or a directory with the test bench's Params.mem, Vertex.mem and
+    /// An OBJ or PLY file, or a directory with the test bench's Params.mem, Vertex.mem and
     /// Textures.mem (optional Creg.mem, Instructions.mem); the built-in scene when absent
     pub scene: Option<PathBuf>,
     /// Emulated cores: the image is split into this many row bands [default: the
@@ -41,33 +43,46 @@ pub struct SceneArgs {
     #[arg(long, value_name = "H")]
     pub height: Option<u32>,
     /// Camera position in the OBJ's coordinates [default: fitted to the model]
-    #[arg(long, value_name = "X,Y,Z", value_parser = parse_point)]
+    #[arg(long, value_name = "X,Y,Z", value_parser = parse_point, allow_hyphen_values = true)]
     pub camera: Option<[f32; 3]>,
     /// Point the camera looks at [default: the centre of the model]
-    #[arg(long, value_name = "X,Y,Z", value_parser = parse_point)]
+    #[arg(long, value_name = "X,Y,Z", value_parser = parse_point, allow_hyphen_values = true)]
     pub look_at: Option<[f32; 3]>,
     /// Where the fitted camera looks from: front (+z), back, left (-x), right, top (+y),
     /// bottom or iso (front-right-above at equal angles), for a model with +y up facing +z
     /// [default: front-right-above]
     #[arg(long, value_name = "VIEW", conflicts_with = "camera")]
     pub view: Option<ViewPreset>,
-    /// Put the camera inside the model's bounds, just inside the face --view looks
-    /// through, looking at the centre (rooms, closed boxes); triangles wholly behind it are
+    /// Which of the file's axes points up: x, y, z, -x, -y or -z (z for most scans and CAD
+    /// files); views, orbits and the automatic camera follow it [default: y]
+    #[arg(long, value_name = "AXIS", allow_hyphen_values = true)]
+    pub up: Option<UpAxis>,
+    /// Put the camera inside the model, in its most open spot, facing the longest free
+    /// way (rooms, buildings, tunnels); with the faithful ROM, triangles behind it are
     /// left out
     #[arg(long, conflicts_with = "camera")]
     pub inside: bool,
     /// Vertical field of view in degrees (OBJ scenes) [default: 40, 60 with --inside]
     #[arg(long, value_name = "DEG")]
     pub fov: Option<f32>,
+    /// Side of the texture memory OBJ textures share, in texels: a power of two up to 8192
+    /// (256 is the published hardware's; `theia export` warns past it)
+    #[arg(long, value_name = "SIDE", default_value_t = DEFAULT_MEMORY_SIDE)]
+    pub texture_memory: u32,
     /// OBJ scenes: show the texture and material colours unlit, as the ROM's own pixel
     /// shader does, instead of lighting them with shaders/key_fill.shdr
     #[arg(long)]
     pub flat: bool,
-    /// Microcode ROM: `faithful` (the hardware's, defects included) or `fixed` (correct
-    /// bilinear texel pairing, black background, a watertight intersection test, no hits
-    /// that only wrap-around or a negative t make)
-    #[arg(long, value_name = "ROM", default_value = "faithful")]
-    pub rom: RomVariant,
+    /// Microcode ROM: `fixed` (correct bilinear texel pairing, black background, a
+    /// watertight intersection test, no hits that only wrap-around or a negative t make)
+    /// or `faithful` (the hardware's, defects included) [default: fixed for OBJ and PLY
+    /// scenes and the built-in one, faithful for the test bench's scene directories]
+    #[arg(long, value_name = "ROM")]
+    pub rom: Option<RomVariant>,
+    /// Colour of the pixels that show no triangle, 0 to 255 a channel (OBJ and PLY
+    /// scenes, fixed ROM) [default: 0,0,0]
+    #[arg(long, value_name = "R,G,B", value_parser = parse_colour)]
+    pub background: Option<[u8; 3]>,
     /// Per-pixel instruction budget before the watchdog stops a runaway shader
     /// [default: 100000 + 1000 per triangle]
     #[arg(long, value_name = "N")]
@@ -81,9 +96,21 @@ pub struct SceneArgs {
     /// The same as `--accel off`
     #[arg(long)]
     pub no_cull: bool,
+    /// Keep huge triangles whole (`theia export`: the published bench holds 332).
+    #[arg(skip)]
+    pub whole_triangles: bool,
 }
 
 impl SceneArgs {
+    /// `--rom`, or the scene's default: the hardware's own for its test bench's scene
+    /// directories, the fixed one for models (README decision 11).
+    pub fn rom(&self) -> RomVariant {
+        self.rom.unwrap_or(match &self.scene {
+            Some(path) if path.is_dir() => RomVariant::Faithful,
+            _ => RomVariant::Fixed,
+        })
+    }
+
     /// `--accel`, with `--no-cull` meaning `off`.
     pub fn accel_mode(&self) -> AccelMode {
         if self.no_cull {
@@ -116,6 +143,17 @@ pub struct LoadedScene {
 pub struct Ssaa {
     pub factor: u32,
     pub output_partitions: Vec<Partition>,
+}
+
+fn parse_colour(text: &str) -> Result<[u8; 3], String> {
+    let values: Vec<u8> = text
+        .split(',')
+        .map(|p| p.trim().parse::<u8>())
+        .collect::<Result<_, _>>()
+        .map_err(|_| format!("expected three numbers R,G,B from 0 to 255, found `{text}`"))?;
+    values
+        .try_into()
+        .map_err(|_| format!("expected three numbers R,G,B from 0 to 255, found `{text}`"))
 }
 
 fn parse_point(text: &str) -> Result<[f32; 3], String> {
@@ -204,6 +242,7 @@ impl SceneArgs {
     ) -> anyhow::Result<(Scene, Vec<String>)> {
         let mut options = ObjOptions {
             orbit_degrees: orbit_degrees.unwrap_or(0.0),
+            turntable: orbit_degrees.is_some(),
             ..self.obj_options()
         };
         options.width *= factor;
@@ -216,15 +255,20 @@ impl SceneArgs {
             self.reject_obj_only_flags(path, orbit_degrees.is_some())?;
             return Ok((load_scene_dir(path)?, Vec::new()));
         }
-        let is_obj = path
-            .extension()
-            .is_some_and(|e| e.eq_ignore_ascii_case("obj"));
-        if !is_obj {
+        let extension = |name: &str| {
+            path.extension()
+                .is_some_and(|e| e.eq_ignore_ascii_case(name))
+        };
+        if extension("ply") {
+            let loaded = load_ply(path, &options)?;
+            return Ok((loaded.scene, loaded.notes));
+        }
+        if !extension("obj") {
             if !path.exists() {
                 bail!("{}: no such file or directory", path.display());
             }
             bail!(
-                "{}: expected an .obj file or a directory holding Params.mem, Vertex.mem and Textures.mem",
+                "{}: expected an .obj or .ply file or a directory holding Params.mem, Vertex.mem and Textures.mem",
                 path.display()
             );
         }
@@ -244,7 +288,10 @@ impl SceneArgs {
     /// Whether a change to `file` can change the scene: for an original scene a `.mem`
     /// file of its directory, for an OBJ an OBJ, MTL or image file beside it.
     pub fn is_source(&self, file: &Path) -> bool {
-        const OBJ_FILES: [&str; 7] = ["obj", "mtl", "png", "jpg", "jpeg", "ppm", "bmp"];
+        const OBJ_FILES: [&str; 18] = [
+            "obj", "ply", "mtl", "png", "jpg", "jpeg", "ppm", "pgm", "bmp", "tga", "tif", "tiff",
+            "gif", "webp", "dds", "hdr", "exr", "qoi",
+        ];
         let Some(scene) = &self.scene else {
             return false;
         };
@@ -289,6 +336,7 @@ impl SceneArgs {
             camera: self.camera,
             look_at: self.look_at,
             view: self.view.unwrap_or_default(),
+            up: self.up.unwrap_or_default(),
             inside: self.inside,
             fov_degrees: self.fov.unwrap_or(if self.inside {
                 INSIDE_FOV_DEGREES
@@ -297,6 +345,10 @@ impl SceneArgs {
             }),
             cores: self.cores.unwrap_or(DEFAULT_OBJ_CORES),
             flat: self.flat,
+            texture_size: self.texture_memory,
+            rom: self.rom(),
+            background: self.background,
+            split_large: !self.whole_triangles,
             ..defaults
         }
     }
@@ -309,9 +361,15 @@ impl SceneArgs {
             ("--camera", self.camera.is_some()),
             ("--look-at", self.look_at.is_some()),
             ("--view", self.view.is_some()),
+            ("--up", self.up.is_some()),
             ("--inside", self.inside),
             ("--fov", self.fov.is_some()),
             ("--flat", self.flat),
+            ("--background", self.background.is_some()),
+            (
+                "--texture-memory",
+                self.texture_memory != DEFAULT_MEMORY_SIDE,
+            ),
         ]
         .iter()
         .filter(|(_, set)| *set)
@@ -333,8 +391,11 @@ impl SceneArgs {
         if self.cores == Some(0) {
             bail!("--cores must be at least 1");
         }
+        if let (Some(_), Some(_)) = (self.background, shader) {
+            bail!("--background is painted by the scene's pixel shader, which --shader replaces: paint it in yours");
+        }
         Ok(RenderOptions {
-            rom: self.rom,
+            rom: self.rom(),
             cores: self.cores,
             imem: shader.and_then(Shader::imem),
             stage: shader.and_then(Shader::stage),
@@ -411,6 +472,19 @@ mod tests {
         );
         assert!(parse_point("1,2,x").is_err());
         assert!(parse_point("1,2,inf").is_err());
+    }
+
+    #[test]
+    fn colours_are_three_bytes() {
+        assert_eq!(parse_colour("255, 128,0"), Ok([255, 128, 0]));
+        for bad in ["256,0,0", "1,2", "1,2,3,4", "-1,0,0", "a,b,c"] {
+            assert_eq!(
+                parse_colour(bad),
+                Err(format!(
+                    "expected three numbers R,G,B from 0 to 255, found `{bad}`"
+                ))
+            );
+        }
     }
 
     #[test]

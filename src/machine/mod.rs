@@ -453,6 +453,7 @@ impl<'a> Machine<'a> {
             let whole = tree.build_all(culler);
             return FrameAccel {
                 tree,
+                candidates: whole.candidate_count() as u64,
                 whole: Some(Arc::new(whole)),
                 ends: vec![vec![u32::MAX; cores]],
             };
@@ -481,6 +482,17 @@ impl<'a> Machine<'a> {
             tree,
             whole: None,
             ends,
+            candidates: per_row.iter().sum(),
+        }
+    }
+
+    /// Candidate triangles over the frame's 4x4 tiles, exact or estimated (see
+    /// [`FrameAccel::candidates`]), when the machine renders with the acceleration
+    /// structure: what the frame's time grows with.
+    pub fn expected_candidates(&self) -> Option<u64> {
+        match &self.accel {
+            Ok(Some(accel)) => Some(accel.candidates),
+            _ => None,
         }
     }
 
@@ -1015,6 +1027,9 @@ pub struct FrameAccel {
     /// Per batch, per active core: the image row the core's pixels of the batch end
     /// before (`u32::MAX` in the last batch).
     pub ends: Vec<Vec<u32>>,
+    /// Candidates over all tiles: exact for a whole structure, else the estimate the
+    /// batches were planned by.
+    pub candidates: u64,
 }
 
 /// What a core's pixels read of the acceleration structure: the batch at hand (`None`:

@@ -4,6 +4,7 @@
 pub mod generate;
 pub mod mem;
 pub mod obj;
+pub mod ply;
 
 use std::path::PathBuf;
 

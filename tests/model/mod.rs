@@ -165,3 +165,32 @@ pub fn assert_words_show_hits(label: &str, predicted: &[Option<Hit>], words: &[u
     }
     predicted.iter().flatten().count()
 }
+
+/// Whether the ray from the camera along `ray` passes through a triangle of `scene` in
+/// front of the camera, in exact integer arithmetic on the words (no rounding at all): with
+/// A, B, C the corners relative to the camera, `ray` = αA + βB + γC with α, β, γ > 0,
+/// i.e. `ray·(B×C)`, `ray·(C×A)`, `ray·(A×B)` all nonzero with the sign of `A·(B×C)`.
+/// The ground truth a watertight BIU is held to; BIU's own (rounded) u and v may disagree
+/// with it by far near a silhouette.
+pub fn exactly_hit(scene: &Scene, ray: Vec3) -> Option<usize> {
+    let wide = |w: [u32; 3]| w.map(|c| i128::from(c as i32));
+    let camera = wide(scene.config[config_row::CAMERA_POSITION]);
+    let r = wide(ray);
+    let sub = |a: [i128; 3], b: [i128; 3]| [a[0] - b[0], a[1] - b[1], a[2] - b[2]];
+    let cross = |a: [i128; 3], b: [i128; 3]| {
+        [
+            a[1] * b[2] - a[2] * b[1],
+            a[2] * b[0] - a[0] * b[2],
+            a[0] * b[1] - a[1] * b[0],
+        ]
+    };
+    let dot = |a: [i128; 3], b: [i128; 3]| a[0] * b[0] + a[1] * b[1] + a[2] * b[2];
+    scene.triangles.iter().position(|t| {
+        let [a, b, c] = [t[0], t[2], t[4]].map(|v| sub(wide(v), camera));
+        let volume = dot(a, cross(b, c)).signum();
+        volume != 0
+            && [cross(b, c), cross(c, a), cross(a, b)]
+                .iter()
+                .all(|n| dot(r, *n).signum() == volume)
+    })
+}

@@ -4,15 +4,35 @@
 use ::image::imageops::FilterType;
 use ::image::RgbImage;
 
-/// Side of the hardware's texture memory in texels: 256 x 256 texels of three words.
+/// Side of the published hardware's texture memory in texels: 256 x 256 texels of three
+/// words.
 pub const MEMORY_SIDE: u32 = 256;
-/// Words of texture memory (the test bench's `TEXTURE_BUFFER_SIZE`).
+/// Words of texture memory (the test bench's `TEXTURE_BUFFER_SIZE`); an OBJ scene's memory
+/// never holds fewer.
 pub const MEMORY_WORDS: usize = (MEMORY_SIDE * MEMORY_SIDE * 3) as usize;
+/// The texture memory an OBJ scene may use by default, as a THEIA built with a larger TMEM
+/// would have it: 2048 x 2048 texels (12M words, 48 MB), so that a dozen 1024 x 1024 maps
+/// keep 512 x 512 each. The RTL's TMEM is four banks of `RAM_SINGLE_READ_PORT` whose
+/// address is 32 bits wide (Theia.v: `#(32, 32, 50000)`): only the bank size, a
+/// parameter, holds it to 200,000 words.
+pub const DEFAULT_MEMORY_SIDE: u32 = 2048;
+/// The largest side the ROM's texture arithmetic can address: TCC computes the texel
+/// position F = st·TEXTURE_SIZE in Q15.17, whose integer part must stay below 16384, and
+/// the word address 3·(u + v·W) in a 32-bit register (3·8192² < 2^31).
+pub const MAX_MEMORY_SIDE: u32 = 8192;
 /// The filter used whenever a texture has to change size.
 pub const RESAMPLE_FILTER: (FilterType, &str) = (FilterType::CatmullRom, "Catmull-Rom");
 /// Margin in texels kept between a tile's UV range and its edge. The ROM reads texels
 /// floor(F) and floor(F) + 1, so F must stay in [origin, origin + side - 1).
 const MARGIN: f64 = 0.5;
+
+/// Decodes a texture file: by its content where that tells the format, else by the
+/// name's extension (TGA has no signature).
+pub fn decode(bytes: &[u8], name: &str) -> ::image::ImageResult<::image::DynamicImage> {
+    let format = ::image::guess_format(bytes)
+        .or_else(|error| ::image::ImageFormat::from_path(name).map_err(|_| error))?;
+    ::image::load_from_memory_with_format(bytes, format)
+}
 
 /// What fills a tile.
 pub enum TileSource {
@@ -143,7 +163,8 @@ impl Atlas {
             next += sides[i] * sides[i];
         }
 
-        let mut memory = vec![0u32; MEMORY_WORDS];
+        let words = (side as usize * side as usize * 3).max(MEMORY_WORDS);
+        let mut memory = vec![0u32; words];
         for (source, tile) in sources.iter().zip(&tiles) {
             match source {
                 TileSource::Flat(rgb) => {

@@ -11,17 +11,21 @@ use super::Assets;
 use crate::scene::generate::Mesh;
 use crate::scene::SceneError;
 
-/// No index: a corner without a texture coordinate, a triangle without a material. Indices
-/// are u32 so that a triangle takes 28 bytes (a million-triangle scan loads in little
-/// memory); the parser refuses more `v` or `vt` lines than that indexes.
+/// No index: a corner without a texture coordinate or normal, a triangle without a
+/// material. Indices are u32 so that a triangle takes 40 bytes (a million-triangle scan
+/// loads in little memory); the parser refuses more `v`, `vt` or `vn` lines than that
+/// indexes.
 pub const NO_INDEX: u32 = u32::MAX;
 
-/// One corner of a triangle: indices into the model's positions and texture coordinates.
+/// One corner of a triangle: indices into the model's positions, texture coordinates and
+/// normals.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Corner {
     pub position: u32,
     /// [`NO_INDEX`] when the face gives none.
     pub texcoord: u32,
+    /// [`NO_INDEX`] when the face gives none (or one that does not exist).
+    pub normal: u32,
 }
 
 impl Corner {
@@ -32,14 +36,18 @@ impl Corner {
     pub fn texcoord(self) -> Option<usize> {
         (self.texcoord != NO_INDEX).then_some(self.texcoord as usize)
     }
+
+    pub fn normal(self) -> Option<usize> {
+        (self.normal != NO_INDEX).then_some(self.normal as usize)
+    }
 }
 
 /// A triangle of the OBJ and the `usemtl` name in force when it was read.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct ObjTriangle {
     pub corners: [Corner; 3],
-    /// Index into [`ValidObj::material_names`]; [`NO_INDEX`] without a `usemtl` or (after
-    /// [`load`]) when no library defines the name.
+    /// Index into the file's `usemtl` names; [`NO_INDEX`] without a `usemtl` or (once the
+    /// loader has read the libraries) when no library defines the name.
     pub material: u32,
 }
 
@@ -55,11 +63,13 @@ pub struct ObjModel {
     /// Every `v`, in file order (the triangles use some of them).
     pub positions: Vec<[f64; 3]>,
     pub texcoords: Vec<[f64; 2]>,
+    /// Every `vn` (all zero where its numbers do not read: such a normal shades nothing).
+    pub normals: Vec<[f64; 3]>,
     pub triangles: Vec<ObjTriangle>,
 }
 
 impl ObjModel {
-    /// The model [`load`] gives for `mesh`'s OBJ text: each corner with its position's
+    /// The model the OBJ loader gives for `mesh`'s OBJ text: each corner with its position's
     /// texture coordinate (when the mesh has them), no material. None when the mesh has too
     /// many positions for u32 indices.
     pub fn from_mesh(mesh: &Mesh) -> Option<ObjModel> {
@@ -70,6 +80,7 @@ impl ObjModel {
         Some(ObjModel {
             positions: mesh.positions.clone(),
             texcoords: mesh.texcoords.clone(),
+            normals: Vec::new(),
             triangles: mesh
                 .faces
                 .iter()
@@ -77,6 +88,7 @@ impl ObjModel {
                     corners: face.map(|i| Corner {
                         position: i as u32,
                         texcoord: if textured { i as u32 } else { NO_INDEX },
+                        normal: NO_INDEX,
                     }),
                     material: NO_INDEX,
                 })

@@ -12,10 +12,12 @@
 //! # Triangles
 //! Every OBJ face becomes a fan of triangles, each a 7-vector record exactly as Vertex.mem
 //! holds it (spec isa_and_formats §5.3): V0, UV0, V1, UV1, V2, UV2, diffuse, in Q15.17
-//! (rounded to nearest). UV.z (alpha) is 1.0 as in every example; diffuse is the material's
-//! `Kd` clamped to [0, 1]. The default ROM shows only the texture: `Kd` reaches the screen
-//! through a flat texture tile when a material has no texture. The scene's pixel shader
-//! ([`LIGHTING_SHADER`]) lights that colour, textured or not, unless [`ObjOptions::flat`].
+//! (rounded to nearest). The ROM shows only the texture: `Kd` reaches the screen through a
+//! flat texture tile when a material has no texture. The fields the ROM does not read carry
+//! the normals (the `normals` module): the diffuse slot the face's unit normal, UV.z the
+//! texture memory address of each corner's `vn` normal (0 when the face is lit flat). The
+//! scene's pixel shader ([`LIGHTING_SHADER`]) lights the texture colour with them, textured
+//! or not, unless [`ObjOptions::flat`].
 //!
 //! # Camera and fit
 //! The hardware's camera is fixed: CREG_CAMERA_POSITION looks through a window on the plane
@@ -26,14 +28,19 @@
 //! model's bounds from the front-right, above, far enough for the bounding sphere to fit
 //! both fields of view; [`ObjOptions`] overrides the camera, look-at point and field of view.
 //!
-//! The model is then scaled by a power of two (so coordinates exact in the OBJ stay exact)
-//! chosen for the ROM's fixed point: as large as possible, because BIU's determinant
+//! The model is then scaled for the ROM's fixed point, before anything is quantised: as
+//! large as possible, because BIU's determinant
 //! Δ = (RAY × E2)·E1 shrinks with the square of the scale and DIV/MUL truncate to 2^-17,
 //! so u, v and the texel position of small triangles lose bits; but no larger than keeps
 //! - every vertex within 200 units of the camera (hits at t ≥ 250.0 are misses),
 //! - |T|·|E1|·|E2| and |T|·|E| below 4096, a quarter of the 16384.0 at which BIU's CROSS
 //!   and DOT results (Q = T × E1, H1 = Q·E2, ...) wrap, where T = camera − V0,
 //! - the model's radius at most 64.
+//!
+//! Every bound grows with the file's units exactly, and the scale is not rounded, so a model
+//! and a copy in other units (centimetres, metres) land on the same hardware coordinates up
+//! to the last bit of a double: their images differ only where that bit moves a Q15.17
+//! rounding.
 //!
 //! A model that would have to shrink below radius 1.0 (a camera hundreds of model radii
 //! away) is refused. The window's half extents are whole multiples of the pixel count in
@@ -50,7 +57,9 @@
 //! pixel now and then.
 //!
 //! # Texture memory and the atlas
-//! Texture memory is 256 x 256 texels, channel c of texel (u, v) at word 3(u + v·S) + c as
+//! Texture memory is S x S texels (at least the published hardware's 256 x 256 words'
+//! worth, at most [`ObjOptions::texture_size`], 2048 by default), channel c of texel (u, v)
+//! at word 3(u + v·S) + c as
 //! `byte << 9`, where S = CREG_TEXTURE_SIZE (spec isa_and_formats §5.4); the ROM wraps texel
 //! addresses with S − 1, so S is a power of two. OBJ's v runs up the image, so image row
 //! `side − 1 − v` goes to memory row v.
@@ -60,7 +69,7 @@
 //! Tiles are packed largest first in Z (Morton) order into the smallest power-of-two square
 //! that holds them, S: each tile then starts at a Morton index that is a multiple of its
 //! area, so every tile is an aligned square and the tiles leave no gaps. If they do not fit
-//! in 256 x 256, the largest texture is halved until they do. Any size change uses the
+//! in [`ObjOptions::texture_size`], the largest texture is halved until they do. Any size change uses the
 //! Catmull-Rom filter and adds a note (`resample_textures: false` makes it an error).
 //!
 //! Every triangle's UVs first lose the integer part its corners share.
@@ -83,8 +92,11 @@
 
 mod atlas;
 mod fit;
+mod inside;
 mod load;
+mod normals;
 mod parse;
+mod split;
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -94,16 +106,18 @@ use std::sync::OnceLock;
 use glam::DVec3;
 use rayon::prelude::*;
 
-pub use atlas::{MEMORY_SIDE, MEMORY_WORDS, RESAMPLE_FILTER};
-pub use fit::{ViewPreset, FIT_DISTANCE, HORIZON, MAX_FIT_RADIUS, MIN_FIT_RADIUS};
+pub use atlas::{DEFAULT_MEMORY_SIDE, MAX_MEMORY_SIDE, MEMORY_SIDE, MEMORY_WORDS, RESAMPLE_FILTER};
+pub use fit::{UpAxis, ViewPreset, FIT_DISTANCE, HORIZON, MAX_FIT_RADIUS, MIN_FIT_RADIUS};
 
 use super::generate::Mesh;
 use super::{Partition, Scene, SceneError, Triangle};
+use crate::core::RomVariant;
 use crate::isa::asm::assemble;
 use crate::isa::Word;
 use atlas::{Atlas, AtlasError, TileSource};
 use fit::{FitError, Framing, View};
-use load::{Material, ObjModel, NO_INDEX};
+use load::Material;
+pub use load::{Corner, ObjModel, ObjTriangle, NO_INDEX};
 
 /// Vertical field of view when none is given, in degrees.
 pub const DEFAULT_FOV_DEGREES: f32 = 40.0;
@@ -122,20 +136,29 @@ pub struct ObjOptions {
     /// The point the camera looks at (default: the centre of the model's bounds).
     pub look_at: Option<[f32; 3]>,
     /// Where the fitted camera looks from (when `camera` is not given), for models with +y
-    /// up and their front towards +z.
+    /// up and their front towards +z (after [`ObjOptions::up`] has turned them so).
     pub view: ViewPreset,
-    /// The fitted camera sits inside the model's bounds, just inside the face `view` looks
-    /// through (several at an edge or corner), looking at the centre: the walls of a room
-    /// are seen from within. Triangles between the camera and those faces are left out (BIU has no t > 0 test, so with the
-    /// faithful ROM the wall behind the camera would cover the view).
+    /// Which of the file's axes points up.
+    pub up: UpAxis,
+    /// The fitted camera sits inside the model: in its most open spot, facing the longest
+    /// free way (the `inside` module), or, with the faithful ROM or when nothing is
+    /// enclosed, just inside the face `view` looks through (several at an edge or corner),
+    /// looking at the centre. With the faithful ROM the triangles between the camera and
+    /// those faces are left out (BIU has no t > 0 test, so the wall behind the camera would
+    /// cover the view; a triangle straddling the plane through an open-space camera could
+    /// be neither kept nor left out).
     pub inside: bool,
     /// Vertical field of view in degrees.
     pub fov_degrees: f32,
     /// Turns the camera about the vertical axis through the look-at point by this many
     /// degrees (counter-clockwise seen from above): one frame of a turntable.
     pub orbit_degrees: f64,
+    /// The scene is a frame of a turntable: the automatic camera fits the bounding sphere,
+    /// so that every turn sees the whole model at one distance (a still fits what its one
+    /// view sees).
+    pub turntable: bool,
     /// Largest side of the texture memory the atlas may use, in texels (a power of two,
-    /// at most the hardware's 256).
+    /// at most [`MAX_MEMORY_SIDE`]; the published hardware holds [`MEMORY_SIDE`]).
     pub texture_size: u32,
     /// Resample textures that are not square powers of two or do not fit (with a note);
     /// when false, such a texture is an error.
@@ -145,6 +168,19 @@ pub struct ObjOptions {
     /// Leave the scene unlit (the ROM's own pixel shader: the texture or material colour
     /// as it is) instead of giving it [`LIGHTING_SHADER`].
     pub flat: bool,
+    /// The ROM the scene is meant for. The faithful one has no t > 0 test, so geometry
+    /// behind the camera can cover the view: the loader warns of it, and an `inside`
+    /// camera leaves out the triangles behind it.
+    pub rom: RomVariant,
+    /// Cut triangles longer than 1/32 of the model's size into coplanar pieces before the
+    /// fit (see the `split` module), so that a huge floor does not cost the rest of the
+    /// model its precision. Off for the built-in scene and exports, which keep the
+    /// published bench's triangle count.
+    pub split_large: bool,
+    /// Colour (bytes) of the pixels that show no triangle, painted by the scene's pixel
+    /// shader; None keeps the ROM's own (black with the fixed ROM). Not with the faithful
+    /// ROM, whose red is the hardware's.
+    pub background: Option<[u8; 3]>,
 }
 
 /// Where [`LIGHTING_SHADER`] lives in the repository (for messages and the viewer).
@@ -154,6 +190,44 @@ pub const LIGHTING_SHADER_PATH: &str = "shaders/key_fill.shdr";
 /// the ROM's filtered texture colour (a flat tile's colour for untextured materials) lit by
 /// a key light above and left of the camera and a weaker fill from the right.
 pub const LIGHTING_SHADER: &str = include_str!("../../../shaders/key_fill.shdr");
+
+/// Where [`FLAT_SHADER`] lives in the repository.
+pub const FLAT_SHADER_PATH: &str = "shaders/flat.shdr";
+
+/// The pixel shader of `flat` OBJ scenes with a background: the ROM's own colour, unlit,
+/// and the background on a miss.
+pub const FLAT_SHADER: &str = include_str!("../../../shaders/flat.shdr");
+
+/// The line of [`LIGHTING_SHADER`] and [`FLAT_SHADER`] that paints a miss: its source
+/// register becomes C7, which USERCONSTANTS sets to the background.
+const BACKGROUND_LINE: &str = "CREG_TEXTURE_COLOR // background";
+
+/// `source` (a shader whose miss colour is the line `CREG_TEXTURE_COLOR // background`, as
+/// in [`LIGHTING_SHADER`] and [`FLAT_SHADER`]) painting misses `rgb`.
+pub fn with_background(source: &str, rgb: [u8; 3]) -> String {
+    let [r, g, b] = rgb.map(|c| u32::from(c) << 9);
+    let constants = format!(
+        "ENTRYPOINT_ADRR_USERCONSTANTS:\n        SETX C7 0x{r:x}\n        SETY C7 0x{g:x}\n        SETZ C7 0x{b:x}\n"
+    );
+    source
+        .replacen("ENTRYPOINT_ADRR_USERCONSTANTS:\n", &constants, 1)
+        .replacen(BACKGROUND_LINE, "C7", 1)
+}
+
+/// The instruction memory an OBJ scene gets: none for `flat` (the ROM's own pixel
+/// shader), [`LIGHTING_SHADER`] otherwise, either painting misses `background`.
+fn scene_program(options: &ObjOptions) -> Option<Vec<Word>> {
+    let (source, path) = match (options.flat, options.background) {
+        (true, None) => return None,
+        (false, None) => return Some(lighting_program().to_vec()),
+        (true, Some(_)) => (FLAT_SHADER, FLAT_SHADER_PATH),
+        (false, Some(_)) => (LIGHTING_SHADER, LIGHTING_SHADER_PATH),
+    };
+    let source = with_background(source, options.background?);
+    let assembly = assemble(&source, Path::new(path))
+        .unwrap_or_else(|errors| panic!("{path} with a background does not assemble:\n{errors}"));
+    Some(assembly.imem)
+}
 
 /// [`LIGHTING_SHADER`]'s instruction memory image, assembled once.
 pub fn lighting_program() -> &'static [Word] {
@@ -175,13 +249,18 @@ impl Default for ObjOptions {
             camera: None,
             look_at: None,
             view: ViewPreset::Auto,
+            up: UpAxis::Y,
             inside: false,
             fov_degrees: DEFAULT_FOV_DEGREES,
             orbit_degrees: 0.0,
-            texture_size: MEMORY_SIDE,
+            turntable: false,
+            texture_size: DEFAULT_MEMORY_SIDE,
             resample_textures: true,
             cores: 4,
             flat: false,
+            rom: RomVariant::Fixed,
+            background: None,
+            split_large: true,
         }
     }
 }
@@ -191,7 +270,7 @@ impl Default for ObjOptions {
 pub struct ObjScene {
     pub scene: Scene,
     pub notes: Vec<String>,
-    /// Hardware units per OBJ unit (a power of two): coordinates and distances such as
+    /// Hardware units per OBJ unit: coordinates and distances such as
     /// LAST_t that shaders see are the OBJ's times this.
     pub scale: f64,
 }
@@ -409,6 +488,33 @@ pub fn load_mesh(mesh: &Mesh, path: &Path, options: &ObjOptions) -> Result<ObjSc
     )
 }
 
+/// A model read from another format (PLY) as a scene, framed and converted exactly as an
+/// OBJ of the same mesh (no materials) would be; `notes` are the reader's.
+pub fn load_model(
+    model: &ObjModel,
+    path: &Path,
+    options: &ObjOptions,
+    notes: Vec<String>,
+) -> Result<ObjScene, SceneError> {
+    let unsupported = |message: String| SceneError::Unsupported {
+        file: path.to_path_buf(),
+        message,
+    };
+    validate_options(options).map_err(unsupported)?;
+    if model.triangles.is_empty() {
+        return Err(unsupported("the model has no triangles".into()));
+    }
+    build_scene(
+        model,
+        &[],
+        path,
+        &MemoryAssets(&[]),
+        options,
+        notes,
+        &|_, _| {},
+    )
+}
+
 /// What [`load_obj_text`] and [`load_mesh`] share once the model is loaded: the atlas,
 /// the fit and the hardware's words.
 fn build_scene(
@@ -424,6 +530,8 @@ fn build_scene(
         file: path.to_path_buf(),
         message,
     };
+    let cut = split_huge_triangles(model, options, &mut notes);
+    let model = cut.as_ref().unwrap_or(model);
     let (sources, tile_of_material) =
         tile_sources(model, materials, assets, &mut notes).map_err(unsupported)?;
     let atlas = Atlas::build(
@@ -435,8 +543,15 @@ fn build_scene(
     .map_err(|e| unsupported(atlas_message(e, options.texture_size)))?;
 
     let view = fit_view(model, options).map_err(|e| unsupported(fit_message(e)))?;
+    let base = atlas.memory.len();
+    let normals = normals::Normals::place(model, &view, base);
+    // The fixed ROM's BIU tests t > 0: what is behind an inside camera cannot cover the view.
+    let leave_out = options.inside && options.rom == RomVariant::Faithful;
     let behind = |triangle: &load::ObjTriangle| {
-        view.beyond_camera((triangle.corners).map(|c| DVec3::from(model.positions[c.position()])))
+        leave_out
+            && view.beyond_camera(
+                (triangle.corners).map(|c| DVec3::from(model.positions[c.position()])),
+            )
     };
     let q = |value: f64, what: &str| {
         to_q(value).ok_or_else(|| {
@@ -445,63 +560,165 @@ fn build_scene(
             ))
         })
     };
-    // One triangle's record (None: left out), whether it is textured but has corners
-    // without texture coordinates, and whether its texture coordinates are clamped.
-    let convert =
-        |triangle: &load::ObjTriangle| -> Result<Option<(Triangle, bool, bool)>, SceneError> {
-            if behind(triangle) {
-                return Ok(None);
-            }
-            let tile = tile_of_material[&triangle.material()];
-            let material = triangle.material().and_then(|m| materials[m].as_ref());
-            let uvs = triangle.corners.map(|c| {
-                c.texcoord()
-                    .map(|i| model.texcoords[i])
-                    .unwrap_or([0.5, 0.5])
-            });
-            let without_uv =
-                !atlas.tiles[tile].flat && triangle.corners.iter().any(|c| c.texcoord().is_none());
-            // Drop the integer part the corners share: it keeps the coordinates small where
-            // one texture repeats through the hardware's wrap-around, and lets a triangle of
-            // a repeated texture keep its whole texture in an atlas tile.
-            let shift = [0, 1].map(|axis| {
-                uvs.iter()
-                    .map(|uv| uv[axis])
-                    .fold(f64::MAX, f64::min)
-                    .floor()
-            });
-            let outside =
-                |uv: &[f64; 2]| (0..2).any(|a| !(0.0..=1.0).contains(&(uv[a] - shift[a])));
-            let clamped = !atlas.single() && !atlas.tiles[tile].flat && uvs.iter().any(outside);
-            let mut record: Triangle = [[0; 3]; 7];
-            for (n, (corner, uv)) in triangle.corners.iter().zip(uvs).enumerate() {
-                let p = view.to_hardware(DVec3::from(model.positions[corner.position()]));
-                let slot = 2 * n;
-                record[slot] = [
-                    q(p.x, "coordinate")?,
-                    q(p.y, "coordinate")?,
-                    q(p.z, "coordinate")?,
-                ];
-                let [u, v] = atlas.map_uv(tile, [uv[0] - shift[0], uv[1] - shift[1]]);
-                record[slot + 1] = [
-                    q(u, "texture coordinate")?,
-                    q(v, "texture coordinate")?,
-                    ONE,
-                ];
-            }
-            let diffuse = material.map_or([1.0; 3], |m| m.diffuse);
-            record[6] = diffuse.map(|c| to_q(c.clamp(0.0, 1.0)).unwrap_or(0));
-            Ok(Some((record, without_uv, clamped)))
-        };
-    // Chunks of triangles convert in parallel, each into its own stretch of the records
-    // (kept records first), stopping at its first error; the first chunk with an error has
-    // the first error in file order. Then the kept records close up.
+    // One triangle's record (see [`Converted`]).
+    let convert = |triangle: &load::ObjTriangle| -> Converted {
+        if behind(triangle) {
+            return Ok(None);
+        }
+        let tile = tile_of_material[&triangle.material()];
+        let (uvs, shift, without_uv, clamped) = corner_uvs(model, triangle, &atlas, tile);
+        let mut record: Triangle = [[0; 3]; 7];
+        let addresses = normals.addresses(triangle);
+        for (n, (corner, uv)) in triangle.corners.iter().zip(uvs).enumerate() {
+            let p = view.to_hardware(DVec3::from(model.positions[corner.position()]));
+            let slot = 2 * n;
+            record[slot] = [
+                q(p.x, "coordinate")?,
+                q(p.y, "coordinate")?,
+                q(p.z, "coordinate")?,
+            ];
+            let [u, v] = atlas.map_uv(tile, [uv[0] - shift[0], uv[1] - shift[1]]);
+            // The third component: where the corner's normal is (0: lit flat).
+            record[slot + 1] = [
+                q(u, "texture coordinate")?,
+                q(v, "texture coordinate")?,
+                addresses.map_or(0, |a| a[n]),
+            ];
+        }
+        record[6] = normals.face_normal(&record, addresses, base);
+        Ok(Some((record, without_uv, clamped)))
+    };
+    let (triangles, counts) = convert_all(&model.triangles, &convert, step)?;
+    conversion_notes(&mut notes, model.triangles.len(), counts, &view, options);
+
+    let config = scene_config(&view, options, atlas.side, path, &q)?;
+    let (width, height) = (options.width, options.height);
+    let program = scene_program(options);
+    Ok(ObjScene {
+        scene: Scene {
+            name: path.display().to_string(),
+            config,
+            partitions: Partition::bands(width, height, options.cores),
+            triangles,
+            texture: {
+                let mut memory = atlas.memory;
+                memory.extend(normals.words);
+                memory
+            },
+            control_register: 7,
+            program,
+        },
+        notes,
+        scale: view.scale,
+    })
+}
+
+/// 1.0 in Q15.17.
+const ONE: u32 = 1 << 17;
+
+/// A triangle's texture coordinates ((0.5, 0.5) where a corner has none), the integer
+/// part its corners share, whether it is textured but some corner has none, and whether
+/// its coordinates leave the tile (clamped by the atlas).
+fn corner_uvs(
+    model: &ObjModel,
+    triangle: &load::ObjTriangle,
+    atlas: &Atlas,
+    tile: usize,
+) -> ([[f64; 2]; 3], [f64; 2], bool, bool) {
+    let uvs = triangle.corners.map(|c| {
+        c.texcoord()
+            .map(|i| model.texcoords[i])
+            .unwrap_or([0.5, 0.5])
+    });
+    let without_uv =
+        !atlas.tiles[tile].flat && triangle.corners.iter().any(|c| c.texcoord().is_none());
+    // Drop the integer part the corners share: it keeps the coordinates small where one
+    // texture repeats through the hardware's wrap-around, and lets a triangle of a repeated
+    // texture keep its whole texture in an atlas tile.
+    let shift = [0, 1].map(|axis| {
+        uvs.iter()
+            .map(|uv| uv[axis])
+            .fold(f64::MAX, f64::min)
+            .floor()
+    });
+    let outside = |uv: &[f64; 2]| (0..2).any(|a| !(0.0..=1.0).contains(&(uv[a] - shift[a])));
+    let clamped = !atlas.single() && !atlas.tiles[tile].flat && uvs.iter().any(outside);
+    (uvs, shift, without_uv, clamped)
+}
+
+/// Configuration rows 0..5: up, the camera, the projection window whose half extents are
+/// whole multiples of the pixel count (see the module documentation), the resolution and
+/// the texture memory's side.
+fn scene_config(
+    view: &View,
+    options: &ObjOptions,
+    texture_side: u32,
+    path: &Path,
+    q: &dyn Fn(f64, &str) -> Result<u32, SceneError>,
+) -> Result<[[u32; 3]; 6], SceneError> {
+    let (width, height) = (options.width, options.height);
+    let k = view.half_pitch_raw;
+    let raw = |v: i64| v as i32 as u32;
+    let window_x = k * width as i64;
+    let window_y = k * height as i64;
+    if window_x.max(window_y) >= 1 << 31 {
+        return Err(SceneError::Unsupported {
+            file: path.to_path_buf(),
+            message: "the projection window is outside the Q15.17 range after fitting".into(),
+        });
+    }
+    let side = texture_side << 17;
+    Ok([
+        [0, ONE, 0],
+        [
+            q(view.camera.x, "camera coordinate")?,
+            q(view.camera.y, "camera coordinate")?,
+            q(view.camera.z, "camera coordinate")?,
+        ],
+        [raw(-window_x), raw(window_y), 0],
+        [raw(window_x), raw(-window_y), 0],
+        [width << 17, height << 17, 0],
+        [side, side, 0],
+    ])
+}
+
+/// The model with its huge triangles cut (see the `split` module), with a note, when
+/// `options` allow it and some are huge.
+fn split_huge_triangles(
+    model: &ObjModel,
+    options: &ObjOptions,
+    notes: &mut Vec<String>,
+) -> Option<ObjModel> {
+    let (pieces, triangles, into) = split::split_large(model).filter(|_| options.split_large)?;
+    notes.push(format!(
+        "note: {triangles} triangles longer than 1/32 of the model were cut into {into} coplanar pieces, so that they do not limit the scale the rest of the model keeps in Q15.17"
+    ));
+    Some(pieces)
+}
+
+/// What [`convert_all`] counted: triangles kept, textured ones with corners without
+/// texture coordinates, and ones whose texture coordinates were clamped.
+type ConversionCounts = [usize; 3];
+
+/// One triangle's record (None: left out), whether it is textured but has corners
+/// without texture coordinates, and whether its texture coordinates are clamped.
+type Converted = Result<Option<(Triangle, bool, bool)>, SceneError>;
+
+/// Every triangle's record, in file order, with the counts. Chunks of triangles convert
+/// in parallel, each into its own stretch of the records (kept records first), stopping at
+/// its first error; the first chunk with an error has the first error in file order. Then
+/// the kept records close up.
+fn convert_all(
+    all: &[load::ObjTriangle],
+    convert: &(dyn Fn(&load::ObjTriangle) -> Converted + Sync),
+    step: &(dyn Fn(usize, usize) + Sync),
+) -> Result<(Vec<Triangle>, ConversionCounts), SceneError> {
     const CHUNK: usize = 1 << 14;
-    let total = model.triangles.len();
+    let total = all.len();
     let mut triangles: Vec<Triangle> = vec![[[0; 3]; 7]; total];
     let converted = AtomicUsize::new(0);
-    let chunks: Vec<Result<[usize; 3], SceneError>> = (triangles.par_chunks_mut(CHUNK))
-        .zip(model.triangles.par_chunks(CHUNK))
+    let chunks: Vec<Result<ConversionCounts, SceneError>> = (triangles.par_chunks_mut(CHUNK))
+        .zip(all.par_chunks(CHUNK))
         .map(|(records, chunk)| {
             let [mut kept, mut without_uv, mut clamped] = [0; 3];
             for triangle in chunk {
@@ -519,25 +736,36 @@ fn build_scene(
             Ok([kept, without_uv, clamped])
         })
         .collect();
-    let (mut kept, mut textured_without_uv, mut clamped) = (0, 0, 0);
+    let mut counts = [0; 3];
     for (index, chunk) in chunks.into_iter().enumerate() {
-        let [chunk_kept, without_uv, chunk_clamped] = chunk?;
+        let chunk = chunk?;
         let start = index * CHUNK;
-        if start != kept {
-            triangles.copy_within(start..start + chunk_kept, kept);
+        if start != counts[0] {
+            triangles.copy_within(start..start + chunk[0], counts[0]);
         }
-        kept += chunk_kept;
-        textured_without_uv += without_uv;
-        clamped += chunk_clamped;
+        for (count, add) in counts.iter_mut().zip(chunk) {
+            *count += add;
+        }
     }
-    triangles.truncate(kept);
+    triangles.truncate(counts[0]);
+    Ok((triangles, counts))
+}
+
+/// The notes and warnings the conversion of `total` triangles gives.
+fn conversion_notes(
+    notes: &mut Vec<String>,
+    total: usize,
+    [kept, textured_without_uv, clamped]: ConversionCounts,
+    view: &View,
+    options: &ObjOptions,
+) {
     let left_out = total - kept;
     if left_out > 0 {
         notes.push(format!(
             "note: {left_out} triangles between the camera and the face of the bounds it looks through are left out (--inside)"
         ));
     }
-    if view.behind_camera > 0 && !options.inside {
+    if view.behind_camera > 0 && !options.inside && options.rom == RomVariant::Faithful {
         notes.push(format!(
             "warning: {} vertices are at or behind the camera; BIU has no t > 0 test, so faces behind the camera can cover the view",
             view.behind_camera
@@ -553,48 +781,7 @@ fn build_scene(
             "warning: {textured_without_uv} textured triangles have corners without texture coordinates; those corners use (0.5, 0.5)"
         ));
     }
-
-    let (width, height) = (options.width, options.height);
-    let k = view.half_pitch_raw;
-    let raw = |v: i64| v as i32 as u32;
-    let window_x = k * width as i64;
-    let window_y = k * height as i64;
-    if window_x.max(window_y) >= 1 << 31 {
-        return Err(unsupported(
-            "the projection window is outside the Q15.17 range after fitting".into(),
-        ));
-    }
-    let program = (!options.flat).then(|| lighting_program().to_vec());
-    let side = atlas.side << 17;
-    let config = [
-        [0, ONE, 0],
-        [
-            q(view.camera.x, "camera coordinate")?,
-            q(view.camera.y, "camera coordinate")?,
-            q(view.camera.z, "camera coordinate")?,
-        ],
-        [raw(-window_x), raw(window_y), 0],
-        [raw(window_x), raw(-window_y), 0],
-        [width << 17, height << 17, 0],
-        [side, side, 0],
-    ];
-    Ok(ObjScene {
-        scene: Scene {
-            name: path.display().to_string(),
-            config,
-            partitions: Partition::bands(width, height, options.cores),
-            triangles,
-            texture: atlas.memory,
-            control_register: 7,
-            program,
-        },
-        notes,
-        scale: view.scale,
-    })
 }
-
-/// 1.0 in Q15.17.
-const ONE: u32 = 1 << 17;
 
 const NO_TRIANGLES: &str =
     "the OBJ has no triangles (no `f` statement with three or more vertices)";
@@ -607,9 +794,9 @@ fn to_q(value: f64) -> Option<u32> {
 
 fn validate_options(options: &ObjOptions) -> Result<(), String> {
     let side = options.texture_size;
-    if !side.is_power_of_two() || !(2..=MEMORY_SIDE).contains(&side) {
+    if !side.is_power_of_two() || !(2..=MAX_MEMORY_SIDE).contains(&side) {
         return Err(format!(
-            "texture memory side {side} must be a power of two from 2 to {MEMORY_SIDE} (the hardware holds {MEMORY_SIDE}x{MEMORY_SIDE} texels)"
+            "texture memory side {side} must be a power of two from 2 to {MAX_MEMORY_SIDE} (the ROM's texel arithmetic; the published hardware holds {MEMORY_SIDE}x{MEMORY_SIDE} texels)"
         ));
     }
     if !(1..=4096).contains(&options.width) || !(1..=4096).contains(&options.height) {
@@ -634,6 +821,9 @@ fn validate_options(options: &ObjOptions) -> Result<(), String> {
     }
     if options.cores == 0 {
         return Err("the scene needs at least one core".into());
+    }
+    if options.background.is_some() && options.rom == RomVariant::Faithful {
+        return Err("a background colour needs the fixed ROM: the faithful ROM paints every miss red, as the hardware does".into());
     }
     Ok(())
 }
@@ -690,7 +880,7 @@ fn tile_sources(
                     ));
                 }
             }
-            match bytes.map(|bytes| ::image::load_from_memory(&bytes)) {
+            match bytes.map(|bytes| atlas::decode(&bytes, name)) {
                 Some(Ok(image)) => {
                     source = Some((
                         key,
@@ -759,12 +949,15 @@ fn fit_view(model: &ObjModel, options: &ObjOptions) -> Result<View, FitError> {
         &Framing {
             camera: point(options.camera),
             look_at: point(options.look_at),
+            up: options.up,
             view: options.view,
             inside: options.inside,
             fov_degrees: options.fov_degrees as f64,
             width: options.width,
             height: options.height,
             orbit_degrees: options.orbit_degrees,
+            open_space: options.rom != RomVariant::Faithful,
+            turntable: options.turntable,
         },
     )
 }
@@ -864,6 +1057,7 @@ pub mod default_scene {
     pub fn load(options: &ObjOptions) -> Result<ObjScene, SceneError> {
         let mut options = options.clone();
         options.flat = true;
+        options.split_large = false;
         if options.view == ViewPreset::Auto && !options.inside {
             options.camera = options.camera.or(Some(CAMERA));
             options.look_at = options.look_at.or(Some(LOOK_AT));

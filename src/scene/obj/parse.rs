@@ -12,9 +12,10 @@
 //! unwraps). So every statement tobj will read is checked here first, and tobj gets the
 //! checked statements in a form it reads as this loader means them ([`validate_mtl`]).
 //!
-//! OBJ: `v`, `vt`, `vn` (counted only), `f` (any polygon, fan-triangulated; `v`, `v/vt`,
-//! `v//vn`, `v/vt/vn`, negative indices count back from the last vertex; the renderer never
-//! uses normals, so a `vn` index that does not exist is a warning), `usemtl`, `mtllib`. `o`,
+//! OBJ: `v`, `vt`, `vn` (normals only shade: one whose numbers do not read is kept as zero),
+//! `f` (any polygon, fan-triangulated; `v`, `v/vt`, `v//vn`, `v/vt/vn`, negative indices
+//! count back from the last vertex; a `vn` index that does not exist is a warning, and the
+//! corner has no normal), `usemtl`, `mtllib`. `o`,
 //! `g`, `s`, lines and points are ignored; other statements are listed once in the notes.
 //! MTL: `newmtl`, `Kd`, `map_Kd` (its options are skipped); everything else (lighting,
 //! other maps) means nothing to the hardware and is ignored.
@@ -235,6 +236,7 @@ fn join(pieces: Vec<Piece>) -> ValidObj {
         let model = &mut valid.model;
         model.positions.extend_from_slice(&part.positions);
         model.texcoords.extend_from_slice(&part.texcoords);
+        model.normals.extend_from_slice(&part.normals);
         model
             .triangles
             .extend(part.triangles.iter().map(|&triangle| ObjTriangle {
@@ -271,7 +273,6 @@ fn read_piece<'a>(
     let mut reader = Reader {
         piece: Piece::default(),
         start,
-        normals: start.normals,
         material: INHERITED,
         material_index: HashMap::new(),
         unknown: HashSet::new(),
@@ -311,7 +312,6 @@ fn read_piece<'a>(
 struct Reader<'a> {
     piece: Piece<'a>,
     start: Counts,
-    normals: usize,
     /// The `usemtl` in force, as an index into the piece's names.
     material: u32,
     /// Names seen so far, by hash: 200,000 distinct `usemtl` names were quadratic.
@@ -365,7 +365,21 @@ impl<'a> Reader<'a> {
                 }
                 model.texcoords.push([u, v]);
             }
-            "vn" => self.normals += 1,
+            "vn" => {
+                // Normals only shade: one whose numbers do not read is no normal (zero),
+                // and the triangles that use it are lit flat.
+                let number = |k: usize| fields.get(k).and_then(|t| t.parse::<f64>().ok());
+                let normal = match [0, 1, 2].map(number) {
+                    [Some(x), Some(y), Some(z)] if [x, y, z].iter().all(|c| c.is_finite()) => {
+                        [x, y, z]
+                    }
+                    _ => [0.0; 3],
+                };
+                if self.start.normals + model.normals.len() >= NO_INDEX as usize {
+                    return Err(line.error(keyword, too_many("vn")));
+                }
+                model.normals.push(normal);
+            }
             "f" => self.face(line, keyword, fields)?,
             "usemtl" => self.use_material(line, keyword)?,
             "mtllib" => {
@@ -404,7 +418,7 @@ impl<'a> Reader<'a> {
         let counts = [
             self.start.positions + valid.model.positions.len(),
             self.start.texcoords + valid.model.texcoords.len(),
-            self.normals,
+            self.start.normals + valid.model.normals.len(),
         ];
         for token in fields {
             let (corner, ignored) = check_corner(line, token, counts)?;
@@ -492,7 +506,7 @@ fn check_corner(
         return Err(shape_error());
     }
     let mut ignored = None;
-    let mut resolved = [NO_INDEX; 2];
+    let mut resolved = [NO_INDEX; 3];
     for (kind, (part, count)) in parts[..len].iter().zip(counts).enumerate() {
         if part.is_empty() {
             continue;
@@ -513,9 +527,7 @@ fn check_corner(
                         if count == 1 { "" } else { "s" }
                     ))
                 } else {
-                    if kind < 2 {
-                        resolved[kind] = at as u32;
-                    }
+                    resolved[kind] = at as u32;
                     None
                 }
             }
@@ -524,15 +536,22 @@ fn check_corner(
             Some(message) if kind == 2 => {
                 ignored = Some(line.error(
                     part,
-                    format!("{message}; normals are not used, so it is ignored"),
+                    format!("{message}; it is ignored (the face is lit flat)"),
                 ))
             }
             Some(message) => return Err(line.error(token, message)),
             None => {}
         }
     }
-    let [position, texcoord] = resolved;
-    Ok((Corner { position, texcoord }, ignored))
+    let [position, texcoord, normal] = resolved;
+    Ok((
+        Corner {
+            position,
+            texcoord,
+            normal,
+        },
+        ignored,
+    ))
 }
 
 /// Checks MTL text; `file` names it in errors. Returns the statements tobj reads:
@@ -674,7 +693,15 @@ mod tests {
     }
 
     fn corner(position: u32, texcoord: u32) -> Corner {
-        Corner { position, texcoord }
+        with_normal(position, texcoord, NO_INDEX)
+    }
+
+    fn with_normal(position: u32, texcoord: u32, normal: u32) -> Corner {
+        Corner {
+            position,
+            texcoord,
+            normal,
+        }
     }
 
     #[test]
@@ -683,6 +710,8 @@ mod tests {
         // `w` is ignored, `vt u` means v = 0.
         assert_eq!(valid.model.positions, vec![[0.0; 3]]);
         assert_eq!(valid.model.texcoords, vec![[1.0, 0.0]]);
+        // A normal whose numbers do not read is zero.
+        assert_eq!(valid.model.normals, vec![[0.0; 3]]);
         assert_eq!(
             valid.model.triangles,
             vec![ObjTriangle {
@@ -700,7 +729,7 @@ mod tests {
     }
 
     #[test]
-    fn normal_indices_that_do_not_exist_are_warnings_and_dropped() {
+    fn normal_indices_that_do_not_exist_are_warnings_and_dropped_normals_kept() {
         // `f 1/1/1` with no `vn` at all, as some exporters write it.
         let valid =
             obj("v 0 0 0\nv 1 0 0\nv 0 1 0\nvt 0 0\nf 1/1/1 2/1/1 3/1/1\nf 1//x 2 3\n").unwrap();
@@ -719,20 +748,21 @@ mod tests {
         assert_eq!(
             valid.ignored,
             Some((
-                "t.obj:5:7: vn index 1 does not exist: 0 `vn` lines so far; normals are not used, so it is ignored".to_string(),
+                "t.obj:5:7: vn index 1 does not exist: 0 `vn` lines so far; it is ignored (the face is lit flat)".to_string(),
                 4
             ))
         );
-        // Normals that exist are dropped too, silently.
+        // Normals that exist are kept.
         let valid = obj("v 0 0 0\nv 1 0 0\nv 0 1 0\nvn 0 0 1\nf 1//1 2//1 3//-1\n").unwrap();
         assert_eq!(
             valid.model.triangles[0].corners,
             [
-                corner(0, NO_INDEX),
-                corner(1, NO_INDEX),
-                corner(2, NO_INDEX)
+                with_normal(0, NO_INDEX, 0),
+                with_normal(1, NO_INDEX, 0),
+                with_normal(2, NO_INDEX, 0)
             ]
         );
+        assert_eq!(valid.model.normals, vec![[0.0, 0.0, 1.0]]);
         assert_eq!(valid.ignored, None);
         // What the image depends on stays an error.
         assert_eq!(
