@@ -10,6 +10,7 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 use anyhow::bail;
 
+use super::cycles::CyclesArgs;
 use super::frames::{AnimationArgs, FrameJob};
 use super::scene_args::{LoadedScene, SceneArgs};
 use super::shader::{Shader, ShaderArgs};
@@ -47,6 +48,8 @@ pub struct RenderArgs {
     pub band: Option<Band>,
     #[command(flatten)]
     pub animation: AnimationArgs,
+    #[command(flatten)]
+    pub cycles: CyclesArgs,
 }
 
 /// Renders shorter than this never show a progress bar.
@@ -201,6 +204,10 @@ fn render_frame(
         }
         None => write_image(&render, output)?,
     }
+    let timing = args.cycles.cycles.then(|| {
+        let dir = args.scene.scene.as_deref().filter(|path| path.is_dir());
+        args.cycles.options(&loaded.scene, &options, dir)
+    });
     if !args.quiet {
         let band = args.band.map(|band| BandRun {
             band,
@@ -223,6 +230,9 @@ fn render_frame(
                 structure.mean_candidates()
             );
         }
+    }
+    if let Some(timing) = timing {
+        super::cycles::report(&machine, &timing, args.cycles.clock_mhz())?;
     }
     Ok(())
 }

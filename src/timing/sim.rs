@@ -1,0 +1,733 @@
+//! The machine clock by clock: the host's state machine (`Module_Host.v`, with or without
+//! `host-fix.patch`), every core's control unit (`Unit_Control.v`) with the flip-flops
+//! that join them (`Theia.v`: each core's 1-bit "triangle latched" and "pixel committed"
+//! counters, ANDed into HDL and RCOMMIT), every routine's cycles from the core's
+//! [`Recording`], and the texture memory ([`TextureMemory`]).
+//!
+//! Time is counted in clock periods as `tests/rtl/bench.v` counts them: period `t` holds
+//! the values registers take at edge `t - 1`; reset holds periods 2..=11, and the bench
+//! enables the host from period 12. A state machine in state `s` during period `t` moves
+//! to its next state for period `t + 1`. Only periods where something changes are
+//! visited: a period after one where nothing changed and no timer ends changes nothing
+//! either, since every input is the same.
+//!
+//! Measured facts the model rests on (`tests/rtl/bench.v` traces; checked by
+//! `tests/rtl.rs` on every random case):
+//! - a routine triggered in period `T` hands its first instruction to the decoder in
+//!   `T + 3`; instruction costs are [`super::cost`]'s; the control unit sees the routine
+//!   done in the period its RETURN is handed over, and acknowledges it in the next;
+//! - the host streams a triangle (7 packets of 3 words) in 71 periods after ACK (or
+//!   after PREPARE at a pixel's start): 7 x (1 BROADCAST + 9 WAIT_FOR_VERTEX), then 1
+//!   GET_PRIMITIVE_COUNT; configuration takes 7 periods per instruction packet (2 words),
+//!   10 per parameter or partition packet, and one period per state between them.
+
+use super::record::{EventKind, Recording};
+use super::tmem::TextureMemory;
+use crate::isa::registers::EntryPoint;
+
+/// Control-unit states (`Unit_Control.v`'s numbers, which `tests/rtl/bench.v` prints).
+pub mod cu {
+    pub const AFTER_RESET: u8 = 0;
+    pub const WAIT_FOR_INITIAL_CONFIGURATION: u8 = 1;
+    pub const WAIT_FOR_CONFIG_DATA_READ: u8 = 3;
+    pub const PRECALCULATE_CONSTANTS: u8 = 5;
+    pub const WAIT_FOR_CONSTANT: u8 = 6;
+    pub const ACK_PRECALCULATE_CONSTANTS: u8 = 7;
+    pub const TRIGGER_RGU: u8 = 12;
+    pub const WAIT_FOR_RGU: u8 = 13;
+    pub const ACK_RGU: u8 = 14;
+    pub const TRIGGER_MAIN: u8 = 22;
+    pub const WAIT_FOR_MAIN: u8 = 23;
+    pub const ACK_MAIN: u8 = 24;
+    pub const WAIT_FOR_PSU: u8 = 26;
+    pub const ACK_PSU: u8 = 27;
+    pub const CHECK_HIT: u8 = 31;
+    pub const CLEAR_REGISTERS: u8 = 32;
+    pub const WAIT_CLEAR_REGISTERS: u8 = 33;
+    pub const ACK_CLEAR_REGISTERS: u8 = 34;
+    pub const TRIGGER_PSU_WITH_TEXTURE: u8 = 35;
+    pub const TRIGGER_NPU: u8 = 37;
+    pub const WAIT_NPU: u8 = 38;
+    pub const ACK_NPU: u8 = 39;
+    pub const PERFORM_INITIAL_CONFIGURATION: u8 = 40;
+    pub const TRIGGER_USERCONSTANTS: u8 = 42;
+    pub const WAIT_USERCONSTANTS: u8 = 43;
+    pub const ACK_USERCONSTANTS: u8 = 44;
+    pub const TRIGGER_USERPIXELSHADER: u8 = 45;
+    pub const WAIT_FOR_USERPIXELSHADER: u8 = 46;
+    pub const ACK_USERPIXELSHADER: u8 = 47;
+    pub const DONE: u8 = 48;
+    pub const WAIT_FOR_RENDER_ENABLE: u8 = 49;
+    pub const WAIT_FOR_HOST_DATA_AVAILABLE: u8 = 51;
+    pub const WAIT_FOR_HOST_DATA_ACK: u8 = 52;
+}
+
+/// The first period after reset (`tests/rtl/bench.v` holds reset in periods 2..=11).
+pub const RESET_END: u64 = 12;
+/// The host's first state after IDLE, when the bench enables it in period 12.
+const HOST_START: u64 = 13;
+/// Periods the host takes to stream one triangle: 7 packets of 10, then one.
+pub const STREAM_PERIODS: u64 = 71;
+
+/// Where the routines a core runs come from: its recorded functional run, or the
+/// functional core itself, run as the control unit triggers it (after a hazard).
+pub trait Routines {
+    /// Core `core`'s next routine, which its control unit starts as `entry`: its index in
+    /// [`Routines::recording`].
+    fn start(&mut self, core: usize, entry: EntryPoint) -> Result<usize, Stop>;
+    fn recording(&self, core: usize) -> &Recording;
+    /// The host has streamed the pixel's triangle `triangle` (`None`: the one past the
+    /// list) into every core's IO swap copy and bank 0.
+    fn streamed(&mut self, _triangle: Option<usize>) {}
+    /// Core `core` flips its swap memory (CU_TRIGGER_MAIN).
+    fn flip(&mut self, _core: usize) {}
+    /// A hazard happened: a recorded run no longer holds ([`Stop::Diverged`]), a live
+    /// one goes on.
+    fn hazard(&mut self, _hazard: &Hazard) -> Result<(), Stop> {
+        Ok(())
+    }
+}
+
+/// Why a simulation stopped before the frame's end.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Stop {
+    /// The recorded run no longer describes what the hardware runs (after a hazard).
+    Diverged,
+    /// The functional core stopped (a fault), with its message.
+    Fault(String),
+}
+
+/// The host's states, grouped where the cores see the same signals.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum HostState {
+    /// IDLE, before the bench enables it.
+    Idle,
+    /// Broadcasting code and parameters, unicasting partitions (MST high).
+    Config,
+    /// PREPARE_FOR_GEO_REQUESTS: one period.
+    Prepare,
+    /// BROADCAST_NEXT_VERTEX, WAIT_FOR_VERTEX, GET_PRIMITIVE_COUNT: one triangle.
+    Stream,
+    /// WAIT_DATA_READ_CONFIRMATION: HDA high until every core latched the triangle.
+    WaitLatch,
+    /// ACK_GEO_REQUEST: GACK for one period.
+    Ack,
+    /// LAST_PRIMITIVE_REACHED: waits until every core committed its pixel.
+    WaitCommit,
+    /// GPU_EXECUTION_DONE.
+    Done,
+}
+
+/// What the machine is asked to run.
+#[derive(Clone, Copy, Debug)]
+pub struct Setup {
+    pub cores: usize,
+    pub triangles: usize,
+    /// Instruction packets the host broadcasts (two words each).
+    pub instruction_packets: u64,
+    /// `host-fix.patch`: STDONE also rises when every core has latched the last triangle.
+    pub host_fix: bool,
+    /// Give up after this many periods (a deadlock or livelock goes no further).
+    pub limit: u64,
+}
+
+/// Where a core stood while it waited.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Periods {
+    /// Running a routine, or between routines in the control unit.
+    pub busy: u64,
+    /// Waiting for the host: configuration, render enable, a triangle, the others' latch.
+    pub waiting: u64,
+    /// Done, or not started.
+    pub idle: u64,
+}
+
+/// A hazard of the published control unit, as the bench names it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Hazard {
+    pub core: usize,
+    /// The core's pixel (0-based, in its NPG order) and MAIN start of that pixel (0-based).
+    pub pixel: u64,
+    pub main: u64,
+    pub period: u64,
+    pub kind: HazardKind,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum HazardKind {
+    /// CU_TRIGGER_MAIN with the core's "latched" flag still set: it starts MAIN again on a
+    /// triangle another core has not latched (and flips its swap memory back).
+    Reentry,
+}
+
+/// How a simulated frame ended.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Ending {
+    /// Every core done in this period (`DONE cycles=N` of the bench).
+    Done(u64),
+    /// Nothing can move any more from this period on; the cores' states then.
+    Deadlock { period: u64, states: Vec<u8> },
+    /// Still running at the limit.
+    Limit(u64),
+}
+
+/// One core's course through the frame.
+#[derive(Clone, Debug, Default)]
+pub struct CoreCourse {
+    pub periods: Periods,
+    /// The period the core entered CU_DONE.
+    pub finish: Option<u64>,
+    /// For each OMWRITE: the core's pixel and the period it was handed over.
+    pub omwrites: Vec<(u64, u64)>,
+    /// Pixels started (RGU runs) and MAIN starts.
+    pub pixels: u64,
+    pub mains: u64,
+}
+
+/// The simulated frame.
+#[derive(Clone, Debug)]
+pub struct Course {
+    pub ending: Ending,
+    pub cores: Vec<CoreCourse>,
+    pub hazards: Vec<Hazard>,
+}
+
+/// A routine the execution unit is running.
+#[derive(Clone, Copy, Debug)]
+struct Running {
+    run: usize,
+    /// The next event of the run to reach.
+    event: u32,
+    /// The period of the next instruction after the events reached so far.
+    cursor: u64,
+    /// The RETURN's period, once every event before it is behind.
+    returns: Option<u64>,
+    /// A texture read in flight: it starts requesting in this period.
+    tmread_from: Option<u64>,
+    /// Waiting for the texture memory to finish a read.
+    reading: bool,
+    hung: bool,
+}
+
+#[derive(Clone, Debug)]
+struct CoreSim {
+    state: u8,
+    since: u64,
+    latched: bool,
+    committed: bool,
+    hit: bool,
+    routine: Option<Running>,
+    /// Bit 0 of the last routine's RETURN.
+    value: bool,
+    mains_this_pixel: u64,
+    course: CoreCourse,
+}
+
+struct Host {
+    state: HostState,
+    /// For timed states: the last period in the state.
+    until: u64,
+    /// The triangle streamed or waited for (0-based; `triangles` is the one past the list).
+    triangle: usize,
+    /// STDONE is high from this period until the next PREPARE.
+    stdone_from: Option<u64>,
+}
+
+/// Runs the frame.
+pub fn simulate(setup: &Setup, routines: &mut dyn Routines) -> Result<Course, Stop> {
+    Sim::new(setup).run(routines)
+}
+
+/// The signals every state machine reads in one period.
+#[derive(Clone, Copy, Debug)]
+struct Signals {
+    mst: bool,
+    rendren: bool,
+    hda: bool,
+    gack: bool,
+    stdone: bool,
+    /// HDL: every core's "latched" flag (the cores see its inverse as HDLACK).
+    latched: bool,
+    /// RCOMMIT: every core's "committed" flag.
+    committed: bool,
+}
+
+struct Sim<'s> {
+    setup: &'s Setup,
+    /// The period the host enters PREPARE_FOR_GEO_REQUESTS the first time.
+    config_end: u64,
+    host: Host,
+    cores: Vec<CoreSim>,
+    tmem: TextureMemory,
+    hazards: Vec<Hazard>,
+}
+
+/// Whether a control-unit state waits for its routine's RETURN.
+fn waits_for_routine(state: u8) -> bool {
+    use cu::*;
+    matches!(
+        state,
+        WAIT_CLEAR_REGISTERS
+            | WAIT_FOR_CONSTANT
+            | WAIT_USERCONSTANTS
+            | WAIT_FOR_RGU
+            | WAIT_FOR_MAIN
+            | WAIT_FOR_PSU
+            | WAIT_FOR_USERPIXELSHADER
+            | WAIT_NPU
+    )
+}
+
+/// Whether a core in `state` waits for the host (or, in WAIT_FOR_HOST_DATA_ACK, for the
+/// other cores' latches).
+fn waits_for_host(state: u8) -> bool {
+    use cu::*;
+    matches!(
+        state,
+        WAIT_FOR_INITIAL_CONFIGURATION
+            | PERFORM_INITIAL_CONFIGURATION
+            | WAIT_FOR_CONFIG_DATA_READ
+            | WAIT_FOR_RENDER_ENABLE
+            | WAIT_FOR_HOST_DATA_AVAILABLE
+            | WAIT_FOR_HOST_DATA_ACK
+    )
+}
+
+impl<'s> Sim<'s> {
+    fn new(setup: &'s Setup) -> Sim<'s> {
+        // INSTRUCTION packets of 7 periods, INITIAL_SCENE_PARAMS_STAGE, 6 parameter packets
+        // of 10, PREPARE_CORE_CONFIG, then per core 2 partition packets of 10 and
+        // PREPARE_NEXT_CORE_CONFIG.
+        let config_end =
+            HOST_START + 7 * setup.instruction_packets + 1 + 60 + 1 + 21 * setup.cores as u64;
+        let core = CoreSim {
+            state: cu::AFTER_RESET,
+            since: 1,
+            latched: false,
+            committed: false,
+            hit: false,
+            routine: None,
+            value: false,
+            mains_this_pixel: 0,
+            course: CoreCourse::default(),
+        };
+        Sim {
+            setup,
+            config_end,
+            host: Host {
+                state: HostState::Idle,
+                until: HOST_START - 1,
+                triangle: 0,
+                stdone_from: None,
+            },
+            cores: vec![core; setup.cores],
+            tmem: TextureMemory::new(setup.cores, RESET_END),
+            hazards: Vec::new(),
+        }
+    }
+
+    fn signals(&self, t: u64) -> Signals {
+        use HostState::*;
+        let state = self.host.state;
+        Signals {
+            mst: matches!(state, Config | Stream | WaitCommit),
+            rendren: matches!(state, Stream | WaitLatch | WaitCommit),
+            hda: state == WaitLatch,
+            gack: state == Ack,
+            stdone: self.host.stdone_from.is_some_and(|from| t >= from),
+            latched: self.cores.iter().all(|c| c.latched),
+            committed: self.cores.iter().all(|c| c.committed),
+        }
+    }
+
+    fn run(mut self, routines: &mut dyn Routines) -> Result<Course, Stop> {
+        let mut t = RESET_END;
+        let ending = loop {
+            if t > self.setup.limit {
+                break Ending::Limit(self.setup.limit);
+            }
+            if self.cores.iter().all(|c| c.state == cu::DONE) {
+                break Ending::Done(t);
+            }
+            let signals = self.signals(t);
+            let mut changed = self.step_texture_memory(t, routines);
+            for core in 0..self.cores.len() {
+                changed |= self.step_core(core, t, &signals, routines)?;
+            }
+            changed |= self.step_host(t, &signals, routines);
+            t = if changed {
+                t + 1
+            } else {
+                match self.next_timer(t) {
+                    Some(next) => next,
+                    None => {
+                        break Ending::Deadlock {
+                            period: t,
+                            states: self.cores.iter().map(|c| c.state).collect(),
+                        }
+                    }
+                }
+            };
+        };
+        let end = match ending {
+            Ending::Done(t) => t,
+            Ending::Deadlock { period, .. } => period,
+            Ending::Limit(limit) => limit,
+        };
+        let cores = self
+            .cores
+            .into_iter()
+            .map(|mut core| {
+                let state = core.state;
+                account(
+                    &mut core.course.periods,
+                    state,
+                    end + 1 - core.since.min(end + 1),
+                );
+                core.course
+            })
+            .collect();
+        Ok(Course {
+            ending,
+            cores,
+            hazards: self.hazards,
+        })
+    }
+
+    /// The earliest period after `t` in which some state machine moves without its inputs
+    /// changing; `None` when none ever will (a deadlock).
+    fn next_timer(&self, t: u64) -> Option<u64> {
+        let mut next = u64::MAX;
+        if matches!(
+            self.host.state,
+            HostState::Idle | HostState::Config | HostState::Stream
+        ) {
+            next = next.min(self.host.until);
+        }
+        for core in &self.cores {
+            if let Some(running) = &core.routine {
+                if let Some(from) = running.tmread_from {
+                    next = next.min(from);
+                }
+                if let (Some(returns), true) = (running.returns, waits_for_routine(core.state)) {
+                    next = next.min(returns);
+                }
+            }
+        }
+        if self.tmem.busy() {
+            next = t + 1;
+        }
+        (next != u64::MAX).then_some(next.max(t + 1))
+    }
+
+    /// Starts the reads that begin in `t` and steps the texture memory through `t`.
+    fn step_texture_memory(&mut self, t: u64, routines: &mut dyn Routines) -> bool {
+        for (index, core) in self.cores.iter_mut().enumerate() {
+            if let Some(running) = &mut core.routine {
+                if running.tmread_from == Some(t) {
+                    running.tmread_from = None;
+                    let events = routines
+                        .recording(index)
+                        .events_of(&routines.recording(index).runs[running.run]);
+                    let EventKind::Tmread(addresses) = events[running.event as usize - 1].kind
+                    else {
+                        unreachable!("a read starts at a TMREAD event")
+                    };
+                    self.tmem.begin(index, addresses);
+                }
+            }
+        }
+        if !self.tmem.busy() {
+            return false;
+        }
+        let mut finished = Vec::new();
+        self.tmem.step(t, |core| finished.push(core));
+        for core in finished {
+            let sim = &mut self.cores[core];
+            let running = sim.routine.as_mut().expect("a reading core runs a routine");
+            running.reading = false;
+            running.cursor = t;
+            let pixel = sim.course.pixels.saturating_sub(1);
+            advance(
+                running,
+                routines.recording(core),
+                &mut sim.course.omwrites,
+                pixel,
+            );
+        }
+        true
+    }
+
+    /// Core `index` through period `t`: its next state, the routine it starts, its flags.
+    /// Whether anything of it changed.
+    fn step_core(
+        &mut self,
+        index: usize,
+        t: u64,
+        signals: &Signals,
+        routines: &mut dyn Routines,
+    ) -> Result<bool, Stop> {
+        use cu::*;
+        let core = &self.cores[index];
+        let state = core.state;
+        let done = core
+            .routine
+            .as_ref()
+            .is_some_and(|r| !r.hung && r.returns == Some(t));
+        let mut start = None;
+        let next = match state {
+            AFTER_RESET => WAIT_FOR_INITIAL_CONFIGURATION,
+            WAIT_FOR_INITIAL_CONFIGURATION if signals.mst => PERFORM_INITIAL_CONFIGURATION,
+            PERFORM_INITIAL_CONFIGURATION if !signals.mst && signals.rendren => CLEAR_REGISTERS,
+            CLEAR_REGISTERS => {
+                start = Some(EntryPoint::Initial);
+                WAIT_CLEAR_REGISTERS
+            }
+            ACK_CLEAR_REGISTERS => WAIT_FOR_CONFIG_DATA_READ,
+            WAIT_FOR_CONFIG_DATA_READ if !signals.mst => PRECALCULATE_CONSTANTS,
+            PRECALCULATE_CONSTANTS => {
+                start = Some(EntryPoint::Cppu);
+                WAIT_FOR_CONSTANT
+            }
+            ACK_PRECALCULATE_CONSTANTS => TRIGGER_USERCONSTANTS,
+            TRIGGER_USERCONSTANTS => {
+                start = Some(EntryPoint::UserConstants);
+                WAIT_USERCONSTANTS
+            }
+            ACK_USERCONSTANTS => WAIT_FOR_RENDER_ENABLE,
+            WAIT_FOR_RENDER_ENABLE if signals.rendren => TRIGGER_RGU,
+            TRIGGER_RGU => {
+                start = Some(EntryPoint::Rgu);
+                WAIT_FOR_RGU
+            }
+            ACK_RGU if signals.rendren => WAIT_FOR_HOST_DATA_AVAILABLE,
+            WAIT_FOR_HOST_DATA_AVAILABLE if signals.hda => TRIGGER_MAIN,
+            TRIGGER_MAIN => {
+                start = Some(EntryPoint::Main);
+                WAIT_FOR_MAIN
+            }
+            ACK_MAIN if signals.stdone => CHECK_HIT,
+            ACK_MAIN => WAIT_FOR_HOST_DATA_ACK,
+            WAIT_FOR_HOST_DATA_ACK if !signals.latched => WAIT_FOR_HOST_DATA_AVAILABLE,
+            CHECK_HIT if core.hit => TRIGGER_PSU_WITH_TEXTURE,
+            CHECK_HIT => TRIGGER_USERPIXELSHADER,
+            TRIGGER_PSU_WITH_TEXTURE => {
+                start = Some(EntryPoint::Psu2);
+                WAIT_FOR_PSU
+            }
+            ACK_PSU => TRIGGER_USERPIXELSHADER,
+            TRIGGER_USERPIXELSHADER => {
+                start = Some(EntryPoint::PixelShader);
+                WAIT_FOR_USERPIXELSHADER
+            }
+            ACK_USERPIXELSHADER => TRIGGER_NPU,
+            TRIGGER_NPU => {
+                start = Some(EntryPoint::Npg);
+                WAIT_NPU
+            }
+            ACK_NPU if core.value => TRIGGER_RGU,
+            ACK_NPU => DONE,
+            WAIT_CLEAR_REGISTERS if done => ACK_CLEAR_REGISTERS,
+            WAIT_FOR_CONSTANT if done => ACK_PRECALCULATE_CONSTANTS,
+            WAIT_USERCONSTANTS if done => ACK_USERCONSTANTS,
+            WAIT_FOR_RGU if done => ACK_RGU,
+            WAIT_FOR_MAIN if done => ACK_MAIN,
+            WAIT_FOR_PSU if done => ACK_PSU,
+            WAIT_FOR_USERPIXELSHADER if done => ACK_USERPIXELSHADER,
+            WAIT_NPU if done => ACK_NPU,
+            other => other,
+        };
+        if let Some(entry) = start {
+            self.start_routine(index, t, entry, routines)?;
+        }
+        let core = &mut self.cores[index];
+        if done {
+            let run = core.routine.take().expect("a done core ran a routine");
+            core.value = routines.recording(index).runs[run.run].value;
+            if state == WAIT_FOR_MAIN {
+                core.hit |= core.value;
+            }
+        }
+        if state == TRIGGER_PSU_WITH_TEXTURE {
+            core.hit = false;
+        }
+        let latched = !signals.gack && (core.latched ^ matches!(state, TRIGGER_MAIN | DONE));
+        let committed = !signals.gack && (core.committed ^ (state == ACK_USERPIXELSHADER));
+        let flags = latched != core.latched || committed != core.committed;
+        core.latched = latched;
+        core.committed = committed;
+        if next == state {
+            return Ok(flags);
+        }
+        let held = t + 1 - core.since;
+        if state == ACK_RGU {
+            account(&mut core.course.periods, TRIGGER_RGU, 1);
+            account(&mut core.course.periods, ACK_RGU, held - 1);
+        } else {
+            account(&mut core.course.periods, state, held);
+        }
+        core.since = t + 1;
+        core.state = next;
+        if next == DONE {
+            core.course.finish = Some(t + 1);
+        }
+        Ok(true)
+    }
+
+    /// Core `index` starts `entry` in period `t` (its trigger state).
+    fn start_routine(
+        &mut self,
+        index: usize,
+        t: u64,
+        entry: EntryPoint,
+        routines: &mut dyn Routines,
+    ) -> Result<(), Stop> {
+        let core = &mut self.cores[index];
+        match entry {
+            EntryPoint::Rgu => {
+                core.course.pixels += 1;
+                core.mains_this_pixel = 0;
+            }
+            EntryPoint::Main => {
+                if core.latched {
+                    let hazard = Hazard {
+                        core: index,
+                        pixel: core.course.pixels.saturating_sub(1),
+                        main: core.mains_this_pixel,
+                        period: t,
+                        kind: HazardKind::Reentry,
+                    };
+                    routines.hazard(&hazard)?;
+                    self.hazards.push(hazard);
+                }
+                let core = &mut self.cores[index];
+                core.mains_this_pixel += 1;
+                core.course.mains += 1;
+                routines.flip(index);
+            }
+            _ => {}
+        }
+        let run = routines.start(index, entry)?;
+        let core = &mut self.cores[index];
+        let mut running = Running {
+            run,
+            event: 0,
+            cursor: t + 3,
+            returns: None,
+            tmread_from: None,
+            reading: false,
+            hung: false,
+        };
+        let pixel = core.course.pixels.saturating_sub(1);
+        advance(
+            &mut running,
+            routines.recording(index),
+            &mut core.course.omwrites,
+            pixel,
+        );
+        core.routine = Some(running);
+        Ok(())
+    }
+
+    /// The host through period `t`; whether its state changed.
+    fn step_host(&mut self, t: u64, signals: &Signals, routines: &mut dyn Routines) -> bool {
+        let host = &mut self.host;
+        let last = self.setup.triangles;
+        let next = match host.state {
+            HostState::Idle if t == host.until => {
+                host.until = self.config_end - 1;
+                HostState::Config
+            }
+            HostState::Config if t == host.until => HostState::Prepare,
+            HostState::Prepare => {
+                host.stdone_from = None;
+                if self.cores.iter().all(|c| c.state == cu::DONE) {
+                    HostState::Done
+                } else {
+                    host.triangle = 0;
+                    self.begin_stream(t + 1);
+                    HostState::Stream
+                }
+            }
+            HostState::Stream if t == host.until => {
+                routines.streamed((host.triangle < last).then_some(host.triangle));
+                if host.triangle >= last {
+                    HostState::WaitCommit
+                } else {
+                    HostState::WaitLatch
+                }
+            }
+            HostState::WaitLatch if signals.latched => HostState::Ack,
+            HostState::Ack => {
+                // host-fix.patch: STDONE once every core has latched the last triangle.
+                if self.setup.host_fix && host.triangle + 1 >= last {
+                    host.stdone_from = Some(host.stdone_from.map_or(t + 1, |f| f.min(t + 1)));
+                }
+                host.triangle += 1;
+                self.begin_stream(t + 1);
+                HostState::Stream
+            }
+            HostState::WaitCommit if signals.committed => HostState::Prepare,
+            state => state,
+        };
+        let changed = next != self.host.state;
+        self.host.state = next;
+        changed
+    }
+
+    /// The host starts streaming its current triangle in period `start`.
+    fn begin_stream(&mut self, start: u64) {
+        let host = &mut self.host;
+        host.until = start + STREAM_PERIODS - 1;
+        if host.triangle >= self.setup.triangles {
+            // The published STDONE: the vertex counter reaches (N + 1) x 7 after the sixth
+            // packet of the triangle past the list.
+            let from = start + 60;
+            host.stdone_from = Some(host.stdone_from.map_or(from, |f| f.min(from)));
+        }
+    }
+}
+
+/// Books `periods` spent in control-unit state `state`.
+fn account(periods: &mut Periods, state: u8, count: u64) {
+    if state == cu::AFTER_RESET || state == cu::DONE {
+        periods.idle += count;
+    } else if waits_for_host(state) || state == cu::ACK_RGU {
+        periods.waiting += count;
+    } else {
+        periods.busy += count;
+    }
+}
+
+/// Moves `running` past the events that need no one else: OMWRITEs (noted in
+/// `omwrites` for `pixel`) up to the next TMREAD (which then starts requesting two periods
+/// after it is handed over) or to its RETURN.
+fn advance(
+    running: &mut Running,
+    recording: &Recording,
+    omwrites: &mut Vec<(u64, u64)>,
+    pixel: u64,
+) {
+    let run = &recording.runs[running.run];
+    let events = recording.events_of(run);
+    while let Some(event) = events.get(running.event as usize) {
+        let at = running.cursor + u64::from(event.before);
+        running.event += 1;
+        match event.kind {
+            EventKind::Omwrite => {
+                omwrites.push((pixel, at));
+                running.cursor = at;
+            }
+            EventKind::Tmread(_) => {
+                running.tmread_from = Some(at + 2);
+                running.reading = true;
+                return;
+            }
+            EventKind::Hang => {
+                running.hung = true;
+                return;
+            }
+        }
+    }
+    running.returns = Some(running.cursor + u64::from(run.tail));
+}
