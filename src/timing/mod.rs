@@ -299,12 +299,9 @@ const TRIANGLE_ROW: u16 = 44;
 impl Routines for Live<'_> {
     fn start(&mut self, core: usize, entry: EntryPoint) -> Result<usize, Stop> {
         let functional = &mut self.cores[core];
-        if matches!(
-            entry,
-            EntryPoint::Initial | EntryPoint::Cppu | EntryPoint::UserConstants | EntryPoint::Rgu
-        ) {
-            functional.refill_budget();
-        }
+        // The watchdog guards each routine: a hazard can make a pixel run MAIN far more
+        // often than it has triangles, and the hardware has no watchdog to stop it.
+        functional.refill_budget();
         let recording = &mut self.recordings[core];
         functional.run(entry, recording).map_err(|fault| {
             Stop::Fault(format!("core {core}, routine {}: {fault}", entry.name()))
