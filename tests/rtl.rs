@@ -430,6 +430,99 @@ fn cycles_equal_the_rtl_with_other_core_counts() {
     }
 }
 
+/// `../shared/conformance/scenes_example3` on THEIA's RTL built with 8 cores (one per
+/// partition of its Params.mem), measured once with `tests/rtl/bench.v` (`+timing`) by
+/// `scenes_example3_on_the_8_core_rtl` below (35 minutes on this project's 2-core machine;
+/// the RTL's words equal the emulator's in all 25,600 pixels): `DONE cycles=105063483`,
+/// every core's `FINISH`, and the first of its 3,788 `HAZARD` lines (cycle, core).
+const EXAMPLE3_RTL_CYCLES: u64 = 105_063_483;
+const EXAMPLE3_RTL_FINISHES: [u64; 8] = [
+    105_063_373,
+    105_063_369,
+    105_063_377,
+    105_063_383,
+    105_063_385,
+    105_063_391,
+    105_063_397,
+    105_063_483,
+];
+const EXAMPLE3_RTL_FIRST_HAZARD: (u64, usize) = (2_025_805, 6);
+
+fn example3_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared/conformance/scenes_example3")
+}
+
+/// The cycle model gives scenes_example3 the RTL's frame cycles, finish cycles and first
+/// hazard (the facts above).
+#[test]
+#[cfg_attr(not(conformance_data), ignore = "needs ../shared/conformance")]
+fn scenes_example3_takes_the_cycles_the_rtl_takes() {
+    let timing = predict(&example3_dir(), Host::Fixed);
+    assert_eq!(timing.frame_cycles(), Some(EXAMPLE3_RTL_CYCLES));
+    let finishes: Vec<u64> = timing
+        .course
+        .cores
+        .iter()
+        .map(|c| c.finish.expect("every core finishes"))
+        .collect();
+    assert_eq!(finishes, EXAMPLE3_RTL_FINISHES);
+    let first = timing.hazards().first().expect("the RTL shows hazards");
+    assert_eq!((first.period, first.core), EXAMPLE3_RTL_FIRST_HAZARD);
+}
+
+/// scenes_example3 on the 8-core RTL against the model: frame, finish and every OMWRITE's
+/// cycle, every hazard, and the words. `THEIA_RTL_OUTPUT=FILE` compares a saved bench
+/// output instead of running the RTL (about 35 minutes).
+#[test]
+#[ignore = "long: 105 million cycles on the RTL; run with --ignored --nocapture"]
+fn scenes_example3_on_the_8_core_rtl() {
+    let dir = example3_dir();
+    let run = match std::env::var("THEIA_RTL_OUTPUT") {
+        Ok(file) => oracle::parse_run(
+            &std::fs::read_to_string(file).expect("the saved output"),
+            &dir,
+        ),
+        Err(_) => run_rtl_on(
+            Build {
+                host: Host::Fixed,
+                cores: 8,
+            },
+            &dir,
+            400_000_000,
+        ),
+    };
+    let timing = predict(&dir, Host::Fixed);
+    let check = compare_cycles(&run, &timing);
+    let model_hazards: Vec<(u64, usize)> = timing
+        .hazards()
+        .iter()
+        .map(|h| (h.period, h.core))
+        .collect();
+    let mut rtl_hazards = run.hazards.clone();
+    let mut sorted_model = model_hazards.clone();
+    rtl_hazards.sort();
+    sorted_model.sort();
+    println!(
+        "scenes_example3, 8 cores: {}; hazards: {} on the RTL, {} in the model, {}",
+        check.describe(),
+        rtl_hazards.len(),
+        sorted_model.len(),
+        if rtl_hazards == sorted_model {
+            "every one at the same cycle and core"
+        } else {
+            "they differ"
+        }
+    );
+    assert_eq!(run.cycles, EXAMPLE3_RTL_CYCLES);
+    assert!(check.equal(), "{}", check.describe());
+    assert_eq!(rtl_hazards, sorted_model);
+    let RtlOutcome::Words(rtl) = &run.outcome else {
+        panic!("the RTL did not finish")
+    };
+    let ours = emulate(&load_scene_dir(&dir).unwrap(), 0).unwrap();
+    assert_eq!(differences(&ours, rtl, 6), Vec::<String>::new());
+}
+
 /// Opcode x operand class x forwarding distance, over the cases that matched.
 fn coverage_table(uses: &BTreeSet<Use>) -> String {
     let mut rows: BTreeMap<&str, (BTreeSet<Class>, BTreeSet<u8>)> = BTreeMap::new();

@@ -17,7 +17,8 @@ pub struct CyclesArgs {
     /// THEIA stages only (not R500 or PICA200)
     #[arg(long)]
     pub cycles: bool,
-    /// The clock for the frame time [default: 50 MHz, the FPGA clock of THEIA's reports]
+    /// The clock for the frame time [default: 100 MHz, the only clock THEIA's sources name:
+    /// its test bench's 10 ns period]
     #[arg(long, value_name = "MHZ", requires = "cycles")]
     pub clock: Option<f64>,
     /// The host that streams the scene: `fixed` (with the RTL's host-fix patch, which the

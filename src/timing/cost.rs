@@ -18,7 +18,7 @@
 
 use crate::core::alu::{magnitude32, Vec3};
 use crate::core::exec::Step;
-use crate::isa::{Hardware, Operation};
+use crate::isa::{Hardware, Instr, Operation};
 
 /// How an instruction occupies the execution unit.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -33,9 +33,64 @@ pub enum Cost {
     Hang,
 }
 
+/// What an opcode costs, before its operands: one entry per 7-bit opcode value.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kind {
+    Fixed(u32),
+    Div,
+    Omwrite,
+    Tmread,
+    Return,
+    Hang,
+}
+
+/// [`Kind`] of every opcode value, from the opcode table (looked up per instruction a
+/// timed run interprets, so not searched for).
+fn kinds() -> &'static [Kind; 128] {
+    static KINDS: std::sync::OnceLock<[Kind; 128]> = std::sync::OnceLock::new();
+    KINDS.get_or_init(|| {
+        let mut kinds = [Kind::Hang; 128];
+        for row in crate::isa::OPCODES {
+            kinds[row.opcode as usize] =
+                match instruction_cost(Instr::decode(crate::isa::Word::type1(row.opcode, 0, 0, 0)))
+                {
+                    Cost::Fixed(_) if row.operation == Operation::Div => Kind::Div,
+                    Cost::Fixed(_) if row.operation == Operation::Omwrite => Kind::Omwrite,
+                    Cost::Fixed(cycles) => Kind::Fixed(cycles),
+                    Cost::Tmread(_) => Kind::Tmread,
+                    Cost::Return => Kind::Return,
+                    Cost::Hang => Kind::Hang,
+                };
+        }
+        kinds
+    })
+}
+
+/// The [`Kind`] of the instruction `step` executed.
+#[inline]
+pub fn kind(step: &Step) -> Kind {
+    match step.instruction.opcode() {
+        Some(opcode) => kinds()[opcode as usize],
+        None => Kind::Hang,
+    }
+}
+
 /// The cost of the instruction `step` executed.
 pub fn cost(step: &Step) -> Cost {
-    let Some(info) = step.instruction.info() else {
+    match kind(step) {
+        Kind::Fixed(cycles) => Cost::Fixed(cycles),
+        Kind::Omwrite => Cost::Fixed(4),
+        Kind::Div => Cost::Fixed(div_cycles(step.a, step.b)),
+        Kind::Tmread => Cost::Tmread(step.a),
+        Kind::Return => Cost::Return,
+        Kind::Hang => Cost::Hang,
+    }
+}
+
+/// The cost of `instruction` whatever its operands: DIV at its long path, TMREAD's
+/// addresses zero.
+pub fn instruction_cost(instruction: Instr) -> Cost {
+    let Some(info) = instruction.info() else {
         return Cost::Hang;
     };
     if info.hardware != Hardware::Implemented {
@@ -43,11 +98,19 @@ pub fn cost(step: &Step) -> Cost {
     }
     match info.operation {
         Operation::Return => Cost::Return,
-        Operation::Tmread => Cost::Tmread(step.a),
-        Operation::Div if div_is_short(step.a, step.b) => Cost::Fixed(6),
+        Operation::Tmread => Cost::Tmread([0; 3]),
         Operation::Mag => Cost::Fixed(40),
         Operation::Ret => Cost::Fixed(4),
         _ => Cost::Fixed(info.latency + 1),
+    }
+}
+
+/// DIV's cycles on operands `a` and `b`: 72, or 6 on the short path.
+pub fn div_cycles(a: Vec3, b: Vec3) -> u32 {
+    if div_is_short(a, b) {
+        6
+    } else {
+        72
     }
 }
 

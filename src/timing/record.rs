@@ -5,10 +5,18 @@
 //! functional emulator's own loop records it, and only when asked: renders without
 //! `--cycles` use [`NoObserver`](crate::core::NoObserver), which compiles away.
 
-use super::cost::{cost, Cost};
+use std::cell::RefCell;
+
+use super::cost::{div_cycles, kind, Kind};
+use super::culled::{RejectTiming, TimedCulledRuns};
 use crate::core::alu::Vec3;
-use crate::core::exec::{Observer, Step};
+use crate::core::exec::{Core, Fault, Observer, Step};
+use crate::core::CoreState;
 use crate::isa::registers::EntryPoint;
+use crate::machine::cull::Culler;
+use crate::machine::triangles::{self, Every};
+use crate::machine::Machine;
+use crate::scene::Partition;
 
 /// One routine as it ran: `events` of [`Recording::events`] from `first_event`, then
 /// `tail` cycles to its RETURN.
@@ -61,6 +69,17 @@ impl Recording {
         &self.events[first..first + run.events as usize]
     }
 
+    /// A MAIN that returned FALSE after `cycles`, timed without being interpreted.
+    pub fn push_main(&mut self, cycles: u32) {
+        self.runs.push(Run {
+            entry: EntryPoint::Main,
+            value: false,
+            first_event: self.events.len() as u32,
+            events: 0,
+            tail: cycles,
+        });
+    }
+
     fn push_event(&mut self, kind: EventKind) {
         self.events.push(Event {
             before: self.pending,
@@ -83,19 +102,19 @@ impl Observer for Recording {
         if self.hung {
             return;
         }
-        match cost(step) {
-            Cost::Fixed(cycles) => {
-                if matches!(step.instruction.operation(), crate::isa::Operation::Omwrite) {
-                    self.push_event(EventKind::Omwrite);
-                }
-                self.pending += cycles;
+        match kind(step) {
+            Kind::Fixed(cycles) => self.pending += cycles,
+            Kind::Div => self.pending += div_cycles(step.a, step.b),
+            Kind::Omwrite => {
+                self.push_event(EventKind::Omwrite);
+                self.pending += 4;
             }
-            Cost::Tmread(addresses) => self.push_event(EventKind::Tmread(addresses)),
-            Cost::Hang => {
+            Kind::Tmread => self.push_event(EventKind::Tmread(step.a)),
+            Kind::Hang => {
                 self.push_event(EventKind::Hang);
                 self.hung = true;
             }
-            Cost::Return => {}
+            Kind::Return => {}
         }
     }
 
@@ -108,4 +127,55 @@ impl Observer for Recording {
             tail: self.pending,
         });
     }
+}
+
+/// Core `index`'s whole run of `partition`, recorded: boot (INITIAL, CPPU,
+/// USERCONSTANTS), then per pixel RGU, MAIN per triangle (those `culler` proves
+/// rejected timed from its values, [`super::culled`]), PSU2 on a hit, the pixel shader and
+/// NPG, as [`Machine::run_pixel`] runs them. Stops at NPG's FALSE, a fault (with its
+/// routine), or one pixel past the partition (the hardware would go on).
+pub fn record_core(
+    machine: &Machine<'_>,
+    culler: Option<&Culler>,
+    index: usize,
+    partition: &Partition,
+) -> Result<Recording, (EntryPoint, Fault)> {
+    let recording = RefCell::new(Recording::default());
+    let mut core = machine
+        .boot_core(index, partition, &mut *recording.borrow_mut())
+        .map_err(|error| match error {
+            crate::machine::RenderError::Core { entry, fault, .. } => (entry, fault),
+            _ => unreachable!("booting a core fails only in a routine"),
+        })?;
+    let culled = culler.and_then(|culler| Some((culler, RejectTiming::new(culler)?)));
+    let run = |core: &mut Core<'_>, entry| {
+        core.run(entry, &mut *recording.borrow_mut())
+            .map_err(|fault| (entry, fault))
+    };
+    for _ in 0..=partition.pixel_count() {
+        core.refill_budget();
+        run(&mut core, EntryPoint::Rgu)?;
+        let triangles = &machine.scene.triangles;
+        let main = |core: &mut Core<'_>| run(core, EntryPoint::Main);
+        let hit = match culled {
+            Some((culler, timing)) => {
+                let mut source = TimedCulledRuns {
+                    culler,
+                    timing,
+                    recording: &recording,
+                };
+                triangles::run(&mut core, triangles, &mut source, main)?
+            }
+            None => triangles::run(&mut core, triangles, &mut Every, main)?,
+        };
+        core.load_dummy_triangle();
+        if hit {
+            run(&mut core, EntryPoint::Psu2)?;
+        }
+        run(&mut core, EntryPoint::PixelShader)?;
+        if !run(&mut core, EntryPoint::Npg)? {
+            break;
+        }
+    }
+    Ok(recording.into_inner())
 }

@@ -81,6 +81,13 @@ pub trait Routines {
     fn streamed(&mut self, _triangle: Option<usize>) {}
     /// Core `core` flips its swap memory (CU_TRIGGER_MAIN).
     fn flip(&mut self, _core: usize) {}
+    /// Core `core`'s next routine, if it is a MAIN that runs without events on triangle
+    /// `triangle` streamed into its IO copy and flipped in: its cycles and return value,
+    /// without starting it (the next [`Routines::start`] of a MAIN returns it; a live
+    /// source may run it now, and then ignores the stream and the flip that come for it).
+    fn peek_main(&mut self, _core: usize, _triangle: usize) -> Result<Option<(u32, bool)>, Stop> {
+        Ok(None)
+    }
     /// A hazard happened: a recorded run no longer holds ([`Stop::Diverged`]), a live
     /// one goes on.
     fn hazard(&mut self, _hazard: &Hazard) -> Result<(), Stop> {
@@ -129,6 +136,9 @@ pub struct Setup {
     pub host_fix: bool,
     /// Give up after this many periods (a deadlock or livelock goes no further).
     pub limit: u64,
+    /// Take the triangle loop in closed form where it holds ([`Sim::fast_forward`]);
+    /// off, every period is simulated (the tests compare the two).
+    pub fast: bool,
 }
 
 /// Where a core stood while it waited.
@@ -209,10 +219,20 @@ struct Running {
     hung: bool,
 }
 
+impl Running {
+    /// Whether the routine's RETURN is known, no read pending.
+    fn event_free(&self) -> bool {
+        self.returns.is_some() && self.tmread_from.is_none() && !self.reading && !self.hung
+    }
+}
+
 #[derive(Clone, Debug)]
 struct CoreSim {
     state: u8,
     since: u64,
+    /// The next period the core moves on its own (its state lasts one period, or its
+    /// routine returns then); a core waiting for a signal moves only when one changes.
+    wake: u64,
     latched: bool,
     committed: bool,
     hit: bool,
@@ -220,6 +240,8 @@ struct CoreSim {
     /// Bit 0 of the last routine's RETURN.
     value: bool,
     mains_this_pixel: u64,
+    /// The period the last MAIN returned in.
+    main_returned: u64,
     course: CoreCourse,
 }
 
@@ -239,7 +261,7 @@ pub fn simulate(setup: &Setup, routines: &mut dyn Routines) -> Result<Course, St
 }
 
 /// The signals every state machine reads in one period.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 struct Signals {
     mst: bool,
     rendren: bool,
@@ -260,6 +282,22 @@ struct Sim<'s> {
     cores: Vec<CoreSim>,
     tmem: TextureMemory,
     hazards: Vec<Hazard>,
+    /// Cores whose "latched" and "committed" flags are set, and cores done.
+    latched: usize,
+    committed: usize,
+    done: usize,
+    /// Cores to evaluate in the next period (their state lasts one period), one bit each.
+    soon: u64,
+    /// Cores waiting for a signal (evaluated when one changes).
+    waiting: u64,
+    /// No core's own timer (a routine's RETURN, a read's start) is before this period.
+    next_own: u64,
+}
+
+/// Whether a control-unit state waits for a signal from the host or the other cores
+/// (it moves only when one changes).
+fn waits_for_signal(state: u8) -> bool {
+    waits_for_host(state) || state == cu::ACK_RGU
 }
 
 /// Whether a control-unit state waits for its routine's RETURN.
@@ -303,12 +341,14 @@ impl<'s> Sim<'s> {
         let core = CoreSim {
             state: cu::AFTER_RESET,
             since: 1,
+            wake: RESET_END,
             latched: false,
             committed: false,
             hit: false,
             routine: None,
             value: false,
             mains_this_pixel: 0,
+            main_returned: 0,
             course: CoreCourse::default(),
         };
         Sim {
@@ -323,7 +363,42 @@ impl<'s> Sim<'s> {
             cores: vec![core; setup.cores],
             tmem: TextureMemory::new(setup.cores, RESET_END),
             hazards: Vec::new(),
+            latched: 0,
+            committed: 0,
+            done: 0,
+            soon: (1 << setup.cores) - 1,
+            waiting: 0,
+            next_own: u64::MAX,
         }
+    }
+
+    /// Notes core `index`'s timer `at` (a RETURN, a read's start).
+    fn set_timer(&mut self, index: usize, at: u64, t: u64) {
+        if at == t + 1 {
+            self.soon |= 1 << index;
+        }
+        self.next_own = self.next_own.min(at);
+    }
+
+    /// The cores whose own timer ends in `t`, after which `next_own` is the next timer.
+    fn timers_ending(&mut self, t: u64) -> u64 {
+        if t < self.next_own {
+            return 0;
+        }
+        let mut due = 0;
+        let mut next = u64::MAX;
+        for (index, core) in self.cores.iter().enumerate() {
+            let read = core.routine.as_ref().and_then(|r| r.tmread_from);
+            for at in [Some(core.wake), read].into_iter().flatten() {
+                if at == t {
+                    due |= 1 << index;
+                } else if at > t && at != u64::MAX {
+                    next = next.min(at);
+                }
+            }
+        }
+        self.next_own = next;
+        due
     }
 
     fn signals(&self, t: u64) -> Signals {
@@ -335,24 +410,51 @@ impl<'s> Sim<'s> {
             hda: state == WaitLatch,
             gack: state == Ack,
             stdone: self.host.stdone_from.is_some_and(|from| t >= from),
-            latched: self.cores.iter().all(|c| c.latched),
-            committed: self.cores.iter().all(|c| c.committed),
+            latched: self.latched == self.cores.len(),
+            committed: self.committed == self.cores.len(),
         }
     }
 
     fn run(mut self, routines: &mut dyn Routines) -> Result<Course, Stop> {
         let mut t = RESET_END;
+        let mut previous = None;
         let ending = loop {
             if t > self.setup.limit {
                 break Ending::Limit(self.setup.limit);
             }
-            if self.cores.iter().all(|c| c.state == cu::DONE) {
+            if self.done == self.cores.len() {
                 break Ending::Done(t);
             }
+            if self.setup.fast && self.host.state == HostState::Ack {
+                if let Some(later) = self.fast_forward(t, routines)? {
+                    t = later;
+                    previous = None;
+                    continue;
+                }
+            }
             let signals = self.signals(t);
-            let mut changed = self.step_texture_memory(t, routines);
-            for core in 0..self.cores.len() {
+            let moved = previous != Some(signals);
+            previous = Some(signals);
+            let timed = self.timers_ending(t);
+            let mut changed = self.step_texture_memory(t, timed, routines);
+            let mut due = std::mem::take(&mut self.soon) | timed;
+            if moved {
+                due |= self.waiting;
+            }
+            while due != 0 {
+                let core = due.trailing_zeros() as usize;
+                due &= due - 1;
                 changed |= self.step_core(core, t, &signals, routines)?;
+            }
+            if signals.gack {
+                // GACK resets every core's "latched" and "committed" flags.
+                for core in &mut self.cores {
+                    changed |= core.latched || core.committed;
+                    core.latched = false;
+                    core.committed = false;
+                }
+                self.latched = 0;
+                self.committed = 0;
             }
             changed |= self.step_host(t, &signals, routines);
             t = if changed {
@@ -394,35 +496,185 @@ impl<'s> Sim<'s> {
         })
     }
 
+    /// The triangle loop in closed form, from period `t` where the host acknowledges the
+    /// pixel's triangle `i` (every core latched it, none started MAIN twice): the host
+    /// streams triangle `j` in the 71 periods after the ACK of `j - 1` (at `G`), so each core
+    /// triggers MAIN `j` at `max(R + 4, G + 73)`, `R` the period its MAIN `j - 1`
+    /// returned (ACK_MAIN, WAIT_FOR_HOST_DATA_ACK until GACK has cleared the flags,
+    /// WAIT_FOR_HOST_DATA_AVAILABLE until HDA); the host sees every flag set the period
+    /// after the last trigger `L` and acknowledges in `L + 2`. That holds while every core
+    /// returns no earlier than `L - 1` (else it would start MAIN again: the re-entry
+    /// hazard) and MAIN has no TMREAD or OMWRITE. Goes on up to the pixel's last triangle
+    /// but one (STDONE is the clock-by-clock loop's), and returns the period of the last
+    /// ACK it reached, with every state as the clock-by-clock loop would have it there;
+    /// `None` when it cannot take a single triangle.
+    fn fast_forward(&mut self, t: u64, routines: &mut dyn Routines) -> Result<Option<u64>, Stop> {
+        use cu::*;
+        let first = self.host.triangle + 1;
+        if first + 1 >= self.setup.triangles || self.tmem.busy() {
+            return Ok(None);
+        }
+        let mut returned = Vec::with_capacity(self.cores.len());
+        for core in &self.cores {
+            let r = match core.state {
+                WAIT_FOR_MAIN => match &core.routine {
+                    Some(running) if running.event_free() => running.returns.unwrap_or(u64::MAX),
+                    _ => return Ok(None),
+                },
+                ACK_MAIN | WAIT_FOR_HOST_DATA_ACK => core.main_returned,
+                _ => return Ok(None),
+            };
+            if core.mains_this_pixel != first as u64 || r == u64::MAX || r + 1 < t - 2 {
+                return Ok(None);
+            }
+            returned.push(r);
+        }
+        let (mut g, mut triggers) = (t, vec![0u64; self.cores.len()]);
+        let mut committed = 0;
+        let mut next_returned = returned.clone();
+        for j in first..self.setup.triangles - 1 {
+            let mut durations = Vec::with_capacity(self.cores.len());
+            for core in 0..self.cores.len() {
+                match routines.peek_main(core, j)? {
+                    Some(duration) => durations.push(duration),
+                    None => break,
+                }
+            }
+            if durations.len() < self.cores.len() {
+                break;
+            }
+            for core in 0..self.cores.len() {
+                triggers[core] = (returned[core] + 4).max(g + 73);
+                next_returned[core] = triggers[core] + 3 + u64::from(durations[core].0);
+            }
+            let last = *triggers.iter().max().expect("a machine has cores");
+            if next_returned.iter().any(|&r| r + 1 < last) {
+                break;
+            }
+            // Triangle j runs as predicted: the host streams it, every core flips, runs it.
+            if committed == 0 {
+                self.book_to_returns(&returned, routines);
+            }
+            routines.streamed(Some(j));
+            for core in 0..self.cores.len() {
+                routines.flip(core);
+                let run = routines.start(core, EntryPoint::Main)?;
+                let value = routines.recording(core).runs[run].value;
+                let sim = &mut self.cores[core];
+                // The periods from the previous MAIN's return to this one's: ACK_MAIN and
+                // the trigger and MAIN busy, the waits for GACK and HDA waiting.
+                sim.course.periods.waiting += triggers[core] - returned[core] - 2;
+                sim.course.periods.busy += next_returned[core] - triggers[core] + 2;
+                sim.course.mains += 1;
+                sim.mains_this_pixel += 1;
+                sim.hit |= value;
+                sim.value = value;
+                sim.routine = Some(Running {
+                    run,
+                    event: 0,
+                    cursor: triggers[core] + 3,
+                    returns: Some(next_returned[core]),
+                    tmread_from: None,
+                    reading: false,
+                    hung: false,
+                });
+            }
+            returned.clone_from(&next_returned);
+            g = last + 2;
+            committed += 1;
+        }
+        if committed == 0 {
+            return Ok(None);
+        }
+        self.resume_at_ack(g, &returned, &triggers, first + committed - 1);
+        Ok(Some(g))
+    }
+
+    /// Books each core's periods up to the return `returned` of its MAIN, from where
+    /// they stand before [`Sim::fast_forward`] takes over (up to the period before the
+    /// core entered its state): WAIT_FOR_MAIN runs busy to its return; WAIT_FOR_HOST_DATA_ACK
+    /// has its ACK_MAIN period booked already.
+    /// A core still in its MAIN returns its value to the hit flag, as at its RETURN.
+    fn book_to_returns(&mut self, returned: &[u64], routines: &dyn Routines) {
+        for (index, (core, &r)) in self.cores.iter_mut().zip(returned).enumerate() {
+            match core.state {
+                cu::WAIT_FOR_MAIN => {
+                    core.course.periods.busy += r + 1 - core.since;
+                    let run = core.routine.take().expect("a core in MAIN runs it");
+                    core.value = routines.recording(index).runs[run.run].value;
+                    core.hit |= core.value;
+                }
+                cu::WAIT_FOR_HOST_DATA_ACK => core.course.periods.busy -= 1,
+                _ => {}
+            }
+        }
+    }
+
+    /// The states at period `g`, where the host acknowledges triangle `triangle`, after
+    /// [`Sim::fast_forward`] booked every core's periods up to the return `returned` of
+    /// its last MAIN (triggered at `triggers`): the core is still in that MAIN, or in
+    /// ACK_MAIN, or waits for GACK in WAIT_FOR_HOST_DATA_ACK; every "latched" flag is set.
+    fn resume_at_ack(&mut self, g: u64, returned: &[u64], triggers: &[u64], triangle: usize) {
+        use cu::*;
+        for (index, core) in self.cores.iter_mut().enumerate() {
+            let r = returned[index];
+            if r >= g {
+                core.state = WAIT_FOR_MAIN;
+                core.since = triggers[index] + 1;
+                core.course.periods.busy -= r - triggers[index];
+                core.wake = r;
+            } else {
+                core.routine = None;
+                core.main_returned = r;
+                if r + 1 == g {
+                    core.state = ACK_MAIN;
+                    core.since = r + 1;
+                } else {
+                    core.state = WAIT_FOR_HOST_DATA_ACK;
+                    core.since = r + 2;
+                    core.course.periods.busy += 1;
+                }
+                core.wake = g;
+            }
+            core.latched = true;
+        }
+        self.latched = self.cores.len();
+        self.soon = (1 << self.cores.len()) - 1;
+        self.waiting = 0;
+        self.next_own = returned
+            .iter()
+            .copied()
+            .filter(|&r| r >= g)
+            .min()
+            .unwrap_or(u64::MAX);
+        self.host.triangle = triangle;
+    }
+
     /// The earliest period after `t` in which some state machine moves without its inputs
     /// changing; `None` when none ever will (a deadlock).
     fn next_timer(&self, t: u64) -> Option<u64> {
-        let mut next = u64::MAX;
+        if self.tmem.busy() || self.soon != 0 {
+            return Some(t + 1);
+        }
+        let mut next = self.next_own;
         if matches!(
             self.host.state,
             HostState::Idle | HostState::Config | HostState::Stream
         ) {
             next = next.min(self.host.until);
         }
-        for core in &self.cores {
-            if let Some(running) = &core.routine {
-                if let Some(from) = running.tmread_from {
-                    next = next.min(from);
-                }
-                if let (Some(returns), true) = (running.returns, waits_for_routine(core.state)) {
-                    next = next.min(returns);
-                }
-            }
-        }
-        if self.tmem.busy() {
-            next = t + 1;
+        if let Some(from) = self.host.stdone_from.filter(|&from| from > t) {
+            next = next.min(from);
         }
         (next != u64::MAX).then_some(next.max(t + 1))
     }
 
     /// Starts the reads that begin in `t` and steps the texture memory through `t`.
-    fn step_texture_memory(&mut self, t: u64, routines: &mut dyn Routines) -> bool {
+    fn step_texture_memory(&mut self, t: u64, timed: u64, routines: &mut dyn Routines) -> bool {
         for (index, core) in self.cores.iter_mut().enumerate() {
+            if timed & (1 << index) == 0 {
+                continue;
+            }
             if let Some(running) = &mut core.routine {
                 if running.tmread_from == Some(t) {
                     running.tmread_from = None;
@@ -454,6 +706,15 @@ impl<'s> Sim<'s> {
                 &mut sim.course.omwrites,
                 pixel,
             );
+            let (returns, read) = (running.returns, running.tmread_from);
+            let mut timers = read.into_iter().collect::<Vec<_>>();
+            if let (Some(returns), true) = (returns, waits_for_routine(sim.state)) {
+                sim.wake = returns;
+                timers.push(returns);
+            }
+            for at in timers {
+                self.set_timer(core, at, t);
+            }
         }
         true
     }
@@ -546,6 +807,7 @@ impl<'s> Sim<'s> {
             core.value = routines.recording(index).runs[run.run].value;
             if state == WAIT_FOR_MAIN {
                 core.hit |= core.value;
+                core.main_returned = t;
             }
         }
         if state == TRIGGER_PSU_WITH_TEXTURE {
@@ -553,25 +815,60 @@ impl<'s> Sim<'s> {
         }
         let latched = !signals.gack && (core.latched ^ matches!(state, TRIGGER_MAIN | DONE));
         let committed = !signals.gack && (core.committed ^ (state == ACK_USERPIXELSHADER));
-        let flags = latched != core.latched || committed != core.committed;
+        let flags = (latched != core.latched, committed != core.committed);
         core.latched = latched;
         core.committed = committed;
-        if next == state {
-            return Ok(flags);
-        }
-        let held = t + 1 - core.since;
-        if state == ACK_RGU {
-            account(&mut core.course.periods, TRIGGER_RGU, 1);
-            account(&mut core.course.periods, ACK_RGU, held - 1);
+        // A state is evaluated in its first period (its condition may hold already), then
+        // when its routine returns, or, waiting for a signal, when a signal changes.
+        core.wake = if next != state {
+            t + 1
+        } else if waits_for_routine(next) {
+            match &core.routine {
+                Some(running) if !running.hung => running.returns.unwrap_or(u64::MAX),
+                _ => u64::MAX,
+            }
+        } else if waits_for_signal(next) {
+            u64::MAX
         } else {
-            account(&mut core.course.periods, state, held);
+            t + 1
+        };
+        let wake = core.wake;
+        let bit = 1u64 << index;
+        self.waiting &= !bit;
+        if wake == t + 1 {
+            self.soon |= bit;
+        } else if wake == u64::MAX {
+            if waits_for_signal(next) {
+                self.waiting |= bit;
+            }
+        } else {
+            self.next_own = self.next_own.min(wake);
         }
-        core.since = t + 1;
-        core.state = next;
-        if next == DONE {
-            core.course.finish = Some(t + 1);
+        let core = &mut self.cores[index];
+        let moved = next != state;
+        if moved {
+            let held = t + 1 - core.since;
+            if state == ACK_RGU {
+                account(&mut core.course.periods, TRIGGER_RGU, 1);
+                account(&mut core.course.periods, ACK_RGU, held - 1);
+            } else {
+                account(&mut core.course.periods, state, held);
+            }
+            core.since = t + 1;
+            core.state = next;
+            if next == DONE {
+                core.course.finish = Some(t + 1);
+                self.done += 1;
+            }
         }
-        Ok(true)
+        let count = |set: bool| if set { 1 } else { usize::MAX };
+        if flags.0 {
+            self.latched = self.latched.wrapping_add(count(latched));
+        }
+        if flags.1 {
+            self.committed = self.committed.wrapping_add(count(committed));
+        }
+        Ok(moved || flags.0 || flags.1)
     }
 
     /// Core `index` starts `entry` in period `t` (its trigger state).
@@ -625,7 +922,11 @@ impl<'s> Sim<'s> {
             &mut core.course.omwrites,
             pixel,
         );
+        let read = running.tmread_from;
         core.routine = Some(running);
+        if let Some(from) = read {
+            self.set_timer(index, from, t);
+        }
         Ok(())
     }
 

@@ -126,8 +126,8 @@ impl TextureMemory {
             };
             arbiter.at = t + 1;
         }
-        for core in 0..self.interfaces.len() {
-            let Some(interface) = &mut self.interfaces[core] else {
+        for (core, slot) in self.interfaces.iter_mut().enumerate() {
+            let Some(interface) = slot else {
                 continue;
             };
             let finished = interface.walked == 8;
@@ -136,7 +136,7 @@ impl TextureMemory {
                 interface.walk = (interface.walk << 1) & 0xF;
             }
             if finished {
-                self.interfaces[core] = None;
+                *slot = None;
                 self.active -= 1;
                 done(core);
             }
