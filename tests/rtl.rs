@@ -467,6 +467,7 @@ fn scenes_example3_takes_the_cycles_the_rtl_takes() {
         .collect();
     assert_eq!(finishes, EXAMPLE3_RTL_FINISHES);
     let first = timing.hazards().first().expect("the RTL shows hazards");
+    assert_eq!(first.kind, theia::timing::sim::HazardKind::Reentry);
     assert_eq!((first.period, first.core), EXAMPLE3_RTL_FIRST_HAZARD);
 }
 
@@ -821,7 +822,23 @@ fn a_scene_that_deadlocks_the_published_host_finishes_with_the_fix() {
         .find(|(_, dir)| run_rtl(Host::Published, dir, 400_000).outcome == RtlOutcome::Timeout)
         .expect("about one scene in twelve deadlocks the published host");
     eprintln!("seed {seed} deadlocks the published host");
+    // The cycle model predicts the deadlock, naming the cores the bench names.
+    let published = run_rtl(Host::Published, &dir, 400_000);
+    let model = predict(&dir, Host::Published);
+    assert!(
+        matches!(
+            model.course.ending,
+            theia::timing::sim::Ending::Deadlock { .. }
+        ),
+        "the model predicts the published host's deadlock"
+    );
+    assert_eq!(
+        stranded_cores(&model),
+        stranded_cores_on_the_rtl(&published)
+    );
+    let fixed_model = predict(&dir, Host::Fixed);
     let fixed = run_rtl(Host::Fixed, &dir, TIMEOUT_CYCLES);
+    assert_eq!(fixed_model.frame_cycles(), Some(fixed.cycles));
     let RtlOutcome::Words(rtl) = fixed.outcome else {
         panic!("seed {seed}: the fixed host did not finish")
     };
@@ -865,6 +882,22 @@ ENTRYPOINT_ADRR_PIXELSHADER:\nOMWRITE OREG_PIXEL_COLOR CREG_CURRENT_OUTPUT_PIXEL
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// The cores the model finds waiting for a triangle after the last one when the frame
+/// stops moving.
+fn stranded_cores(timing: &theia::timing::Timing) -> Vec<usize> {
+    timing
+        .hazards()
+        .iter()
+        .filter(|h| h.kind == theia::timing::sim::HazardKind::WaitsAfterLast)
+        .map(|h| h.core)
+        .collect()
+}
+
+/// The cores the bench names at its timeout as waiting for a triangle after the last one.
+fn stranded_cores_on_the_rtl(run: &oracle::RtlRun) -> Vec<usize> {
+    run.stranded.clone()
+}
+
 /// A core that leaves MAIN on the last triangle a cycle before STDONE rises (it rises once
 /// the slowest core has latched that triangle) waits for a triangle that never comes: the
 /// race `Unit_Control.v` names at CU_ACK_MAIN. Here a long pixel shader on one core delays
@@ -879,6 +912,13 @@ fn a_core_that_leaves_main_before_stdone_rises_hangs_the_rtl() {
     let run = run_rtl(Host::Fixed, &dir, 300_000);
     assert_eq!(run.outcome, RtlOutcome::Timeout);
     assert!(run.hazard, "the bench names the waiting core");
+    // The cycle model predicts the hang, naming the same cores.
+    let model = predict(&dir, Host::Fixed);
+    assert!(matches!(
+        model.course.ending,
+        theia::timing::sim::Ending::Deadlock { .. }
+    ));
+    assert_eq!(stranded_cores(&model), stranded_cores_on_the_rtl(&run));
     emulate(&load_scene_dir(&dir).unwrap(), 0).expect("the emulator finishes");
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -80,25 +80,24 @@ pub fn report(
     clock_mhz: f64,
 ) -> anyhow::Result<()> {
     let timing = timing::measure(machine, options)?;
-    print!("{}", text(&timing, clock_mhz));
+    print!("{}", text(&timing, machine.scene.height(), clock_mhz));
     Ok(())
 }
 
 /// The report: the frame, each core, the hazards.
-pub fn text(timing: &Timing, clock_mhz: f64) -> String {
-    let mut out = String::new();
-    match &timing.course.ending {
-        Ending::Done(cycles) => out.push_str(&format!(
-            "frame cycles {cycles} ({:.3} ms at {clock_mhz} MHz)\n",
-            *cycles as f64 / clock_mhz / 1e3
-        )),
-        Ending::Deadlock { period, states } => out.push_str(&format!(
-            "frame never ends: deadlock from cycle {period} (control-unit states {states:?})\n"
-        )),
-        Ending::Limit(limit) => {
-            out.push_str(&format!("frame still running after {limit} cycles\n"))
-        }
-    }
+pub fn text(timing: &Timing, height: u32, clock_mhz: f64) -> String {
+    let cores = timing.course.cores.len();
+    let mut out = match &timing.course.ending {
+        Ending::Done(cycles) => format!(
+            "frame cycles {cycles}: {:.3} ms at {clock_mhz} MHz (the published test bench would end at {} ns)\n",
+            *cycles as f64 / clock_mhz / 1e3,
+            timing::published_bench_ns(*cycles, cores as u64, u64::from(height))
+        ),
+        Ending::Deadlock { period, .. } => format!(
+            "frame never ends: nothing moves from cycle {period} on (the hardware hangs)\n"
+        ),
+        Ending::Limit(limit) => format!("frame still running after {limit} cycles\n"),
+    };
     out.push_str("core        busy     waiting        idle      finish\n");
     for (index, core) in timing.course.cores.iter().enumerate() {
         let p = core.periods;
@@ -108,14 +107,58 @@ pub fn text(timing: &Timing, clock_mhz: f64) -> String {
             p.busy, p.waiting, p.idle
         ));
     }
-    for hazard in timing.hazards().iter().take(10) {
-        let what = match hazard.kind {
-            HazardKind::Reentry => "starts MAIN again before every core latched the triangle",
+    out.push_str("(busy: in a routine or between routines; waiting: for the host or the other cores' latches; idle: before reset ends and once done)\n");
+    out.push_str(&hazards_text(timing));
+    out
+}
+
+/// Every kind of hazard the frame met: how many, and the first of each.
+fn hazards_text(timing: &Timing) -> String {
+    let hazards = timing.hazards();
+    if hazards.is_empty() {
+        return "hazards: none\n".to_string();
+    }
+    let mut out = String::new();
+    let kinds: [(&str, fn(&HazardKind) -> bool); 4] = [
+        ("re-entry: a core starts MAIN again before every core latched the triangle", |k| matches!(k, HazardKind::Reentry)),
+        ("even MAIN starts on the pixel's last triangle: its swap memory shows the triangle before, which the pixel's shading reads", |k| matches!(k, HazardKind::EvenStarts { .. })),
+        ("livelock: a core starts MAIN 3 times or more on one triangle, the latched flags out of line", |k| matches!(k, HazardKind::Livelock { .. })),
+        ("a core waits for a triangle after the last one (it left MAIN before STDONE rose)", |k| matches!(k, HazardKind::WaitsAfterLast)),
+    ];
+    for (what, is) in kinds {
+        let of_kind: Vec<_> = hazards.iter().filter(|h| is(&h.kind)).collect();
+        let Some(first) = of_kind.first() else {
+            continue;
+        };
+        let longest = of_kind
+            .iter()
+            .filter_map(|h| match h.kind {
+                HazardKind::Livelock { since, .. } => Some(h.period - since),
+                _ => None,
+            })
+            .max();
+        let detail = match (first.kind, longest) {
+            (HazardKind::EvenStarts { triangle, .. }, _) => format!(", triangle {triangle}"),
+            (HazardKind::Livelock { starts, since }, Some(longest)) => format!(
+                ", {starts} starts, flags out of line for {} cycles (at most {longest})",
+                first.period - since
+            ),
+            _ => String::new(),
+        };
+        let times = match of_kind.len() {
+            1 => "once".to_string(),
+            n => format!("{n} times"),
         };
         out.push_str(&format!(
-            "hazard: cycle {}, core {}, pixel {}, MAIN {}: {what}\n",
-            hazard.period, hazard.core, hazard.pixel, hazard.main
+            "hazard {what}: {times}; first at cycle {}, core {}, pixel {}, MAIN {}{detail}\n",
+            first.period, first.core, first.pixel, first.main
         ));
+    }
+    if timing.live {
+        out.push_str(&match timing.hazard_pixels.len() {
+            0 => "the hardware's image equals the emulator's despite the hazards\n".to_string(),
+            n => format!("the hardware's image differs from the emulator's in {n} pixels because of the hazards (this image is the emulator's)\n"),
+        });
     }
     out
 }

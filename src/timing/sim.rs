@@ -168,6 +168,21 @@ pub enum HazardKind {
     /// CU_TRIGGER_MAIN with the core's "latched" flag still set: it starts MAIN again on a
     /// triangle another core has not latched (and flips its swap memory back).
     Reentry,
+    /// At the host's ACK of the pixel's last triangle `triangle` the core had started
+    /// MAIN an even number of times since the previous ACK (its last start in the ACK's
+    /// own period, whose flag GACK clears): its swap memory shows the copy before, and
+    /// stays so: PSU2 and the pixel shader read the triangle before in
+    /// CREG_V0..CREG_TRI_DIFFUSE. (`last` is always true: on any other triangle the next
+    /// one's flip sets the swap memory right again.)
+    EvenStarts { triangle: usize, last: bool },
+    /// The core started MAIN `starts` (3 or more) times on one triangle, its 1-bit
+    /// "latched" flag flipping back off at each redundant start, so the flags stayed out
+    /// of line from period `since` (its first restart) to the ACK (the hazard's period).
+    Livelock { starts: u32, since: u64 },
+    /// The frame never ends: the core waits for a triangle after the pixel's last one
+    /// (it left MAIN on the last triangle before STDONE rose; the bench's `HAZARD ...
+    /// waits for a triangle after the last one`).
+    WaitsAfterLast,
 }
 
 /// How a simulated frame ended.
@@ -242,6 +257,9 @@ struct CoreSim {
     mains_this_pixel: u64,
     /// The period the last MAIN returned in.
     main_returned: u64,
+    /// MAIN starts since the host's last ACK, and the period of the first restart then.
+    starts: u32,
+    restarted: Option<u64>,
     course: CoreCourse,
 }
 
@@ -349,6 +367,8 @@ impl<'s> Sim<'s> {
             value: false,
             mains_this_pixel: 0,
             main_returned: 0,
+            starts: 0,
+            restarted: None,
             course: CoreCourse::default(),
         };
         Sim {
@@ -447,6 +467,7 @@ impl<'s> Sim<'s> {
                 changed |= self.step_core(core, t, &signals, routines)?;
             }
             if signals.gack {
+                self.count_starts(t);
                 // GACK resets every core's "latched" and "committed" flags.
                 for core in &mut self.cores {
                     changed |= core.latched || core.committed;
@@ -463,10 +484,11 @@ impl<'s> Sim<'s> {
                 match self.next_timer(t) {
                     Some(next) => next,
                     None => {
+                        self.stranded(t);
                         break Ending::Deadlock {
                             period: t,
                             states: self.cores.iter().map(|c| c.state).collect(),
-                        }
+                        };
                     }
                 }
             };
@@ -494,6 +516,53 @@ impl<'s> Sim<'s> {
             cores,
             hazards: self.hazards,
         })
+    }
+
+    /// At the host's ACK in period `t`: the cores that started MAIN an even number of
+    /// times on the pixel's last triangle (on any other the next triangle's flip sets the
+    /// swap memory right again), or three times or more on any, since the ACK before
+    /// ([`HazardKind::EvenStarts`], [`HazardKind::Livelock`]).
+    fn count_starts(&mut self, t: u64) {
+        let triangle = self.host.triangle;
+        let last = triangle + 1 >= self.setup.triangles;
+        for (index, core) in self.cores.iter_mut().enumerate() {
+            let hazard = |kind| Hazard {
+                core: index,
+                pixel: core.course.pixels.saturating_sub(1),
+                main: core.mains_this_pixel.saturating_sub(1),
+                period: t,
+                kind,
+            };
+            if last && core.state != cu::DONE && core.starts % 2 == 0 {
+                self.hazards
+                    .push(hazard(HazardKind::EvenStarts { triangle, last }));
+            }
+            if let (3.., Some(since)) = (core.starts, core.restarted) {
+                self.hazards.push(hazard(HazardKind::Livelock {
+                    starts: core.starts,
+                    since,
+                }));
+            }
+            core.starts = 0;
+            core.restarted = None;
+        }
+    }
+
+    /// The cores that wait, in period `t` where nothing moves any more, for a triangle after
+    /// the last one ([`HazardKind::WaitsAfterLast`]).
+    fn stranded(&mut self, t: u64) {
+        let stdone = self.host.stdone_from.is_some_and(|from| t >= from);
+        for (index, core) in self.cores.iter().enumerate() {
+            if stdone && core.state == cu::WAIT_FOR_HOST_DATA_AVAILABLE {
+                self.hazards.push(Hazard {
+                    core: index,
+                    pixel: core.course.pixels.saturating_sub(1),
+                    main: core.mains_this_pixel.saturating_sub(1),
+                    period: t,
+                    kind: HazardKind::WaitsAfterLast,
+                });
+            }
+        }
     }
 
     /// The triangle loop in closed form, from period `t` where the host acknowledges the
@@ -637,6 +706,8 @@ impl<'s> Sim<'s> {
                 core.wake = g;
             }
             core.latched = true;
+            core.starts = 1;
+            core.restarted = None;
         }
         self.latched = self.cores.len();
         self.soon = (1 << self.cores.len()) - 1;
@@ -898,6 +969,10 @@ impl<'s> Sim<'s> {
                     self.hazards.push(hazard);
                 }
                 let core = &mut self.cores[index];
+                if core.latched && core.restarted.is_none() {
+                    core.restarted = Some(t);
+                }
+                core.starts += 1;
                 core.mains_this_pixel += 1;
                 core.course.mains += 1;
                 routines.flip(index);

@@ -301,6 +301,8 @@ pub struct RtlRun {
     pub finishes: Vec<(usize, u64)>,
     /// Every OMWRITE handed to a decoder: (core, cycle), in cycle order.
     pub omwrites: Vec<(usize, u64)>,
+    /// The cores named at a timeout as waiting for a triangle after the last one.
+    pub stranded: Vec<usize>,
 }
 
 /// Writes `files` into `dir` (created).
@@ -356,6 +358,7 @@ pub fn parse_run(stdout: &str, dir: &Path) -> RtlRun {
         hazards: Vec::new(),
         finishes: Vec::new(),
         omwrites: Vec::new(),
+        stranded: Vec::new(),
     };
     let mut pixels: Vec<(u32, u32, &str)> = Vec::new();
     let mut done = false;
@@ -375,6 +378,8 @@ pub fn parse_run(stdout: &str, dir: &Path) -> RtlRun {
                     field(rest, "cycles=").unwrap(),
                     field(rest, "core=").unwrap() as usize,
                 ));
+            } else if rest.contains("after the last one") {
+                run.stranded.push(field(rest, "core=").unwrap() as usize);
             }
         } else if let Some(rest) = tagged(line, "TIMEOUT ") {
             run.cycles = field(rest, "cycles=").unwrap_or(0);
@@ -568,6 +573,10 @@ pub fn compare_cycles(run: &RtlRun, timing: &theia::timing::Timing) -> CycleChec
         omwrites_equal,
         omwrites: rtl_omwrites.len(),
         rtl_hazard: run.hazards.first().copied(),
-        model_hazard: timing.hazards().first().map(|h| (h.period, h.core)),
+        model_hazard: timing
+            .hazards()
+            .iter()
+            .find(|h| h.kind == theia::timing::sim::HazardKind::Reentry)
+            .map(|h| (h.period, h.core)),
     }
 }
