@@ -119,7 +119,8 @@ fn hazards_text(timing: &Timing) -> String {
         return "hazards: none\n".to_string();
     }
     let mut out = String::new();
-    let kinds: [(&str, fn(&HazardKind) -> bool); 4] = [
+    type IsKind = fn(&HazardKind) -> bool;
+    let kinds: [(&str, IsKind); 4] = [
         ("re-entry: a core starts MAIN again before every core latched the triangle", |k| matches!(k, HazardKind::Reentry)),
         ("even MAIN starts on the pixel's last triangle: its swap memory shows the triangle before, which the pixel's shading reads", |k| matches!(k, HazardKind::EvenStarts { .. })),
         ("livelock: a core starts MAIN 3 times or more on one triangle, the latched flags out of line", |k| matches!(k, HazardKind::Livelock { .. })),
