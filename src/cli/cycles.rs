@@ -97,6 +97,9 @@ pub fn text(timing: &Timing, height: u32, clock_mhz: f64) -> String {
             "frame never ends: nothing moves from cycle {period} on (the hardware hangs)\n"
         ),
         Ending::Limit(limit) => format!("frame still running after {limit} cycles\n"),
+        Ending::Livelock { since, period } => format!(
+            "frame never ends: from cycle {since} to {period} the host waited for every core to latch one triangle, the cores' 1-bit latched flags never all set at once (a livelock)\n"
+        ),
     };
     out.push_str("core        busy     waiting        idle      finish\n");
     for (index, core) in timing.course.cores.iter().enumerate() {

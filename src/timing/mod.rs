@@ -29,6 +29,7 @@
 
 pub mod cost;
 pub mod culled;
+pub mod hardware;
 pub mod record;
 pub mod sim;
 pub mod tmem;
@@ -74,6 +75,9 @@ pub struct TimingOptions {
     pub instruction_words: u32,
     /// Give up after this many cycles.
     pub limit: u64,
+    /// Give up when the host waits longer than this for one triangle's latches (a
+    /// livelock: 50 million cycles by default, 25 times the longest generated frame).
+    pub livelock: u64,
     /// The triangle loop in closed form where it holds (`sim::Setup::fast`); the same
     /// cycles either way.
     pub fast: bool,
@@ -86,6 +90,7 @@ impl TimingOptions {
             host: HostKind::Fixed,
             instruction_words: instruction_words(imem_len),
             limit: 1 << 40,
+            livelock: 50_000_000,
             fast: true,
         }
     }
@@ -142,14 +147,21 @@ impl Timing {
     }
 }
 
-/// Times `machine`'s frame.
-pub fn measure(machine: &Machine<'_>, options: &TimingOptions) -> Result<Timing, TimingError> {
+/// Whether `machine`'s frame has a hardware timing: a THEIA pixel stage, every partition
+/// (what [`measure`] refuses, checked before a render spends its time).
+pub fn timeable(machine: &Machine<'_>) -> Result<(), TimingError> {
     if machine.stage.microcode_routine().is_none() {
         return Err(TimingError::ForeignStage(machine.stage.isa()));
     }
     if machine.active.len() != machine.partitions.len() {
         return Err(TimingError::Band);
     }
+    Ok(())
+}
+
+/// Times `machine`'s frame.
+pub fn measure(machine: &Machine<'_>, options: &TimingOptions) -> Result<Timing, TimingError> {
+    timeable(machine)?;
     let packets = u64::from(options.instruction_words.saturating_sub(1).div_ceil(2)).max(1);
     let setup = Setup {
         cores: machine.partitions.len(),
@@ -157,6 +169,7 @@ pub fn measure(machine: &Machine<'_>, options: &TimingOptions) -> Result<Timing,
         instruction_packets: packets,
         host_fix: options.host == HostKind::Fixed,
         limit: options.limit,
+        livelock: options.livelock,
         fast: options.fast,
     };
     // Culling changes no cycle: the timing culls even when the render does not.

@@ -136,6 +136,8 @@ pub struct Setup {
     pub host_fix: bool,
     /// Give up after this many periods (a deadlock or livelock goes no further).
     pub limit: u64,
+    /// Give up when the host waits longer than this for one triangle's latches.
+    pub livelock: u64,
     /// Take the triangle loop in closed form where it holds ([`Sim::fast_forward`]);
     /// off, every period is simulated (the tests compare the two).
     pub fast: bool,
@@ -194,6 +196,10 @@ pub enum Ending {
     Deadlock { period: u64, states: Vec<u8> },
     /// Still running at the limit.
     Limit(u64),
+    /// The host has waited since period `since` for every core to latch one triangle,
+    /// longer than [`Setup::livelock`]: the cores' 1-bit "latched" flags keep missing
+    /// each other (each redundant MAIN start flips one back off).
+    Livelock { since: u64, period: u64 },
 }
 
 /// One core's course through the frame.
@@ -438,9 +444,18 @@ impl<'s> Sim<'s> {
     fn run(mut self, routines: &mut dyn Routines) -> Result<Course, Stop> {
         let mut t = RESET_END;
         let mut previous = None;
+        let mut waiting_since = None;
         let ending = loop {
             if t > self.setup.limit {
                 break Ending::Limit(self.setup.limit);
+            }
+            match (self.host.state, waiting_since) {
+                (HostState::WaitLatch, None) => waiting_since = Some(t),
+                (HostState::WaitLatch, Some(since)) if t - since > self.setup.livelock => {
+                    break Ending::Livelock { since, period: t };
+                }
+                (HostState::WaitLatch, _) => {}
+                _ => waiting_since = None,
             }
             if self.done == self.cores.len() {
                 break Ending::Done(t);
@@ -495,7 +510,7 @@ impl<'s> Sim<'s> {
         };
         let end = match ending {
             Ending::Done(t) => t,
-            Ending::Deadlock { period, .. } => period,
+            Ending::Deadlock { period, .. } | Ending::Livelock { period, .. } => period,
             Ending::Limit(limit) => limit,
         };
         let cores = self
