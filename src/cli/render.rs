@@ -191,6 +191,10 @@ fn render_frame(
         }
         None => None,
     };
+    if args.cycles.cycles {
+        // Refused before the render, not after its image is written.
+        theia::timing::timeable(&machine)?;
+    }
     super::test_hooks::hold("render");
     let mut render = render_with_progress(&machine, !args.quiet)?;
     if let Some(ssaa) = &loaded.ssaa {
