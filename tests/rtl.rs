@@ -922,3 +922,45 @@ fn a_core_that_leaves_main_before_stdone_rises_hangs_the_rtl() {
     emulate(&load_scene_dir(&dir).unwrap(), 0).expect("the emulator finishes");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// Every ray misses (the built-in scene, the camera looking away), so the four cores run
+/// MAIN in step and keep restarting it: each restart flips a core's 1-bit "latched" flag
+/// back off and the host never sees all four set (docs/rtl-differences.md, the
+/// livelock). The model says the frame never ends; the RTL runs on far past the 560,000
+/// cycles such a frame would take, and its re-entry hazards up to its timeout are the
+/// model's, at the same cycles and cores.
+#[test]
+#[cfg_attr(not(rtl_oracle), ignore = "needs ../shared/rtl and verilator")]
+fn a_livelock_the_model_predicts_keeps_the_rtl_running() {
+    let dir = case_dir(940_000);
+    let _ = std::fs::remove_dir_all(&dir);
+    let look_away = ["--camera", "0,0,500", "--look-at", "0,0,1000"];
+    let size = ["--width", "8", "--height", "8", "--cores", "4"];
+    let out = common::theia(
+        Path::new(env!("CARGO_TARGET_TMPDIR")),
+        &[&["export", "-o", dir.to_str().unwrap()][..], &size, &look_away].concat(),
+    );
+    assert!(out.status.success(), "{}", common::text(&out.stderr));
+    let model = predict(&dir, Host::Fixed);
+    let theia::timing::sim::Ending::Livelock { since, .. } = model.course.ending else {
+        panic!("the model predicts a livelock: {:?}", model.course.ending)
+    };
+    const RUN: u64 = 1_500_000;
+    assert!(since < RUN / 4, "{since}");
+    let run = run_rtl(Host::Fixed, &dir, RUN);
+    assert_eq!(run.outcome, RtlOutcome::Timeout);
+    let model_hazards: Vec<(u64, usize)> = model
+        .hazards()
+        .iter()
+        .filter(|h| h.kind == theia::timing::sim::HazardKind::Reentry && h.period < RUN)
+        .map(|h| (h.period, h.core))
+        .collect();
+    let mut rtl_hazards = run.hazards.clone();
+    rtl_hazards.sort();
+    let mut sorted_model = model_hazards.clone();
+    sorted_model.sort();
+    assert!(rtl_hazards.len() > 10_000, "{}", rtl_hazards.len());
+    assert_eq!(rtl_hazards.len(), sorted_model.len());
+    assert!(rtl_hazards == sorted_model, "the hazards differ");
+    let _ = std::fs::remove_dir_all(&dir);
+}
