@@ -138,7 +138,7 @@ pub struct Setup {
     pub limit: u64,
     /// Give up when the host waits longer than this for one triangle's latches.
     pub livelock: u64,
-    /// Take the triangle loop in closed form where it holds ([`Sim::fast_forward`]);
+    /// Take the triangle loop in closed form where it holds (`Sim::fast_forward`);
     /// off, every period is simulated (the tests compare the two).
     pub fast: bool,
 }
@@ -616,6 +616,7 @@ impl<'s> Sim<'s> {
         let (mut g, mut triggers) = (t, vec![0u64; self.cores.len()]);
         let mut committed = 0;
         let mut next_returned = returned.clone();
+        let mut next_triggers = triggers.clone();
         for j in first..self.setup.triangles - 1 {
             let mut durations = Vec::with_capacity(self.cores.len());
             for core in 0..self.cores.len() {
@@ -627,14 +628,17 @@ impl<'s> Sim<'s> {
             if durations.len() < self.cores.len() {
                 break;
             }
+            // Into their own vectors: a triangle that breaks the closed form leaves the
+            // last committed one's triggers for `resume_at_ack`.
             for core in 0..self.cores.len() {
-                triggers[core] = (returned[core] + 4).max(g + 73);
-                next_returned[core] = triggers[core] + 3 + u64::from(durations[core].0);
+                next_triggers[core] = (returned[core] + 4).max(g + 73);
+                next_returned[core] = next_triggers[core] + 3 + u64::from(durations[core].0);
             }
-            let last = *triggers.iter().max().expect("a machine has cores");
+            let last = *next_triggers.iter().max().expect("a machine has cores");
             if next_returned.iter().any(|&r| r + 1 < last) {
                 break;
             }
+            triggers.clone_from(&next_triggers);
             // Triangle j runs as predicted: the host streams it, every core flips, runs it.
             if committed == 0 {
                 self.book_to_returns(&returned, routines);
