@@ -18,7 +18,7 @@
 //! 3. **Hazards.** Where a core starts MAIN again on a triangle another core has not yet
 //!    latched (the published control unit's re-entry hazard), the recorded run no longer
 //!    describes what the hardware runs: the frame is simulated again with the functional
-//!    cores driven by the control units themselves ([`Live`]), swap-memory flips, stale
+//!    cores driven by the control units themselves (`Live`), swap-memory flips, stale
 //!    triangles and all, one routine at a time. A frame that can never end (the published
 //!    host's STDONE deadlock, a core that waits for a triangle after the last one) ends
 //!    in [`sim::Ending::Deadlock`] at the period from which nothing moves.
