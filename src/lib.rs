@@ -77,5 +77,6 @@ pub mod pica200;
 pub mod r500;
 pub mod scene;
 pub mod stage;
+pub mod timing;
 pub mod trace;
 pub mod viewer;

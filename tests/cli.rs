@@ -579,3 +579,66 @@ fn up_z_renders_a_z_up_copy_as_the_y_up_original() {
     );
     assert!(side != y_image);
 }
+
+/// `render --cycles` prints the hardware's frame and each core's cycles, and
+/// `bench --hardware` times the same frame on 1 to 16 cores with the same model; a foreign
+/// pixel stage is refused before anything is written.
+#[test]
+fn cycles_and_the_hardware_bench_agree_and_foreign_stages_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let scene = dir.path().join("scene");
+    let scene = scene.to_str().unwrap();
+    let size = ["--width", "16", "--height", "16"];
+    common::theia_ok(dir.path(), &[&["export", "-o", scene][..], &size].concat());
+    let frame_cycles = |cores: &str| -> u64 {
+        let out = common::theia_ok(
+            dir.path(),
+            &["render", scene, "--cycles", "--cores", cores, "-o", "x.png"],
+        );
+        let line = out
+            .lines()
+            .find(|l| l.starts_with("frame cycles "))
+            .unwrap();
+        let cores_listed = out.lines().skip_while(|l| !l.starts_with("core ")).skip(1);
+        assert_eq!(
+            cores_listed.take_while(|l| !l.starts_with('(')).count(),
+            cores.parse::<usize>().unwrap(),
+            "{out}"
+        );
+        line["frame cycles ".len()..line.find(':').unwrap()]
+            .parse()
+            .unwrap()
+    };
+    let (two, eight) = (frame_cycles("2"), frame_cycles("8"));
+    let table = common::theia_ok(
+        dir.path(),
+        &["bench", "--hardware", scene, "--plot", "p.svg"],
+    );
+    let row = |cores: u64| -> Vec<String> {
+        let line = table
+            .lines()
+            .find(|l| l.split_whitespace().next() == Some(&cores.to_string()));
+        line.unwrap_or_else(|| panic!("{table}"))
+            .split_whitespace()
+            .map(String::from)
+            .collect()
+    };
+    assert_eq!(row(2)[1], two.to_string(), "{table}");
+    assert_eq!(row(8)[1], eight.to_string(), "{table}");
+    assert!(eight * 3 < two && eight * 4 > two, "{two} {eight}");
+    assert_eq!(row(1)[3], "1.00x", "{table}");
+    let svg = std::fs::read_to_string(dir.path().join("p.svg")).unwrap();
+    assert_eq!(svg.matches("fill=\"#3b6fb6\"").count(), 5, "{svg}");
+    let r500 = concat!(env!("CARGO_MANIFEST_DIR"), "/shaders/r500/checker.fs.asm");
+    let stderr = theia_fails(
+        dir.path(),
+        &[
+            "render", scene, "--cycles", "--shader", r500, "-o", "r500.png",
+        ],
+    );
+    assert!(
+        stderr.contains("--cycles counts THEIA's own stages only; the R500"),
+        "{stderr}"
+    );
+    assert!(!dir.path().join("r500.png").exists());
+}

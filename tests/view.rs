@@ -431,8 +431,37 @@ fn compare_renders_two_settings_and_marks_partition_starts() {
             "{result}"
         );
     }
+    assert_cycle_bars(&result);
     assert_eq!(view.get("/compare?a_cores=0").status, 400);
     assert_eq!(view.get("/compare?b_rom=shiny").status, 400);
+}
+
+/// Each side of a compare answer carries the hardware's timing: one `[busy, waiting,
+/// idle]` per core, which add up to the cycle the frame ends (or stops moving) at. Every
+/// ray misses, so the 4 cores run MAIN in step and the model finds the livelock the RTL
+/// shows on this scene at 8x8 (tests/rtl.rs): B never ends.
+fn assert_cycle_bars(result: &str) {
+    let json: serde_json::Value = serde_json::from_str(result).unwrap();
+    let end_of = |side: &str, cores: usize| {
+        let per_core = json[side]["cycles"]["cores"].as_array().unwrap();
+        assert_eq!(per_core.len(), cores, "{result}");
+        let sums: Vec<u64> = per_core
+            .iter()
+            .map(|core| {
+                core.as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|n| n.as_u64().unwrap())
+                    .sum()
+            })
+            .collect();
+        assert!(sums.iter().all(|&s| s == sums[0]), "{result}");
+        sums[0]
+    };
+    let one = end_of("a", 1);
+    assert_eq!(json["a"]["cycles"]["frame"].as_u64(), Some(one), "{result}");
+    end_of("b", 4);
+    assert!(json["b"]["cycles"]["frame"].is_null(), "{result}");
 }
 
 /// Opens `/events` and returns the stream after its status line.

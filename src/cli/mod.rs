@@ -4,6 +4,7 @@
 mod asm;
 mod bench;
 mod compare;
+mod cycles;
 mod export;
 mod frames;
 mod merge;

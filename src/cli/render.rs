@@ -10,6 +10,7 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 use anyhow::bail;
 
+use super::cycles::CyclesArgs;
 use super::frames::{AnimationArgs, FrameJob};
 use super::scene_args::{LoadedScene, SceneArgs};
 use super::shader::{Shader, ShaderArgs};
@@ -52,6 +53,8 @@ pub struct RenderArgs {
     /// seeds, pixels, assembly, writing), on stderr
     #[arg(long)]
     pub timings: bool,
+    #[command(flatten)]
+    pub cycles: CyclesArgs,
 }
 
 /// Renders shorter than this never show a progress bar.
@@ -205,6 +208,10 @@ fn render_frame(
         }
         None => None,
     };
+    if args.cycles.cycles {
+        // Refused before the render, not after its image is written.
+        theia::timing::timeable(&machine)?;
+    }
     super::test_hooks::hold("render");
     let mut render = render_with_progress(&machine, !args.quiet)?;
     if let Some(ssaa) = &loaded.ssaa {
@@ -222,6 +229,10 @@ fn render_frame(
     if args.timings {
         eprintln!("{}", timings(loaded.elapsed, &render, writing.elapsed()));
     }
+    let timing = args.cycles.cycles.then(|| {
+        let dir = args.scene.scene.as_deref().filter(|path| path.is_dir());
+        args.cycles.options(&loaded.scene, &options, dir)
+    });
     if !args.quiet {
         let band = args.band.map(|band| BandRun {
             band,
@@ -244,6 +255,9 @@ fn render_frame(
                 structure.mean_candidates()
             );
         }
+    }
+    if let Some(timing) = timing {
+        super::cycles::report(&machine, &timing, args.cycles.clock_mhz())?;
     }
     Ok(())
 }

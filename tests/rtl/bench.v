@@ -10,11 +10,14 @@
 //     straight from each core's OMEM, instead of the 8-bit `min(255, w >> 9)` PPM.
 // The clock comes from main.cpp (no timing scheduler: a third faster under Verilator);
 // the bench counts cycles, holds reset for cycles 1-10, then enables the host.
-// Output (stdout), one line per pixel in each core's NPG order, cores in turn:
-//   `WORDS x y RRRRRRRR GGGGGGGG BBBBBBBB`, then `DONE cycles=N`.
+// Output (stdout), one line per pixel (in each core's NPG order; the cores' lines may
+// interleave): `WORDS x y RRRRRRRR GGGGGGGG BBBBBBBB`, then `DONE cycles=N`, N the first
+// cycle every core is done. Any number of cores (`MAX_CORES` of aDefinitions.v).
 // `+trace` prints every core's control-unit states, every instruction it is handed
 // (`TRACE cycle core ip word`) and every register write (`WRITE cycle core row data`),
-// to line up with `theia trace` when a case differs.
+// to line up with `theia trace` when a case differs. `+timing` prints what
+// `theia render --cycles` predicts: `OMWRITE cycle core=C` for every OMWRITE handed to
+// the decoder, `FINISH cycle core=C` when a core enters CU_DONE, and every hazard.
 // A core that starts MAIN twice on one triangle (the lock-step hazard of the published
 // control unit) prints `HAZARD ...` (and ends the run with `+stop-at-hazard`).
 // `+timeout=CYCLES` stops a run that never finishes with `TIMEOUT`: the published host's
@@ -22,17 +25,6 @@
 `timescale 1ns / 1ps
 `include "aDefinitions.v"
 `define TEXTURE_WORDS (256 * 256 * 3)
-// Prints core C's pixels: the k-th pixel NPG visits (from CREG_PIXEL_2D_INITIAL_POSITION,
-// row by row up to CREG_PIXEL_2D_FINAL_POSITION) has its colour at OMEM words 3k..3k+2.
-`define DUMP_CORE(C) \
-	px = rSceneParameters[19 + 6 * C] >> `SCALE; py = rSceneParameters[20 + 6 * C] >> `SCALE; \
-	ex = rSceneParameters[22 + 6 * C] >> `SCALE; ey = rSceneParameters[23 + 6 * C] >> `SCALE; \
-	for (k = 0; py < ey; k = k + 1) begin \
-		$display("WORDS %0d %0d %08x %08x %08x", px, py, GPU.CORE[C].OMEM.Ram[3 * k], \
-			GPU.CORE[C].OMEM.Ram[3 * k + 1], GPU.CORE[C].OMEM.Ram[3 * k + 2]); \
-		px = px + 1; \
-		if (px >= ex) begin px = 0; py = py + 1; end \
-	end
 
 
 module theia_bench(input wire Clock);
@@ -92,51 +84,68 @@ module theia_bench(input wire Clock);
 	integer cycles = 0;
 	always @(posedge Clock) cycles <= cycles + 1;
 
-	integer k, timeout, px, py, ex, ey;
-	reg trace = 0;
-	initial trace = $test$plusargs("trace");
-	`define TRACE_CORE(C) \
-		if (trace && GPU.CORE[C].CTHEIA.EXE.wInstructionAvailable) \
-			$display("TRACE %0d core=%0d ip=%h %h", cycles, C, \
-				GPU.CORE[C].CTHEIA.EXE.oInstructionPointer1, GPU.CORE[C].CTHEIA.EXE.CurrentInstruction); \
-		if (trace && GPU.CORE[C].CTHEIA.MEM.iDataWriteEnable_EXE) \
-			$display("WRITE %0d core=%0d row=%h %h", cycles, C, \
-				GPU.CORE[C].CTHEIA.MEM.iDataWriteAddress_EXE, GPU.CORE[C].CTHEIA.MEM.iData_EXE);
-	always @(posedge Clock) begin
-		`TRACE_CORE(0)
-		`TRACE_CORE(1)
-		`TRACE_CORE(2)
-		`TRACE_CORE(3)
+	integer k, timeout;
+	reg trace = 0, timing = 0;
+	initial begin
+		trace = $test$plusargs("trace");
+		timing = $test$plusargs("timing");
 	end
 	// Control-unit states of every core, and the host's handshake lines.
-	wire [31:0] cu_states [0:3];
-	assign cu_states[0] = GPU.CORE[0].CTHEIA.CU.CurrentState;
-	assign cu_states[1] = GPU.CORE[1].CTHEIA.CU.CurrentState;
-	assign cu_states[2] = GPU.CORE[2].CTHEIA.CU.CurrentState;
-	assign cu_states[3] = GPU.CORE[3].CTHEIA.CU.CurrentState;
-	reg [31:0] seen_states [0:3];
+	wire [31:0] cu_states [0:`MAX_CORES-1];
+	reg [31:0] seen_states [0:`MAX_CORES-1];
+	reg [`MAX_CORES-1:0] waiting_after_last = 0;
 	reg [2:0] seen_lines = 0;
 	reg hazard = 0;
-	integer c;
-	always @(posedge Clock) begin
-		for (c = 0; c < 4; c = c + 1)
-			if (cu_states[c] != seen_states[c]) begin
-				seen_states[c] <= cu_states[c];
-				if (trace) $display("CU %0d core=%0d state=%0d", cycles, c, cu_states[c]);
+	reg dump = 0;
+	genvar C;
+	generate for (C = 0; C < `MAX_CORES; C = C + 1) begin: PER_CORE
+		integer px, py, ex, ey, j;
+		assign cu_states[C] = GPU.CORE[C].CTHEIA.CU.CurrentState;
+		always @(posedge Clock) begin
+			if (GPU.CORE[C].CTHEIA.EXE.wInstructionAvailable) begin
+				if (trace)
+					$display("TRACE %0d core=%0d ip=%h %h", cycles, C,
+						GPU.CORE[C].CTHEIA.EXE.oInstructionPointer1, GPU.CORE[C].CTHEIA.EXE.CurrentInstruction);
+				if (timing && GPU.CORE[C].CTHEIA.EXE.CurrentInstruction[63:48] == 16'h002f)
+					$display("OMWRITE %0d core=%0d", cycles, C);
+			end
+			if (trace && GPU.CORE[C].CTHEIA.MEM.iDataWriteEnable_EXE)
+				$display("WRITE %0d core=%0d row=%h %h", cycles, C,
+					GPU.CORE[C].CTHEIA.MEM.iDataWriteAddress_EXE, GPU.CORE[C].CTHEIA.MEM.iData_EXE);
+			if (cu_states[C] != seen_states[C]) begin
+				seen_states[C] <= cu_states[C];
+				if (trace) $display("CU %0d core=%0d state=%0d", cycles, C, cu_states[C]);
+				if (timing && cu_states[C] == 48) $display("FINISH %0d core=%0d", cycles, C);
 				// CU_TRIGGER_MAIN (22) while this core's latch of the triangle is still set:
 				// it starts MAIN a second time on one triangle (and flips its swap memory)
 				// because another core has not latched it yet (docs/rtl-differences.md).
-				if (cu_states[c] == 22 && GPU.wHostDataLatched[c] && !hazard) begin
+				if (cu_states[C] == 22 && GPU.wHostDataLatched[C] && (timing || !hazard)) begin
 					hazard <= 1;
 					$display("");
-					$display("HAZARD cycles=%0d core=%0d: MAIN started again before every core latched the triangle", cycles, c);
+					$display("HAZARD cycles=%0d core=%0d: MAIN started again before every core latched the triangle", cycles, C);
 				end
 			end
+			waiting_after_last[C] <= cu_states[C] == 51 && STDONE_O;
+			// Core C's pixels: the k-th pixel NPG visits (from CREG_PIXEL_2D_INITIAL_POSITION,
+			// row by row up to CREG_PIXEL_2D_FINAL_POSITION) has its colour at OMEM words
+			// 3k..3k+2.
+			if (dump) begin
+				px = rSceneParameters[19 + 6 * C] >> `SCALE; py = rSceneParameters[20 + 6 * C] >> `SCALE;
+				ex = rSceneParameters[22 + 6 * C] >> `SCALE; ey = rSceneParameters[23 + 6 * C] >> `SCALE;
+				for (j = 0; py < ey; j = j + 1) begin
+					$display("WORDS %0d %0d %08x %08x %08x", px, py, GPU.CORE[C].OMEM.Ram[3 * j],
+						GPU.CORE[C].OMEM.Ram[3 * j + 1], GPU.CORE[C].OMEM.Ram[3 * j + 2]);
+					px = px + 1;
+					if (px >= ex) begin px = 0; py = py + 1; end
+				end
+			end
+		end
+	end endgenerate
+	always @(posedge Clock)
 		if (trace && {wHostDataAvailable, STDONE_O, GACK_O} != seen_lines) begin
 			seen_lines <= {wHostDataAvailable, STDONE_O, GACK_O};
 			$display("HOST %0d hda=%b stdone=%b gack=%b", cycles, wHostDataAvailable, STDONE_O, GACK_O);
 		end
-	end
 
 	initial begin
 		if (!$value$plusargs("timeout=%d", timeout)) timeout = 5000000;
@@ -161,27 +170,29 @@ module theia_bench(input wire Clock);
 	// Cycles some core has waited for host data while STDONE is high (see below): no
 	// pixel takes a tenth of this, so past it the frame never ends and the run stops early.
 	integer stranded = 0;
-	always @(posedge Clock)
-		stranded <= (STDONE_O && (cu_states[0] == 51 || cu_states[1] == 51 ||
-			cu_states[2] == 51 || cu_states[3] == 51)) ? stranded + 1 : 0;
-	always @(posedge Clock) if (cycles > 20 && (wDone == 1'b1 || cycles >= timeout || stranded >= 200000)) begin
+	always @(posedge Clock) stranded <= |waiting_after_last ? stranded + 1 : 0;
+	integer c;
+	integer done_cycles = 0;
+	always @(posedge Clock) if (cycles > 20 && !dump && (wDone == 1'b1 || cycles >= timeout || stranded >= 200000)) begin
 		$display("");
 		if (wDone != 1'b1) begin
 			// A core that left MAIN on the last triangle while STDONE was still low waits
 			// for a triangle that never comes: the race Unit_Control.v's own comment names
 			// at CU_ACK_MAIN ("What if iSceneTraverseComplete will become 1 a cycle after
 			// this??"), reached when it ends MAIN before the slowest core latched the triangle.
-			for (c = 0; c < 4; c = c + 1)
+			for (c = 0; c < `MAX_CORES; c = c + 1)
 				if (cu_states[c] == 51 && STDONE_O)
 					$display("HAZARD cycles=%0d core=%0d: waits for a triangle after the last one (STDONE rose after it left MAIN)", cycles, c);
 			$display("TIMEOUT cycles=%0d", cycles);
+			$finish;
 		end else begin
-			`DUMP_CORE(0)
-			`DUMP_CORE(1)
-			`DUMP_CORE(2)
-			`DUMP_CORE(3)
-			$display("DONE cycles=%0d", cycles);
+			// Every core prints its pixels at the next edge (PER_CORE), then DONE.
+			dump <= 1;
+			done_cycles <= cycles;
 		end
+	end
+	always @(posedge Clock) if (dump) begin
+		$display("DONE cycles=%0d", done_cycles);
 		$finish;
 	end
 endmodule

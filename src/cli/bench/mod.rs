@@ -54,9 +54,30 @@ pub struct BenchArgs {
     /// One row of the cost-growth table, measured in this process (what --scaling runs)
     #[arg(long, hide = true, value_name = "SUBDIVISIONS,WIDTH,HEIGHT,ROM")]
     scaling_row: Option<String>,
+    /// Print how long the hardware itself takes instead: the frame of SCENE (an OBJ file
+    /// or a test-bench directory; the built-in scene when absent) split into 1, 2, 4, 8 and
+    /// 16 row bands, each timed as THEIA's RTL built with that many cores takes it
+    /// (`theia render --cycles`), with the speed-up plotted
+    #[arg(long, value_name = "SCENE", num_args = 0..=1,
+          conflicts_with_all = ["scene", "frames", "all_modes", "accel", "scaling"])]
+    hardware: Option<Option<PathBuf>>,
+    /// With --hardware: also write the plot as SVG
+    #[arg(long, value_name = "FILE.svg", requires = "hardware")]
+    plot: Option<PathBuf>,
+    /// With --hardware: the clock for frame times [default: 100 MHz]
+    #[arg(long, value_name = "MHZ", requires = "hardware")]
+    clock: Option<f64>,
 }
 
 pub fn run(args: BenchArgs) -> anyhow::Result<Outcome> {
+    if let Some(scene) = &args.hardware {
+        let clock = args.clock.unwrap_or(theia::timing::DEFAULT_CLOCK_MHZ);
+        print!(
+            "{}",
+            hardware::table(scene.as_deref(), args.plot.as_deref(), clock)?
+        );
+        return Ok(Outcome::Success);
+    }
     if let Some(row) = &args.scaling_row {
         scaling::child(row)?;
         return Ok(Outcome::Success);
@@ -97,6 +118,101 @@ pub fn run(args: BenchArgs) -> anyhow::Result<Outcome> {
     };
     print!("{}", run_bench(&options)?);
     Ok(Outcome::Success)
+}
+
+/// `theia bench --hardware [SCENE]`: the hardware's frame time on 1 to 16 cores.
+mod hardware {
+    use std::fmt::Write as _;
+    use std::path::Path;
+
+    use clap::{Args, FromArgMatches};
+
+    use super::super::cycles::CyclesArgs;
+    use super::super::scene_args::SceneArgs;
+    use theia::timing::hardware::{self, HardwareRow, CORE_COUNTS};
+
+    /// The table (and the terminal plot) for `scene` (`None`: the built-in scene); the
+    /// SVG plot to `plot` when given.
+    pub fn table(
+        scene: Option<&Path>,
+        plot: Option<&Path>,
+        clock_mhz: f64,
+    ) -> anyhow::Result<String> {
+        // The scene loads as `theia render SCENE` loads it, with every default.
+        let mut command = SceneArgs::augment_args(clap::Command::new("scene"));
+        command = command.no_binary_name(true);
+        let given: Vec<&std::ffi::OsStr> = scene.map(Path::as_os_str).into_iter().collect();
+        let scene_args = SceneArgs::from_arg_matches(&command.try_get_matches_from(given)?)?;
+        let loaded = scene_args.load_frame(None, 1, false)?;
+        let options = scene_args.render_options(None)?;
+        let dir = scene_args.scene.as_deref().filter(|p| p.is_dir());
+        let timing = CyclesArgs::default().options(&loaded.scene, &options, dir);
+        let rows = hardware::table(&loaded.scene, &options, &timing, &CORE_COUNTS)?;
+        let name = match &scene_args.scene {
+            Some(path) => path.display().to_string(),
+            None => "the built-in scene".to_string(),
+        };
+        let title = format!(
+            "{name}, {}x{} pixels, {} triangles",
+            loaded.scene.width(),
+            loaded.scene.height(),
+            loaded.scene.triangles.len()
+        );
+        let mut out = text(&rows, &title, clock_mhz);
+        if let Some(file) = plot {
+            theia::image::write_atomically(file, hardware::svg(&rows, &title).as_bytes())?;
+            let _ = writeln!(out, "plot written to {}", file.display());
+        }
+        Ok(out)
+    }
+
+    /// The table and a bar per core count.
+    pub fn text(rows: &[HardwareRow], title: &str, clock_mhz: f64) -> String {
+        let mut out = String::new();
+        let _ = writeln!(out, "the hardware's frame: {title}, at {clock_mhz} MHz");
+        let _ = writeln!(
+            out,
+            "{:>5}  {:>14}  {:>11}  {:>8}  {:>5}  {:>7}",
+            "cores", "frame cycles", "frame ms", "speed-up", "busy", "hazards"
+        );
+        let one = rows.iter().find(|r| r.cores == 1);
+        for row in rows {
+            let speedup = one.and_then(|one| row.speedup(one));
+            let (cycles, ms) = match row.frame_cycles {
+                Some(c) => (c.to_string(), format!("{:.3}", c as f64 / clock_mhz / 1e3)),
+                None if !row.equal_bands => ("unequal bands".to_string(), "-".to_string()),
+                None => ("never ends".to_string(), "-".to_string()),
+            };
+            let _ = writeln!(
+                out,
+                "{:>5}  {cycles:>14}  {ms:>11}  {:>8}  {:>4.0}%  {:>7}",
+                row.cores,
+                speedup.map_or("-".to_string(), |s| format!("{s:.2}x")),
+                row.busy_share * 100.0,
+                row.hazards
+            );
+        }
+        let most = rows.iter().map(|r| r.cores).max().unwrap_or(1) as f64;
+        let _ = writeln!(
+            out,
+            "speed-up over one core ('#'; '.' up to the ideal, one per core):"
+        );
+        for row in rows {
+            let width = 48.0 / most;
+            let bar = one
+                .and_then(|one| row.speedup(one))
+                .map_or(0, |s| (s * width).round() as usize);
+            let ideal = (f64::from(row.cores) * width).round() as usize;
+            let _ = writeln!(
+                out,
+                "{:>5} |{}{}",
+                row.cores,
+                "#".repeat(bar),
+                ".".repeat(ideal.saturating_sub(bar))
+            );
+        }
+        out
+    }
 }
 
 /// `theia bench --scaling`: how frame time, structure and memory grow with the triangle

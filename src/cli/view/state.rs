@@ -14,6 +14,7 @@ use tokio::sync::mpsc::{Receiver, Sender};
 
 use super::json;
 use super::starter::Starter;
+use crate::cli::cycles::CyclesArgs;
 use crate::cli::error_message;
 use crate::cli::scene_args::SceneArgs;
 use crate::cli::shader::{Shader, ShaderArgs};
@@ -22,6 +23,7 @@ use theia::inspect::{differences, Difference};
 use theia::isa::asm::{assemble, AsmErrors};
 use theia::machine::{Machine, Render, RenderError, RenderOptions};
 use theia::scene::{Partition, Scene};
+use theia::timing::{self, Timing};
 use theia::trace::{trace_pixel, SourceMap, TraceOptions};
 use theia::viewer::Setting;
 
@@ -392,32 +394,40 @@ impl Viewer {
         let _one_at_a_time = lock(&self.comparing);
         let rendered = self.latest().ok_or_else(|| anyhow!("no frame yet"))?;
         let inputs = &rendered.inputs;
-        let render = |setting: Setting| -> anyhow::Result<Render> {
+        // Each side's image, and how long the hardware takes for it (`--cycles`: frame
+        // cycles, each core's busy, waiting and idle cycles; null for a foreign stage).
+        let render = |setting: Setting| -> anyhow::Result<(Render, String)> {
             let options = RenderOptions {
                 cores: setting.cores.or(inputs.options.cores),
                 rom: setting.rom,
                 ..inputs.options.clone()
             };
-            Ok(Machine::new(&inputs.scene, &options)?.render(None)?)
+            let machine = Machine::new(&inputs.scene, &options)?;
+            // As `theia render --cycles` times it, with the default (fixed) host.
+            let timing_options = CyclesArgs::default().options(&inputs.scene, &options, None);
+            let cycles = timing::measure(&machine, &timing_options)
+                .map_or_else(|_| "null".to_string(), |timing| cycles_json(&timing));
+            Ok((machine.render(None)?, cycles))
         };
-        let (ra, rb) = (render(a)?, render(b)?);
+        let ((ra, cycles_a), (rb, cycles_b)) = (render(a)?, render(b)?);
         let (ia, ib) = (Rgb8::from_frame(&ra.frame), Rgb8::from_frame(&rb.frame));
         let result = compare(&ia, &ib).map_err(|e| anyhow!(e))?;
         let found = differences(&result, &ra.frame.partitions, &rb.frame.partitions);
         let first_of_partition =
             first_pixels_differing(&ia, &ib, &ra.frame.partitions, &rb.frame.partitions);
-        let side = |setting: Setting, render: &Render| {
+        let side = |setting: Setting, render: &Render, cycles: String| {
             json::object(&[
                 ("cores", render.cores.to_string()),
                 ("rom", json::string(setting.rom.name())),
+                ("cycles", cycles),
             ])
         };
         let json = json::object(&[
             ("generation", rendered.generation.to_string()),
             ("width", result.width.to_string()),
             ("height", result.height.to_string()),
-            ("a", side(a, &ra)),
-            ("b", side(b, &rb)),
+            ("a", side(a, &ra, cycles_a)),
+            ("b", side(b, &rb, cycles_b)),
             ("count", result.differing_pixels.to_string()),
             ("first_of_partition", first_of_partition.to_string()),
             (
@@ -438,6 +448,22 @@ impl Viewer {
         *lock(&self.comparison) = Some(comparison.clone());
         Ok(comparison)
     }
+}
+
+/// A timed frame as the compare panel draws it: `{"frame": N or null, "cores": [[busy,
+/// waiting, idle], ...]}`.
+fn cycles_json(timing: &Timing) -> String {
+    let cores = timing.course.cores.iter().map(|core| {
+        let p = core.periods;
+        format!("[{},{},{}]", p.busy, p.waiting, p.idle)
+    });
+    json::object(&[
+        (
+            "frame",
+            json::or_null(timing.frame_cycles().map(|c| c.to_string())),
+        ),
+        ("cores", json::array(cores)),
+    ])
 }
 
 /// Differing pixels a compare answer lists (the count covers all).
