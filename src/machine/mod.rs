@@ -926,8 +926,8 @@ impl<'a> Machine<'a> {
                     let k0 = partition
                         .index_of(first, y)
                         .expect("a pixel of the partition");
-                    for (k, x) in (k0..).zip(first..x1) {
-                        let (piece, hit) = core.pixel(k);
+                    let pixels = core.pixels(k0..k0 + (x1 - first) as usize);
+                    for ((k, x), (piece, hit)) in (k0..).zip(first..x1).zip(pixels) {
                         if let Some(hit) = hit {
                             hits[x as usize] = hit;
                         }

@@ -218,12 +218,24 @@ impl CoreRun {
         }
     }
 
-    /// Output word `address` (as the core's one output memory would hold it) and what
-    /// pixel `k` hit, reading from `merged` when the pieces' windows overlap.
-    pub fn pixel(&self, k: usize) -> (&Piece, Option<PixelHit>) {
-        let at = self.pieces.partition_point(|piece| piece.start <= k) - 1;
-        let piece = &self.pieces[at];
-        (piece, piece.hits.get(k - piece.start).copied())
+    /// For each of the consecutive pixels `pixels`, the piece that holds its output words
+    /// and what it hit; the pieces are walked in order, not searched for each pixel (a
+    /// 1080p frame has thousands of pieces).
+    pub fn pixels(
+        &self,
+        pixels: Range<usize>,
+    ) -> impl Iterator<Item = (&Piece, Option<PixelHit>)> + '_ {
+        let mut at = self
+            .pieces
+            .partition_point(|piece| piece.start <= pixels.start);
+        at = at.saturating_sub(1);
+        pixels.map(move |k| {
+            while self.pieces.get(at + 1).is_some_and(|next| next.start <= k) {
+                at += 1;
+            }
+            let piece = &self.pieces[at];
+            (piece, piece.hits.get(k - piece.start).copied())
+        })
     }
 
     /// Whether each piece wrote only its own pixels' words (3 per pixel), so that a word
