@@ -14,7 +14,7 @@ use theia::machine::speculate::{ChunkStats, Chunking};
 use theia::machine::{render, AccelUse, Band, Lockstep, Machine, Render, RenderOptions};
 use theia::scene::generate::displaced_icosphere_obj;
 use theia::scene::mem::load_scene_dir;
-use theia::scene::obj::{default_scene, load_obj_text, MemoryAssets, ObjOptions};
+use theia::scene::obj::{default_scene, ObjOptions};
 use theia::scene::Scene;
 
 /// `options` rendered on `threads` host threads, with chunks of `pixels` (`None`: the
@@ -84,14 +84,7 @@ fn obj_scene(obj: &str, size: u32, cores: u32) -> Scene {
         cores,
         ..Default::default()
     };
-    load_obj_text(
-        obj,
-        Path::new("generated.obj"),
-        &MemoryAssets(&[]),
-        &options,
-    )
-    .expect("the generated mesh loads")
-    .scene
+    common::generated_scene(obj, &options)
 }
 
 fn shader(source: &str) -> Vec<theia::isa::Word> {

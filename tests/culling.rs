@@ -377,14 +377,7 @@ fn generated(text: &str, size: u32, flat: bool) -> Scene {
         flat,
         ..Default::default()
     };
-    theia::scene::obj::load_obj_text(
-        text,
-        std::path::Path::new("generated.obj"),
-        &theia::scene::obj::MemoryAssets(&[]),
-        &options,
-    )
-    .expect("the generated mesh loads")
-    .scene
+    common::generated_scene(text, &options)
 }
 
 /// Large generated meshes: identical frames in all three modes, every tile's claims hold

@@ -1,6 +1,7 @@
 //! Issue 9: the fixed ROM keeps no hit that only the hardware's wrap-around or a negative t
 //! makes, so fine meshes show no stray pixels; the faithful ROM keeps them and says so.
 
+mod common;
 mod model;
 
 use std::path::Path;
@@ -9,7 +10,7 @@ use theia::core::rom::RomVariant;
 use theia::machine::hits::{isolated_hits, Artifact, PixelHit};
 use theia::machine::{render, AccelUse, Frame, RenderOptions};
 use theia::scene::generate::{displaced_icosphere_obj, uv_sphere_obj};
-use theia::scene::obj::{load_obj_text, MemoryAssets, ObjOptions};
+use theia::scene::obj::ObjOptions;
 use theia::scene::Scene;
 
 fn scene(obj: &str, size: u32) -> Scene {
@@ -18,14 +19,7 @@ fn scene(obj: &str, size: u32) -> Scene {
         height: size,
         ..Default::default()
     };
-    load_obj_text(
-        obj,
-        Path::new("generated.obj"),
-        &MemoryAssets(&[]),
-        &options,
-    )
-    .expect("the generated mesh loads")
-    .scene
+    common::generated_scene(obj, &options)
 }
 
 fn frame(scene: &Scene, rom: RomVariant) -> Frame {

@@ -58,6 +58,22 @@ pub fn theia_fails(dir: &std::path::Path, args: &[&str]) -> String {
     text(&output.stderr)
 }
 
+/// Generated OBJ text (named `generated.obj`, no MTL or textures) loaded with `options`.
+pub fn generated_scene(
+    text: &str,
+    options: &::theia::scene::obj::ObjOptions,
+) -> ::theia::scene::Scene {
+    use ::theia::scene::obj::{load_obj_text, MemoryAssets};
+    load_obj_text(
+        text,
+        std::path::Path::new("generated.obj"),
+        &MemoryAssets(&[]),
+        options,
+    )
+    .expect("the generated mesh loads")
+    .scene
+}
+
 /// A command's output as text.
 pub fn text(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()
