@@ -23,24 +23,29 @@ struct Case {
 /// with `large`). `cores`, when given, replaces each row's emulated core count.
 fn cases(cores: Option<u32>, large: bool) -> Vec<Case> {
     let hd = ["--width", "1920", "--height", "1080"];
+    let small = ["--width", "256", "--height", "256"];
+    // (mesh subdivisions, label, size, ROM for meshes, default emulated cores)
     let mut rows = vec![
-        (None, "built-in scene 1920x1080", hd.to_vec(), 16),
+        (None, "built-in scene 1920x1080", hd, "fixed", 16),
         (
             Some(6),
             "81,920-triangle mesh 1920x1080, fixed ROM",
-            hd.to_vec(),
+            hd,
+            "fixed",
             16,
         ),
         (
             Some(6),
             "81,920-triangle mesh 1920x1080, faithful ROM",
-            hd.to_vec(),
+            hd,
+            "faithful",
             4,
         ),
         (
             Some(8),
             "1,310,720-triangle mesh 256x256, fixed ROM",
-            vec!["--width", "256", "--height", "256"],
+            small,
+            "fixed",
             16,
         ),
     ];
@@ -48,19 +53,15 @@ fn cases(cores: Option<u32>, large: bool) -> Vec<Case> {
         rows.push((
             Some(8),
             "1,310,720-triangle mesh 1920x1080, fixed ROM",
-            hd.to_vec(),
+            hd,
+            "fixed",
             16,
         ));
     }
     rows.into_iter()
-        .map(|(mesh, label, size, default_cores)| {
+        .map(|(mesh, label, size, rom, default_cores)| {
             let cores = cores.unwrap_or(default_cores);
             let mut args: Vec<String> = size.into_iter().map(String::from).collect();
-            let rom = if label.ends_with("faithful ROM") {
-                "faithful"
-            } else {
-                "fixed"
-            };
             if mesh.is_some() {
                 args.extend(["--rom".into(), rom.into()]);
             }
@@ -117,7 +118,7 @@ fn measure_all(
     let counts = thread_counts(max_threads);
     let mut rows = Vec::new();
     for case in cases(cores, large) {
-        let mut args = case.args.clone();
+        let mut args = case.args;
         if let Some(subdivisions) = case.mesh {
             args.insert(0, mesh_file(dir, subdivisions)?.display().to_string());
         }
