@@ -355,6 +355,66 @@ fn waits_for_host(state: u8) -> bool {
     )
 }
 
+/// The control unit's next state after `state` (`Unit_Control.v`), given the signals, the
+/// core's hit and value flags, and whether its routine returned (`done`).
+fn next_control_state(state: u8, signals: &Signals, hit: bool, value: bool, done: bool) -> u8 {
+    use cu::*;
+    match state {
+        AFTER_RESET => WAIT_FOR_INITIAL_CONFIGURATION,
+        WAIT_FOR_INITIAL_CONFIGURATION if signals.mst => PERFORM_INITIAL_CONFIGURATION,
+        PERFORM_INITIAL_CONFIGURATION if !signals.mst && signals.rendren => CLEAR_REGISTERS,
+        CLEAR_REGISTERS => WAIT_CLEAR_REGISTERS,
+        ACK_CLEAR_REGISTERS => WAIT_FOR_CONFIG_DATA_READ,
+        WAIT_FOR_CONFIG_DATA_READ if !signals.mst => PRECALCULATE_CONSTANTS,
+        PRECALCULATE_CONSTANTS => WAIT_FOR_CONSTANT,
+        ACK_PRECALCULATE_CONSTANTS => TRIGGER_USERCONSTANTS,
+        TRIGGER_USERCONSTANTS => WAIT_USERCONSTANTS,
+        ACK_USERCONSTANTS => WAIT_FOR_RENDER_ENABLE,
+        WAIT_FOR_RENDER_ENABLE if signals.rendren => TRIGGER_RGU,
+        TRIGGER_RGU => WAIT_FOR_RGU,
+        ACK_RGU if signals.rendren => WAIT_FOR_HOST_DATA_AVAILABLE,
+        WAIT_FOR_HOST_DATA_AVAILABLE if signals.hda => TRIGGER_MAIN,
+        TRIGGER_MAIN => WAIT_FOR_MAIN,
+        ACK_MAIN if signals.stdone => CHECK_HIT,
+        ACK_MAIN => WAIT_FOR_HOST_DATA_ACK,
+        WAIT_FOR_HOST_DATA_ACK if !signals.latched => WAIT_FOR_HOST_DATA_AVAILABLE,
+        CHECK_HIT if hit => TRIGGER_PSU_WITH_TEXTURE,
+        CHECK_HIT => TRIGGER_USERPIXELSHADER,
+        TRIGGER_PSU_WITH_TEXTURE => WAIT_FOR_PSU,
+        ACK_PSU => TRIGGER_USERPIXELSHADER,
+        TRIGGER_USERPIXELSHADER => WAIT_FOR_USERPIXELSHADER,
+        ACK_USERPIXELSHADER => TRIGGER_NPU,
+        TRIGGER_NPU => WAIT_NPU,
+        ACK_NPU if value => TRIGGER_RGU,
+        ACK_NPU => DONE,
+        WAIT_CLEAR_REGISTERS if done => ACK_CLEAR_REGISTERS,
+        WAIT_FOR_CONSTANT if done => ACK_PRECALCULATE_CONSTANTS,
+        WAIT_USERCONSTANTS if done => ACK_USERCONSTANTS,
+        WAIT_FOR_RGU if done => ACK_RGU,
+        WAIT_FOR_MAIN if done => ACK_MAIN,
+        WAIT_FOR_PSU if done => ACK_PSU,
+        WAIT_FOR_USERPIXELSHADER if done => ACK_USERPIXELSHADER,
+        WAIT_NPU if done => ACK_NPU,
+        other => other,
+    }
+}
+
+/// The routine a control unit in `state` (a trigger state) starts in that period.
+fn triggered_routine(state: u8) -> Option<EntryPoint> {
+    use cu::*;
+    match state {
+        CLEAR_REGISTERS => Some(EntryPoint::Initial),
+        PRECALCULATE_CONSTANTS => Some(EntryPoint::Cppu),
+        TRIGGER_USERCONSTANTS => Some(EntryPoint::UserConstants),
+        TRIGGER_RGU => Some(EntryPoint::Rgu),
+        TRIGGER_MAIN => Some(EntryPoint::Main),
+        TRIGGER_PSU_WITH_TEXTURE => Some(EntryPoint::Psu2),
+        TRIGGER_USERPIXELSHADER => Some(EntryPoint::PixelShader),
+        TRIGGER_NPU => Some(EntryPoint::Npg),
+        _ => None,
+    }
+}
+
 impl<'s> Sim<'s> {
     fn new(setup: &'s Setup) -> Sim<'s> {
         // INSTRUCTION packets of 7 periods, INITIAL_SCENE_PARAMS_STAGE, 6 parameter packets
@@ -482,15 +542,7 @@ impl<'s> Sim<'s> {
                 changed |= self.step_core(core, t, &signals, routines)?;
             }
             if signals.gack {
-                self.count_starts(t);
-                // GACK resets every core's "latched" and "committed" flags.
-                for core in &mut self.cores {
-                    changed |= core.latched || core.committed;
-                    core.latched = false;
-                    core.committed = false;
-                }
-                self.latched = 0;
-                self.committed = 0;
+                changed |= self.acknowledge(t);
             }
             changed |= self.step_host(t, &signals, routines);
             t = if changed {
@@ -508,6 +560,27 @@ impl<'s> Sim<'s> {
                 }
             };
         };
+        Ok(self.into_course(ending))
+    }
+
+    /// The host's ACK in period `t`: the MAIN starts since the last one are counted, and
+    /// GACK resets every core's "latched" and "committed" flags. Whether any was set.
+    fn acknowledge(&mut self, t: u64) -> bool {
+        self.count_starts(t);
+        let mut changed = false;
+        for core in &mut self.cores {
+            changed |= core.latched || core.committed;
+            core.latched = false;
+            core.committed = false;
+        }
+        self.latched = 0;
+        self.committed = 0;
+        changed
+    }
+
+    /// The frame's course once it ended as `ending`: each core's last state counts up to
+    /// the end.
+    fn into_course(self, ending: Ending) -> Course {
         let end = match ending {
             Ending::Done(t) => t,
             Ending::Deadlock { period, .. } | Ending::Livelock { period, .. } => period,
@@ -526,11 +599,11 @@ impl<'s> Sim<'s> {
                 core.course
             })
             .collect();
-        Ok(Course {
+        Course {
             ending,
             cores,
             hazards: self.hazards,
-        })
+        }
     }
 
     /// At the host's ACK in period `t`: the cores that started MAIN an even number of
@@ -818,96 +891,60 @@ impl<'s> Sim<'s> {
         signals: &Signals,
         routines: &mut dyn Routines,
     ) -> Result<bool, Stop> {
-        use cu::*;
         let core = &self.cores[index];
         let state = core.state;
         let done = core
             .routine
             .as_ref()
             .is_some_and(|r| !r.hung && r.returns == Some(t));
-        let mut start = None;
-        let next = match state {
-            AFTER_RESET => WAIT_FOR_INITIAL_CONFIGURATION,
-            WAIT_FOR_INITIAL_CONFIGURATION if signals.mst => PERFORM_INITIAL_CONFIGURATION,
-            PERFORM_INITIAL_CONFIGURATION if !signals.mst && signals.rendren => CLEAR_REGISTERS,
-            CLEAR_REGISTERS => {
-                start = Some(EntryPoint::Initial);
-                WAIT_CLEAR_REGISTERS
-            }
-            ACK_CLEAR_REGISTERS => WAIT_FOR_CONFIG_DATA_READ,
-            WAIT_FOR_CONFIG_DATA_READ if !signals.mst => PRECALCULATE_CONSTANTS,
-            PRECALCULATE_CONSTANTS => {
-                start = Some(EntryPoint::Cppu);
-                WAIT_FOR_CONSTANT
-            }
-            ACK_PRECALCULATE_CONSTANTS => TRIGGER_USERCONSTANTS,
-            TRIGGER_USERCONSTANTS => {
-                start = Some(EntryPoint::UserConstants);
-                WAIT_USERCONSTANTS
-            }
-            ACK_USERCONSTANTS => WAIT_FOR_RENDER_ENABLE,
-            WAIT_FOR_RENDER_ENABLE if signals.rendren => TRIGGER_RGU,
-            TRIGGER_RGU => {
-                start = Some(EntryPoint::Rgu);
-                WAIT_FOR_RGU
-            }
-            ACK_RGU if signals.rendren => WAIT_FOR_HOST_DATA_AVAILABLE,
-            WAIT_FOR_HOST_DATA_AVAILABLE if signals.hda => TRIGGER_MAIN,
-            TRIGGER_MAIN => {
-                start = Some(EntryPoint::Main);
-                WAIT_FOR_MAIN
-            }
-            ACK_MAIN if signals.stdone => CHECK_HIT,
-            ACK_MAIN => WAIT_FOR_HOST_DATA_ACK,
-            WAIT_FOR_HOST_DATA_ACK if !signals.latched => WAIT_FOR_HOST_DATA_AVAILABLE,
-            CHECK_HIT if core.hit => TRIGGER_PSU_WITH_TEXTURE,
-            CHECK_HIT => TRIGGER_USERPIXELSHADER,
-            TRIGGER_PSU_WITH_TEXTURE => {
-                start = Some(EntryPoint::Psu2);
-                WAIT_FOR_PSU
-            }
-            ACK_PSU => TRIGGER_USERPIXELSHADER,
-            TRIGGER_USERPIXELSHADER => {
-                start = Some(EntryPoint::PixelShader);
-                WAIT_FOR_USERPIXELSHADER
-            }
-            ACK_USERPIXELSHADER => TRIGGER_NPU,
-            TRIGGER_NPU => {
-                start = Some(EntryPoint::Npg);
-                WAIT_NPU
-            }
-            ACK_NPU if core.value => TRIGGER_RGU,
-            ACK_NPU => DONE,
-            WAIT_CLEAR_REGISTERS if done => ACK_CLEAR_REGISTERS,
-            WAIT_FOR_CONSTANT if done => ACK_PRECALCULATE_CONSTANTS,
-            WAIT_USERCONSTANTS if done => ACK_USERCONSTANTS,
-            WAIT_FOR_RGU if done => ACK_RGU,
-            WAIT_FOR_MAIN if done => ACK_MAIN,
-            WAIT_FOR_PSU if done => ACK_PSU,
-            WAIT_FOR_USERPIXELSHADER if done => ACK_USERPIXELSHADER,
-            WAIT_NPU if done => ACK_NPU,
-            other => other,
-        };
-        if let Some(entry) = start {
+        let next = next_control_state(state, signals, core.hit, core.value, done);
+        if let Some(entry) = triggered_routine(state) {
             self.start_routine(index, t, entry, routines)?;
         }
-        let core = &mut self.cores[index];
         if done {
-            let run = core.routine.take().expect("a done core ran a routine");
-            core.value = routines.recording(index).runs[run.run].value;
-            if state == WAIT_FOR_MAIN {
-                core.hit |= core.value;
-                core.main_returned = t;
-            }
+            self.end_routine(index, t, state, routines);
         }
-        if state == TRIGGER_PSU_WITH_TEXTURE {
+        let core = &mut self.cores[index];
+        if state == cu::TRIGGER_PSU_WITH_TEXTURE {
             core.hit = false;
         }
-        let latched = !signals.gack && (core.latched ^ matches!(state, TRIGGER_MAIN | DONE));
-        let committed = !signals.gack && (core.committed ^ (state == ACK_USERPIXELSHADER));
+        let latched =
+            !signals.gack && (core.latched ^ matches!(state, cu::TRIGGER_MAIN | cu::DONE));
+        let committed = !signals.gack && (core.committed ^ (state == cu::ACK_USERPIXELSHADER));
         let flags = (latched != core.latched, committed != core.committed);
         core.latched = latched;
         core.committed = committed;
+        self.schedule_wake(index, t, state, next);
+        let moved = next != state;
+        if moved {
+            self.enter_state(index, t, state, next);
+        }
+        let count = |set: bool| if set { 1 } else { usize::MAX };
+        if flags.0 {
+            self.latched = self.latched.wrapping_add(count(latched));
+        }
+        if flags.1 {
+            self.committed = self.committed.wrapping_add(count(committed));
+        }
+        Ok(moved || flags.0 || flags.1)
+    }
+
+    /// Core `index`'s routine returned in period `t` (its control unit in `state`): bit 0
+    /// of its RETURN is the core's value, and after MAIN, whether the pixel hit.
+    fn end_routine(&mut self, index: usize, t: u64, state: u8, routines: &dyn Routines) {
+        let core = &mut self.cores[index];
+        let run = core.routine.take().expect("a done core ran a routine");
+        core.value = routines.recording(index).runs[run.run].value;
+        if state == cu::WAIT_FOR_MAIN {
+            core.hit |= core.value;
+            core.main_returned = t;
+        }
+    }
+
+    /// When core `index`, moving from `state` to `next` in period `t`, is next evaluated,
+    /// and in which of the sets (`soon`, `waiting`, `next_own`) that puts it.
+    fn schedule_wake(&mut self, index: usize, t: u64, state: u8, next: u8) {
+        let core = &mut self.cores[index];
         // A state is evaluated in its first period (its condition may hold already), then
         // when its routine returns, or, waiting for a signal, when a signal changes.
         core.wake = if next != state {
@@ -934,31 +971,25 @@ impl<'s> Sim<'s> {
         } else {
             self.next_own = self.next_own.min(wake);
         }
+    }
+
+    /// Core `index` leaves `state` for `next` at the end of period `t`: the periods it
+    /// held `state` are accounted, and entering DONE counts the core done.
+    fn enter_state(&mut self, index: usize, t: u64, state: u8, next: u8) {
         let core = &mut self.cores[index];
-        let moved = next != state;
-        if moved {
-            let held = t + 1 - core.since;
-            if state == ACK_RGU {
-                account(&mut core.course.periods, TRIGGER_RGU, 1);
-                account(&mut core.course.periods, ACK_RGU, held - 1);
-            } else {
-                account(&mut core.course.periods, state, held);
-            }
-            core.since = t + 1;
-            core.state = next;
-            if next == DONE {
-                core.course.finish = Some(t + 1);
-                self.done += 1;
-            }
+        let held = t + 1 - core.since;
+        if state == cu::ACK_RGU {
+            account(&mut core.course.periods, cu::TRIGGER_RGU, 1);
+            account(&mut core.course.periods, cu::ACK_RGU, held - 1);
+        } else {
+            account(&mut core.course.periods, state, held);
         }
-        let count = |set: bool| if set { 1 } else { usize::MAX };
-        if flags.0 {
-            self.latched = self.latched.wrapping_add(count(latched));
+        core.since = t + 1;
+        core.state = next;
+        if next == cu::DONE {
+            core.course.finish = Some(t + 1);
+            self.done += 1;
         }
-        if flags.1 {
-            self.committed = self.committed.wrapping_add(count(committed));
-        }
-        Ok(moved || flags.0 || flags.1)
     }
 
     /// Core `index` starts `entry` in period `t` (its trigger state).
