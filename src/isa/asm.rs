@@ -713,6 +713,9 @@ impl<'a> Assembler<'a> {
         Some(instr)
     }
 
+    /// The instruction `opcode` makes of `operands` (their count already checked against
+    /// `shape`). Every operand is checked and each error recorded, so that all of them are
+    /// reported; `None` if there was any.
     fn encode_operands(
         &mut self,
         opcode: Opcode,
@@ -720,105 +723,25 @@ impl<'a> Assembler<'a> {
         line: usize,
         operands: &[Token<'a>],
     ) -> Option<Instr> {
-        // Results per operand, errors recorded as they come so all of them are reported.
-        let mut failed = false;
-        let mut check = |this: &mut Self, token: Token, result: Result<u32, String>| -> u32 {
-            result.unwrap_or_else(|message| {
-                this.error(line, token.column, message);
-                failed = true;
-                0
-            })
-        };
+        let errors_before = self.errors.len();
         let instr = match shape {
-            Shape::Nop => match operands.first().map(|t| return_value(t.text)) {
-                Some(Some(value)) => {
-                    if let Some(extra) = operands.get(1) {
-                        let message =
-                            format!("unexpected `{}` after {}", extra.text, operands[0].text);
-                        check(self, *extra, Err(message));
-                    }
-                    Instr::Registers {
-                        opcode,
-                        dst: 0,
-                        src1: 0,
-                        src2: value as u16,
-                    }
-                }
-                _ => {
-                    let mut fields = [0u16; 3];
-                    for (field, token) in fields.iter_mut().zip(operands) {
-                        let result = self.register(*token).map(u32::from);
-                        *field = check(self, *token, result) as u16;
-                    }
-                    Instr::Registers {
-                        opcode,
-                        dst: fields[0],
-                        src1: fields[1],
-                        src2: fields[2],
-                    }
-                }
-            },
+            Shape::Nop => self.encode_nop(opcode, line, operands),
             Shape::DstSrc1Src2 | Shape::DstSrc1 | Shape::Dst => {
-                let mut fields = [0u16; 3];
-                for (field, token) in fields.iter_mut().zip(operands) {
-                    let result = self.register(*token).map(u32::from);
-                    *field = check(self, *token, result) as u16;
-                }
-                Instr::Registers {
-                    opcode,
-                    dst: fields[0],
-                    src1: fields[1],
-                    src2: fields[2],
-                }
+                self.encode_registers(opcode, line, operands)
             }
             Shape::Branch => {
-                let target = self.target(operands[0]).map(u32::from);
-                let target = check(self, operands[0], target) as u16;
-                let s1 = self.register(operands[1]).map(u32::from);
-                let s1 = check(self, operands[1], s1) as u16;
-                let s2 = self.register(operands[2]).map(u32::from);
-                let s2 = check(self, operands[2], s2) as u16;
+                let target = self.target_operand(line, operands[0]);
                 Instr::Registers {
                     opcode,
                     dst: target,
-                    src1: s1,
-                    src2: s2,
+                    src1: self.register_operand(line, operands[1]),
+                    src2: self.register_operand(line, operands[2]),
                 }
             }
-            Shape::Target => {
-                let target = self.target(operands[0]).map(u32::from);
-                let target = check(self, operands[0], target) as u16;
-                let imm = match operands.len() {
-                    1 => 0,
-                    2 => {
-                        let imm = self.immediate(operands[1]);
-                        check(self, operands[1], imm)
-                    }
-                    // `JMP L VOID VOID`: the original puts the two slots in the low word.
-                    _ => {
-                        let s1 = self.register(operands[1]).map(u32::from);
-                        let s1 = check(self, operands[1], s1);
-                        let s2 = self.register(operands[2]).map(u32::from);
-                        let s2 = check(self, operands[2], s2);
-                        s1 << 16 | s2
-                    }
-                };
-                Instr::Immediate {
-                    opcode,
-                    dst: target,
-                    imm,
-                }
-            }
-            Shape::DstImm => {
-                let dst = self.register(operands[0]).map(u32::from);
-                let dst = check(self, operands[0], dst) as u16;
-                let imm = self.immediate(operands[1]);
-                let imm = check(self, operands[1], imm);
-                Instr::Immediate { opcode, dst, imm }
-            }
+            Shape::Target => self.encode_jump(opcode, line, operands),
+            Shape::DstImm => self.encode_dst_imm(opcode, line, operands),
             Shape::DstSwizzle => {
-                let dst = self.register(operands[0]).map(u32::from);
-                let dst = check(self, operands[0], dst) as u16;
+                let dst = self.register_operand(line, operands[0]);
                 let code = match swizzle_code(operands[1].text) {
                     Some(code) => Ok(code),
                     None => self.immediate(operands[1]).map_err(|_| {
@@ -829,37 +752,104 @@ impl<'a> Assembler<'a> {
                         )
                     }),
                 };
-                let code = check(self, operands[1], code);
+                let imm = self.checked(line, operands[1], code);
+                Instr::Immediate { opcode, dst, imm }
+            }
+            Shape::Return if operands.len() == 1 => {
+                let value = return_value(operands[0].text).ok_or_else(|| {
+                    format!(
+                        "RETURN expects RT_TRUE or RT_FALSE, found `{}`",
+                        operands[0].text
+                    )
+                });
+                let imm = self.checked(line, operands[0], value);
                 Instr::Immediate {
                     opcode,
-                    dst,
-                    imm: code,
+                    dst: 0,
+                    imm,
                 }
             }
-            Shape::Return => {
-                if operands.len() == 1 {
-                    let value = return_value(operands[0].text).ok_or_else(|| {
-                        format!(
-                            "RETURN expects RT_TRUE or RT_FALSE, found `{}`",
-                            operands[0].text
-                        )
-                    });
-                    let value = check(self, operands[0], value);
-                    Instr::Immediate {
-                        opcode,
-                        dst: 0,
-                        imm: value,
-                    }
-                } else {
-                    let dst = self.register(operands[0]).map(u32::from);
-                    let dst = check(self, operands[0], dst) as u16;
-                    let imm = self.immediate(operands[1]);
-                    let imm = check(self, operands[1], imm);
-                    Instr::Immediate { opcode, dst, imm }
-                }
+            Shape::Return => self.encode_dst_imm(opcode, line, operands),
+        };
+        (self.errors.len() == errors_before).then_some(instr)
+    }
+
+    /// NOP: `NOP RT_TRUE` (its value in SRC2, as RETURN's), or up to three registers.
+    fn encode_nop(&mut self, opcode: Opcode, line: usize, operands: &[Token<'a>]) -> Instr {
+        let Some(value) = operands.first().and_then(|t| return_value(t.text)) else {
+            return self.encode_registers(opcode, line, operands);
+        };
+        if let Some(extra) = operands.get(1) {
+            let message = format!("unexpected `{}` after {}", extra.text, operands[0].text);
+            self.checked(line, *extra, Err(message));
+        }
+        Instr::Registers {
+            opcode,
+            dst: 0,
+            src1: 0,
+            src2: value as u16,
+        }
+    }
+
+    /// Up to three register operands into DST, SRC1 and SRC2 (0 where absent).
+    fn encode_registers(&mut self, opcode: Opcode, line: usize, operands: &[Token<'a>]) -> Instr {
+        let mut fields = [0u16; 3];
+        for (field, token) in fields.iter_mut().zip(operands) {
+            *field = self.register_operand(line, *token);
+        }
+        Instr::Registers {
+            opcode,
+            dst: fields[0],
+            src1: fields[1],
+            src2: fields[2],
+        }
+    }
+
+    /// A jump: its target, then nothing, an immediate, or two register slots.
+    fn encode_jump(&mut self, opcode: Opcode, line: usize, operands: &[Token<'a>]) -> Instr {
+        let dst = self.target_operand(line, operands[0]);
+        let imm = match operands.len() {
+            1 => 0,
+            2 => {
+                let imm = self.immediate(operands[1]);
+                self.checked(line, operands[1], imm)
+            }
+            // `JMP L VOID VOID`: the original puts the two slots in the low word.
+            _ => {
+                let s1 = self.register_operand(line, operands[1]) as u32;
+                let s2 = self.register_operand(line, operands[2]) as u32;
+                s1 << 16 | s2
             }
         };
-        (!failed).then_some(instr)
+        Instr::Immediate { opcode, dst, imm }
+    }
+
+    /// A destination register and a 32-bit immediate.
+    fn encode_dst_imm(&mut self, opcode: Opcode, line: usize, operands: &[Token<'a>]) -> Instr {
+        let dst = self.register_operand(line, operands[0]);
+        let imm = self.immediate(operands[1]);
+        let imm = self.checked(line, operands[1], imm);
+        Instr::Immediate { opcode, dst, imm }
+    }
+
+    /// An operand's value, or 0 with its error recorded at `token`.
+    fn checked(&mut self, line: usize, token: Token, result: Result<u32, String>) -> u32 {
+        result.unwrap_or_else(|message| {
+            self.error(line, token.column, message);
+            0
+        })
+    }
+
+    /// A register operand's address, or 0 with its error recorded.
+    fn register_operand(&mut self, line: usize, token: Token) -> u16 {
+        let address = self.register(token).map(u32::from);
+        self.checked(line, token, address) as u16
+    }
+
+    /// A code address operand, or 0 with its error recorded.
+    fn target_operand(&mut self, line: usize, token: Token) -> u16 {
+        let address = self.target(token).map(u32::from);
+        self.checked(line, token, address) as u16
     }
 
     fn encode_word_directive(
