@@ -3,6 +3,7 @@
 
 use ::image::imageops::FilterType;
 use ::image::RgbImage;
+use std::borrow::Cow;
 
 /// Side of the published hardware's texture memory in texels: 256 x 256 texels of three
 /// words.
@@ -94,6 +95,98 @@ fn morton_position(index: u32) -> (u32, u32) {
     (compact(index), compact(index >> 1))
 }
 
+/// The side of each source's tile: its natural side, the largest halved until all of them
+/// fit in `memory_side` squared.
+fn tile_sides(sources: &[TileSource], memory_side: u32) -> Result<Vec<u32>, AtlasError> {
+    let mut sides: Vec<u32> = sources
+        .iter()
+        .map(|source| match source {
+            TileSource::Image { image, .. } => {
+                natural_side(image.width(), image.height(), memory_side)
+            }
+            // 2x2: the ROM always reads a texel and its right and lower neighbours.
+            TileSource::Flat(_) => 2,
+        })
+        .collect();
+    let area = |sides: &[u32]| sides.iter().map(|&s| (s as u64) * (s as u64)).sum::<u64>();
+    let capacity = (memory_side as u64) * (memory_side as u64);
+    while area(&sides) > capacity {
+        // Halve the largest texture tile: it gives back the most room for the least
+        // loss in proportion.
+        let largest = (0..sides.len())
+            .filter(|&i| sides[i] > 2)
+            .max_by_key(|&i| (sides[i], std::cmp::Reverse(i)));
+        match largest {
+            Some(i) => sides[i] /= 2,
+            None => {
+                return Err(AtlasError::TooManyTiles {
+                    tiles: sources.len(),
+                })
+            }
+        }
+    }
+    Ok(sides)
+}
+
+/// Where each source's tile of side `sides[i]` goes: largest first in Z order. Every tile
+/// starts at a Morton index that is a multiple of its own area, so it is an aligned
+/// square, and the tiles fill the square with no gaps.
+fn place_tiles(sources: &[TileSource], sides: &[u32]) -> Vec<Tile> {
+    let mut order: Vec<usize> = (0..sources.len()).collect();
+    order.sort_by_key(|&i| std::cmp::Reverse(sides[i]));
+    let mut tiles = vec![
+        Tile {
+            x: 0,
+            y: 0,
+            side: 0,
+            flat: false
+        };
+        sources.len()
+    ];
+    let mut next = 0u32;
+    for &i in &order {
+        let (x, y) = morton_position(next);
+        tiles[i] = Tile {
+            x,
+            y,
+            side: sides[i],
+            flat: matches!(sources[i], TileSource::Flat(_)),
+        };
+        next += sides[i] * sides[i];
+    }
+    tiles
+}
+
+/// Texture `image` at `side` x `side` texels: itself, or resampled with a note saying
+/// `why(width, height)` when `resample` allows it.
+fn fit_to_tile<'i>(
+    image: &'i RgbImage,
+    name: &str,
+    side: u32,
+    resample: bool,
+    why: impl Fn(u32, u32) -> String,
+    notes: &mut Vec<String>,
+) -> Result<Cow<'i, RgbImage>, AtlasError> {
+    let (width, height) = image.dimensions();
+    if width == side && height == side {
+        return Ok(Cow::Borrowed(image));
+    }
+    if !resample {
+        return Err(AtlasError::NeedsResampling {
+            name: name.to_string(),
+            width,
+            height,
+        });
+    }
+    notes.push(format!(
+        "note: texture {name} resampled from {width}x{height} to {side}x{side} ({filter} filter){why}",
+        filter = RESAMPLE_FILTER.1,
+        why = why(width, height),
+    ));
+    let resized = ::image::imageops::resize(image, side, side, RESAMPLE_FILTER.0);
+    Ok(Cow::Owned(resized))
+}
+
 impl Atlas {
     /// Packs `sources` into a square of at most `memory_side` texels. Textures that are not
     /// square powers of two, or that do not all fit, are resampled (largest first) when
@@ -104,65 +197,13 @@ impl Atlas {
         resample: bool,
         notes: &mut Vec<String>,
     ) -> Result<Atlas, AtlasError> {
-        let mut sides: Vec<u32> = sources
-            .iter()
-            .map(|source| match source {
-                TileSource::Image { image, .. } => {
-                    natural_side(image.width(), image.height(), memory_side)
-                }
-                // 2x2: the ROM always reads a texel and its right and lower neighbours.
-                TileSource::Flat(_) => 2,
-            })
-            .collect();
-        let area = |sides: &[u32]| sides.iter().map(|&s| (s as u64) * (s as u64)).sum::<u64>();
-        let capacity = (memory_side as u64) * (memory_side as u64);
-        while area(&sides) > capacity {
-            // Halve the largest texture tile: it gives back the most room for the least
-            // loss in proportion.
-            let largest = (0..sides.len())
-                .filter(|&i| sides[i] > 2)
-                .max_by_key(|&i| (sides[i], std::cmp::Reverse(i)));
-            match largest {
-                Some(i) => sides[i] /= 2,
-                None => {
-                    return Err(AtlasError::TooManyTiles {
-                        tiles: sources.len(),
-                    })
-                }
-            }
-        }
-        let total = area(&sides);
+        let sides = tile_sides(sources, memory_side)?;
+        let total: u64 = sides.iter().map(|&s| (s as u64) * (s as u64)).sum();
         let mut side = sides.iter().copied().max().unwrap_or(2);
         while (side as u64) * (side as u64) < total {
             side *= 2;
         }
-
-        // Largest first in Z order: every tile starts at a Morton index that is a multiple
-        // of its own area, so it is an aligned square, and the tiles fill the square with
-        // no gaps.
-        let mut order: Vec<usize> = (0..sources.len()).collect();
-        order.sort_by_key(|&i| std::cmp::Reverse(sides[i]));
-        let mut tiles = vec![
-            Tile {
-                x: 0,
-                y: 0,
-                side: 0,
-                flat: false
-            };
-            sources.len()
-        ];
-        let mut next = 0u32;
-        for &i in &order {
-            let (x, y) = morton_position(next);
-            tiles[i] = Tile {
-                x,
-                y,
-                side: sides[i],
-                flat: matches!(sources[i], TileSource::Flat(_)),
-            };
-            next += sides[i] * sides[i];
-        }
-
+        let tiles = place_tiles(sources, &sides);
         let words = (side as usize * side as usize * 3).max(MEMORY_WORDS);
         let mut memory = vec![0u32; words];
         for (source, tile) in sources.iter().zip(&tiles) {
@@ -173,32 +214,10 @@ impl Atlas {
                     }
                 }
                 TileSource::Image { image, name } => {
-                    let (width, height) = image.dimensions();
-                    let resized;
-                    let pixels = if width == tile.side && height == tile.side {
-                        image
-                    } else {
-                        if !resample {
-                            return Err(AtlasError::NeedsResampling {
-                                name: name.clone(),
-                                width,
-                                height,
-                            });
-                        }
-                        notes.push(format!(
-                            "note: texture {name} resampled from {width}x{height} to {s}x{s} ({filter} filter){why}",
-                            s = tile.side,
-                            filter = RESAMPLE_FILTER.1,
-                            why = resample_reason(width, height, tile.side, memory_side, sources.len()),
-                        ));
-                        resized = ::image::imageops::resize(
-                            image,
-                            tile.side,
-                            tile.side,
-                            RESAMPLE_FILTER.0,
-                        );
-                        &resized
+                    let why = |width, height| {
+                        resample_reason(width, height, tile.side, memory_side, sources.len())
                     };
+                    let pixels = fit_to_tile(image, name, tile.side, resample, why, notes)?;
                     for v in 0..tile.side {
                         for u in 0..tile.side {
                             // OBJ's v runs up the image; texture memory rows run with v.
