@@ -130,17 +130,46 @@ pub fn load(
         material_names,
         ..
     } = valid;
-    // Every library is read, in order, even after one fails: the first syntax error wins,
-    // and a library that is missing or does not load leaves its materials out.
+    let mut libraries = read_libraries(&libraries, path, assets)?;
+    notes.append(&mut libraries.notes);
+    let materials = find_materials(&material_names, &libraries, path, notes);
+    // A name no library defines is no material at all.
+    if materials.iter().any(Option::is_none) {
+        for triangle in &mut model.triangles {
+            if triangle.material().is_some_and(|m| materials[m].is_none()) {
+                triangle.material = NO_INDEX;
+            }
+        }
+    }
+    Ok(Loaded { model, materials })
+}
+
+/// The materials of an OBJ's MTL libraries, in the order they count.
+struct Libraries {
+    materials: Vec<tobj::Material>,
+    /// A library was not found (then undefined materials get no note of their own).
+    missing: bool,
+    /// A warning for each library not found.
+    notes: Vec<String>,
+}
+
+/// Reads the `mtllib` libraries (name and line in the OBJ at `path`). Every library is
+/// read, in order, even after one fails: the first syntax error wins, and a library that
+/// is missing or does not load leaves its materials out.
+fn read_libraries(
+    libraries: &[(String, usize)],
+    path: &Path,
+    assets: &dyn Assets,
+) -> Result<Libraries, SceneError> {
     let mut mtl_error = None;
-    let mut missing_library = false;
-    let mut library_notes = Vec::new();
+    let mut missing = false;
+    let mut notes = Vec::new();
     // Each file is read once, however often and however spelled it is named; its
     // materials count from its last mention (a library named again after another one
     // overrides that one's definitions, as if read again).
     let mut read_already: HashMap<String, Vec<tobj::Material>> = HashMap::new();
     let mut mentions: Vec<String> = Vec::new();
-    for (name, line) in &libraries {
+    for (name, line) in libraries {
         if let Some(why) = assets.refusal(name) {
             return Err(SceneError::Invalid {
                 file: path.to_path_buf(),
@@ -154,8 +183,8 @@ pub fn load(
             continue;
         }
         let Some(bytes) = assets.read(name) else {
-            missing_library = true;
-            library_notes.push(format!(
+            missing = true;
+            notes.push(format!(
                 "warning: {}:{line}: material library {} not found; its materials show white",
                 path.display(),
                 assets.display(name)
@@ -180,23 +209,36 @@ pub fn load(
     let last_mention: HashMap<&str, usize> = (mentions.iter().enumerate())
         .map(|(at, key)| (key.as_str(), at))
         .collect();
-    let library: Vec<tobj::Material> = (mentions.iter().enumerate())
+    let materials: Vec<tobj::Material> = (mentions.iter().enumerate())
         .filter(|(at, key)| last_mention[key.as_str()] == *at)
         .flat_map(|(_, key)| read_already.remove(key).unwrap_or_default())
         .collect();
     if let Some(error) = mtl_error {
         return Err(error);
     }
-    notes.extend(library_notes);
+    Ok(Libraries {
+        materials,
+        missing,
+        notes,
+    })
+}
 
-    // The last definition wins, as in tobj and most OBJ readers.
-    let by_name: HashMap<&str, &tobj::Material> =
-        library.iter().map(|m| (m.name.as_str(), m)).collect();
-    let materials: Vec<Option<Material>> = material_names
+/// The material each `usemtl` name (and its line) stands for, noting names no library
+/// defines. The last definition wins, as in tobj and most OBJ readers.
+fn find_materials(
+    material_names: &[(String, usize)],
+    libraries: &Libraries,
+    path: &Path,
+    notes: &mut Vec<String>,
+) -> Vec<Option<Material>> {
+    let by_name: HashMap<&str, &tobj::Material> = (libraries.materials.iter())
+        .map(|m| (m.name.as_str(), m))
+        .collect();
+    material_names
         .iter()
         .map(|(name, line)| {
             let found = by_name.get(name.as_str()).copied();
-            if found.is_none() && !missing_library {
+            if found.is_none() && !libraries.missing {
                 notes.push(format!(
                     "warning: {}:{line}: material `{name}` is not defined in any material library; it shows white",
                     path.display()
@@ -208,16 +250,7 @@ pub fn load(
                 texture: m.diffuse_texture.clone(),
             })
         })
-        .collect();
-    // A name no library defines is no material at all.
-    if materials.iter().any(Option::is_none) {
-        for triangle in &mut model.triangles {
-            if triangle.material().is_some_and(|m| materials[m].is_none()) {
-                triangle.material = NO_INDEX;
-            }
-        }
-    }
-    Ok(Loaded { model, materials })
+        .collect()
 }
 
 #[cfg(test)]
