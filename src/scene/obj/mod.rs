@@ -545,52 +545,23 @@ fn build_scene(
     let view = fit_view(model, options).map_err(|e| unsupported(fit_message(e)))?;
     let base = atlas.memory.len();
     let normals = normals::Normals::place(model, &view, base);
-    // The fixed ROM's BIU tests t > 0: what is behind an inside camera cannot cover the view.
-    let leave_out = options.inside && options.rom == RomVariant::Faithful;
-    let behind = |triangle: &load::ObjTriangle| {
-        leave_out
-            && view.beyond_camera(
-                (triangle.corners).map(|c| DVec3::from(model.positions[c.position()])),
-            )
+    let converter = TriangleConverter {
+        model,
+        view: &view,
+        atlas: &atlas,
+        normals: &normals,
+        tile_of_material: &tile_of_material,
+        base,
+        // The fixed ROM's BIU tests t > 0: what is behind an inside camera cannot cover
+        // the view.
+        leave_out_behind: options.inside && options.rom == RomVariant::Faithful,
+        path,
     };
-    let q = |value: f64, what: &str| {
-        to_q(value).ok_or_else(|| {
-            unsupported(format!(
-                "{what} {value} is outside the Q15.17 range (-16384 .. 16384) after fitting"
-            ))
-        })
-    };
-    // One triangle's record (see [`Converted`]).
-    let convert = |triangle: &load::ObjTriangle| -> Converted {
-        if behind(triangle) {
-            return Ok(None);
-        }
-        let tile = tile_of_material[&triangle.material()];
-        let (uvs, shift, without_uv, clamped) = corner_uvs(model, triangle, &atlas, tile);
-        let mut record: Triangle = [[0; 3]; 7];
-        let addresses = normals.addresses(triangle);
-        for (n, (corner, uv)) in triangle.corners.iter().zip(uvs).enumerate() {
-            let p = view.to_hardware(DVec3::from(model.positions[corner.position()]));
-            let slot = 2 * n;
-            record[slot] = [
-                q(p.x, "coordinate")?,
-                q(p.y, "coordinate")?,
-                q(p.z, "coordinate")?,
-            ];
-            let [u, v] = atlas.map_uv(tile, [uv[0] - shift[0], uv[1] - shift[1]]);
-            // The third component: where the corner's normal is (0: lit flat).
-            record[slot + 1] = [
-                q(u, "texture coordinate")?,
-                q(v, "texture coordinate")?,
-                addresses.map_or(0, |a| a[n]),
-            ];
-        }
-        record[6] = normals.face_normal(&record, addresses, base);
-        Ok(Some((record, without_uv, clamped)))
-    };
+    let convert = |triangle: &load::ObjTriangle| converter.convert(triangle);
     let (triangles, counts) = convert_all(&model.triangles, &convert, step)?;
     conversion_notes(&mut notes, model.triangles.len(), counts, &view, options);
 
+    let q = |value: f64, what: &str| fitted_q(value, what, path);
     let config = scene_config(&view, options, atlas.side, path, &q)?;
     let (width, height) = (options.width, options.height);
     let program = scene_program(options);
@@ -611,6 +582,66 @@ fn build_scene(
         notes,
         scale: view.scale,
     })
+}
+
+/// A value of the fitted scene in Q15.17, or the error naming it (`what`) when it is out
+/// of range.
+fn fitted_q(value: f64, what: &str, path: &Path) -> Result<u32, SceneError> {
+    to_q(value).ok_or_else(|| SceneError::Unsupported {
+        file: path.to_path_buf(),
+        message: format!(
+            "{what} {value} is outside the Q15.17 range (-16384 .. 16384) after fitting"
+        ),
+    })
+}
+
+/// What turns one OBJ triangle into the hardware's record: the fitted view, the atlas,
+/// where the normals are.
+struct TriangleConverter<'a> {
+    model: &'a ObjModel,
+    view: &'a View,
+    atlas: &'a Atlas,
+    normals: &'a normals::Normals,
+    tile_of_material: &'a HashMap<Option<usize>, usize>,
+    /// The first word after the atlas in texture memory.
+    base: usize,
+    /// Triangles wholly behind the camera are left out.
+    leave_out_behind: bool,
+    path: &'a Path,
+}
+
+impl TriangleConverter<'_> {
+    /// One triangle's record (see [`Converted`]).
+    fn convert(&self, triangle: &load::ObjTriangle) -> Converted {
+        let (model, view, atlas) = (self.model, self.view, self.atlas);
+        let corner = |c: &load::Corner| DVec3::from(model.positions[c.position()]);
+        if self.leave_out_behind && view.beyond_camera(triangle.corners.each_ref().map(corner)) {
+            return Ok(None);
+        }
+        let q = |value: f64, what: &str| fitted_q(value, what, self.path);
+        let tile = self.tile_of_material[&triangle.material()];
+        let (uvs, shift, without_uv, clamped) = corner_uvs(model, triangle, atlas, tile);
+        let mut record: Triangle = [[0; 3]; 7];
+        let addresses = self.normals.addresses(triangle);
+        for (n, (c, uv)) in triangle.corners.iter().zip(uvs).enumerate() {
+            let p = view.to_hardware(corner(c));
+            let slot = 2 * n;
+            record[slot] = [
+                q(p.x, "coordinate")?,
+                q(p.y, "coordinate")?,
+                q(p.z, "coordinate")?,
+            ];
+            let [u, v] = atlas.map_uv(tile, [uv[0] - shift[0], uv[1] - shift[1]]);
+            // The third component: where the corner's normal is (0: lit flat).
+            record[slot + 1] = [
+                q(u, "texture coordinate")?,
+                q(v, "texture coordinate")?,
+                addresses.map_or(0, |a| a[n]),
+            ];
+        }
+        record[6] = self.normals.face_normal(&record, addresses, self.base);
+        Ok(Some((record, without_uv, clamped)))
+    }
 }
 
 /// 1.0 in Q15.17.
