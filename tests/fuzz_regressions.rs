@@ -198,7 +198,7 @@ fn pica200_sizes_out_of_range_are_errors() {
         assert!(error.starts_with(expected), "{source:?}: {error}");
     }
     // A --const name starting with a multibyte character is refused, not split mid-char.
-    let program = theia::pica200::Program {
+    let program = theia::pica200::PicaProgram {
         code: vec![0x88000000],
         ..Default::default()
     };
@@ -206,7 +206,7 @@ fn pica200_sizes_out_of_range_are_errors() {
         name: "ç1".to_string(),
         value: [0.0; 4],
     };
-    assert!(theia::pica200::Shader::new(program, &[named]).is_err());
+    assert!(theia::pica200::PicaShader::new(program, &[named]).is_err());
 }
 
 /// Found by fuzz target `pica_asm`: an empty `.proc main` assembles to no words, and its

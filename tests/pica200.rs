@@ -9,9 +9,9 @@ use std::path::Path;
 use theia::pica200::interp::State;
 
 use theia::pica200::asm::{self, Options};
-use theia::pica200::decode::Word;
+use theia::pica200::decode::PicaWord;
 use theia::pica200::{disasm, shbin};
-use theia::pica200::{f24, Program, Shader};
+use theia::pica200::{f24, PicaProgram, PicaShader};
 
 fn json(relative: &str) -> Value {
     let path = common::shared_path(&format!("conformance/pica200/{relative}"));
@@ -44,8 +44,8 @@ fn vec4(value: &Value) -> [f32; 4] {
 }
 
 /// The words of a case (`words` or `azahar_words`) as a program.
-fn program_of(words: &Value) -> Program {
-    Program {
+fn program_of(words: &Value) -> PicaProgram {
+    PicaProgram {
         code: words["code"].as_array().unwrap().iter().map(hex).collect(),
         descriptors: words["opdescs"]
             .as_array()
@@ -54,7 +54,7 @@ fn program_of(words: &Value) -> Program {
             .map(hex)
             .collect(),
         entry: words["entry"].as_u64().unwrap() as u32,
-        ..Program::default()
+        ..PicaProgram::default()
     }
 }
 
@@ -145,7 +145,7 @@ fn run_vectors(word_set: &str) -> (usize, Vec<String>) {
     let mut failures = Vec::new();
     for case in vectors["cases"].as_array().unwrap() {
         let name = case["name"].as_str().unwrap();
-        let shader = Shader::new(program_of(&case[word_set]), &[]).unwrap();
+        let shader = PicaShader::new(program_of(&case[word_set]), &[]).unwrap();
         for (r, run) in case["runs"].as_array().unwrap().iter().enumerate() {
             let mut state = shader.initial_state().clone();
             apply_uniforms(&mut state, &case["uniforms"]);
@@ -247,7 +247,7 @@ fn float_vectors_decode_exactly() {
     assert_eq!(count, 51 + 20);
 }
 
-fn assemble_text(source: &str, options: Options) -> Result<Program, String> {
+fn assemble_text(source: &str, options: Options) -> Result<PicaProgram, String> {
     asm::assemble_with(source, Path::new("case.v.pica"), options)
         .map(|a| a.program)
         .map_err(|e| e.to_string())
@@ -294,7 +294,7 @@ fn every_vector_program_assembles_to_picassos_words() {
 }
 
 /// A program around `body`: `pad` NOPs first, so that addresses match the golden words.
-fn golden_program(preamble: &str, pad: usize, body: &str, after: &str) -> Program {
+fn golden_program(preamble: &str, pad: usize, body: &str, after: &str) -> PicaProgram {
     let source = format!(
         "{preamble}\n.proc main\n{}{body}\n    end\n.end\n{after}\n",
         "    nop\n".repeat(pad)
@@ -415,7 +415,7 @@ fn golden_words_of_the_spec() {
 
 /// Text → words → text → words: the listing of a program assembles (padding NOPs off) to
 /// the same words, and its own listing is the same text.
-fn assert_round_trip(name: &str, program: &Program) {
+fn assert_round_trip(name: &str, program: &PicaProgram) {
     let text = disasm::listing(program);
     let options = Options {
         allow_input_pairs: true,
@@ -497,7 +497,7 @@ done:
 ";
     let program = assemble_text(source, Options::default()).unwrap_or_else(|e| panic!("{e}"));
     for &word in &program.code {
-        let decoded = Word::decode(word).unwrap();
+        let decoded = PicaWord::decode(word).unwrap();
         assert_eq!(decoded.encode(), word, "{decoded:?}");
     }
     assert_round_trip("every format", &program);
@@ -613,7 +613,7 @@ mod render {
             let source = std::fs::read_to_string(&path).unwrap();
             let assembly = asm::assemble(&source, &path).unwrap();
             assert!(assembly.warnings.is_empty(), "{:?}", assembly.warnings);
-            let shader = Shader::new(assembly.program, &[]).unwrap();
+            let shader = PicaShader::new(assembly.program, &[]).unwrap();
             Arc::new(shader) as Arc<dyn theia::stage::PixelStage>
         });
         let options = RenderOptions {
@@ -841,7 +841,7 @@ mod semantics {
                 value: *value,
             })
             .collect();
-        let shader = Shader::new(program, &consts).unwrap();
+        let shader = PicaShader::new(program, &consts).unwrap();
         shader.run(inputs, 10_000).unwrap().0
     }
 
@@ -948,7 +948,7 @@ mod words {
 
     use super::*;
     use proptest::prelude::*;
-    use theia::pica200::opcodes::{by_opcode, Format, Op};
+    use theia::pica200::opcodes::{by_opcode, Format, PicaOp};
 
     /// The bits a word's format defines.
     fn defined_bits(word: u32) -> u32 {
@@ -960,7 +960,7 @@ mod words {
             Format::OneU => 0xFFFF_F07F,
             Format::Mova => 0xFC1F_F07F,
             Format::Four => 0xFFC0_0000,
-            Format::Three if row.op == Op::Loop => 0xFCFF_FCFF,
+            Format::Three if row.op == PicaOp::Loop => 0xFCFF_FCFF,
             Format::Three | Format::Two => 0xFFFF_FCFF,
             _ => 0xFFFF_FFFF,
         }
@@ -969,11 +969,11 @@ mod words {
     proptest! {
         #[test]
         fn decode_then_encode_keeps_every_defined_bit(word in any::<u32>()) {
-            match Word::decode(word) {
+            match PicaWord::decode(word) {
                 Ok(instruction) => {
                     let bits = defined_bits(word);
                     prop_assert_eq!(instruction.encode(), word & bits);
-                    prop_assert_eq!(Word::decode(word & bits), Ok(instruction));
+                    prop_assert_eq!(PicaWord::decode(word & bits), Ok(instruction));
                     // Its text never panics and names the operation.
                     let text = disasm::word_text(word, &[0x0D86C36F]);
                     prop_assert!(!text.is_empty());
@@ -1067,7 +1067,7 @@ mod random_sources {
                 prop_assert_eq!(&again.code, &program.code, "{}\n---\n{}", source, listing);
                 let read = shbin::read(&shbin::write(&program), 0).unwrap();
                 prop_assert_eq!(read, program.clone());
-                if let Ok(shader) = Shader::new(program, &[]) {
+                if let Ok(shader) = PicaShader::new(program, &[]) {
                     let _ = shader.run(&[[0.5; 4]; 4], 5_000);
                 }
             }
@@ -1110,7 +1110,7 @@ mod random_shbin {
             bytes.truncate(bytes.len() - cut % 8);
             if let Ok(program) = shbin::read(&bytes, 0) {
                 let _ = disasm::listing(&program);
-                if let Ok(shader) = Shader::new(program, &[]) {
+                if let Ok(shader) = PicaShader::new(program, &[]) {
                     let _ = shader.run(&[[1.0; 4]; 4], 5_000);
                 }
             }

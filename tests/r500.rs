@@ -118,14 +118,14 @@ fn every_mesa_program_round_trips_words_text_words() {
 // ---------------------------------------------------------------------------------------
 // The interpreter, op by op. Expected values are closed forms worked by hand.
 
-use theia::r500::interp::{Constants, Pixel, Program, Texture};
+use theia::r500::interp::{Constants, Pixel, R500Program, Texture};
 use theia::stage::{ForeignProgram, NamedVec4};
 
-fn program(source: &str, constants: Constants) -> Program {
+fn program(source: &str, constants: Constants) -> R500Program {
     let words = r500::assemble(source, Path::new("test.fs.asm"))
         .unwrap_or_else(|e| panic!("{e}"))
         .program;
-    Program::new(&words, constants).unwrap()
+    R500Program::new(&words, constants).unwrap()
 }
 
 /// Runs `source` once with temp[k] = `temps[k]`; the outputs by name.
@@ -650,7 +650,7 @@ fn scenes() -> Vec<(&'static str, Scene)> {
 fn render_with(scene: &Scene, stage: Option<&Path>) -> Frame {
     let stage = stage.map(|path| {
         let words = r500::load_words(path).unwrap();
-        Arc::new(Program::new(&words, Constants::default()).unwrap()) as _
+        Arc::new(R500Program::new(&words, Constants::default()).unwrap()) as _
     });
     let options = RenderOptions {
         stage,

@@ -7,7 +7,7 @@ use std::path::Path;
 
 use libfuzzer_sys::fuzz_target;
 use theia::pica200::asm::{assemble, assemble_with, Options};
-use theia::pica200::{disasm, shbin, Shader};
+use theia::pica200::{disasm, shbin, PicaShader};
 
 fuzz_target!(|data: &[u8]| {
     let Ok(text) = std::str::from_utf8(data) else {
@@ -33,7 +33,7 @@ fuzz_target!(|data: &[u8]| {
     let read = shbin::read(&shbin::write(&program), 0).expect("a written SHBIN reads back");
     assert_eq!(read.code, program.code);
     assert_eq!(read.descriptors, program.descriptors);
-    if let Ok(shader) = Shader::new(program, &[]) {
+    if let Ok(shader) = PicaShader::new(program, &[]) {
         let _ = shader.run(&[[0.5; 4]; 4], 10_000);
     }
 });

@@ -3,7 +3,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use theia::pica200::{disasm, shbin, Shader};
+use theia::pica200::{disasm, shbin, PicaShader};
 
 fuzz_target!(|data: &[u8]| {
     let Ok(program) = shbin::read(data, 0) else {
@@ -12,7 +12,7 @@ fuzz_target!(|data: &[u8]| {
     let again = shbin::read(&shbin::write(&program), 0).expect("a written SHBIN reads back");
     assert_eq!(again.code, program.code);
     let _ = disasm::listing(&program);
-    if let Ok(shader) = Shader::new(program, &[]) {
+    if let Ok(shader) = PicaShader::new(program, &[]) {
         let _ = shader.run(&[[1.0; 4]; 4], 10_000);
     }
 });

@@ -7,7 +7,7 @@
 use std::path::Path;
 
 use libfuzzer_sys::fuzz_target;
-use theia::r500::{self, Constants, Program, Words};
+use theia::r500::{self, Constants, R500Program, Words};
 use theia::stage::ForeignProgram;
 
 fn check(program: &[Words]) {
@@ -18,7 +18,7 @@ fn check(program: &[Words]) {
         Ok(again) => assert_eq!(again.program, program, "the text re-assembles to other words:\n{text}"),
         Err(e) => panic!("the text does not re-assemble:\n{e}\n--- text:\n{text}"),
     }
-    let program = Program::new(program, Constants::default()).expect("disassembled, so decodes");
+    let program = R500Program::new(program, Constants::default()).expect("disassembled, so decodes");
     let _ = program.run_once(&[], 10_000);
 }
 

@@ -114,7 +114,7 @@ fn run_pica200_asm(args: &AsmArgs) -> anyhow::Result<Outcome> {
 }
 
 /// `ADDRESS: WORD  ; text` per instruction, then the operand descriptors.
-fn pica200_words(program: &pica200::Program) -> String {
+fn pica200_words(program: &pica200::PicaProgram) -> String {
     let mut text = String::new();
     for (address, &word) in program.code.iter().enumerate() {
         let line = pica200::disasm::word_text(word, &program.descriptors);

@@ -159,7 +159,7 @@ pub fn load_foreign(
         Isa::R500 => Ok(Arc::new(load_r500(path, consts)?)),
         Isa::Pica200 => {
             let program = load_pica200(path, theia::pica200::asm::Options::default())?;
-            let shader = theia::pica200::Shader::new(program, consts)
+            let shader = theia::pica200::PicaShader::new(program, consts)
                 .map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
             Ok(Arc::new(shader))
         }
@@ -177,7 +177,7 @@ pub fn load_r500_words(path: &Path) -> anyhow::Result<Vec<r500::Words>> {
 
 /// An R500 program (`.fs.asm` source, `.fs.bin` words, `.fs.inc`/`.fs.txt` hex words)
 /// with its constants: `FILE.consts` beside it if present, then `--const` values on top.
-pub fn load_r500(path: &Path, consts: &[NamedVec4]) -> anyhow::Result<r500::Program> {
+pub fn load_r500(path: &Path, consts: &[NamedVec4]) -> anyhow::Result<r500::R500Program> {
     let words = load_r500_words(path)?;
     let mut constants = r500::Constants::default();
     let consts_path = consts_path(path);
@@ -193,7 +193,8 @@ pub fn load_r500(path: &Path, consts: &[NamedVec4]) -> anyhow::Result<r500::Prog
             .set(named)
             .map_err(|e| anyhow::anyhow!("--const {}: {e}", named.name))?;
     }
-    r500::Program::new(&words, constants).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))
+    r500::R500Program::new(&words, constants)
+        .map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))
 }
 
 /// `FILE.consts` beside an R500 program `FILE`.
@@ -207,7 +208,7 @@ fn consts_path(program: &Path) -> PathBuf {
 pub fn load_pica200(
     path: &Path,
     options: theia::pica200::asm::Options,
-) -> anyhow::Result<theia::pica200::Program> {
+) -> anyhow::Result<theia::pica200::PicaProgram> {
     let bytes = theia::input::read(path).with_context(|| path.display().to_string())?;
     let name = path.to_string_lossy().to_ascii_lowercase();
     // A SHBIN by its name or its magic, whatever `--isa pica200` was given.

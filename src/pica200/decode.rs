@@ -1,6 +1,6 @@
 //! Instruction words in fields, and operand descriptors, both ways (spec foreign_isas
 //! §B.2, §B.4).
-//! [`Word::decode`] and [`Word::encode`] are exact inverses on every field a
+//! [`PicaWord::decode`] and [`PicaWord::encode`] are exact inverses on every field a
 //! format defines; bits a format leaves unused decode to nothing and encode as zero.
 //!
 //! ```text
@@ -23,20 +23,20 @@
 //! In 1i and MADI, the "inverted" forms, the wide (7-bit) source is the later one, and
 //! the index register applies to it ([`super::opcodes::Format::indexed_source`]).
 
-use super::opcodes::{by_opcode, info, Format, Op};
+use super::opcodes::{by_opcode, info, Format, PicaOp};
 
 /// One instruction word in the fields of its format (the raw encoding; `interp` resolves
 /// it with its operand descriptor once, before running). Register fields hold the
 /// hardware's numbering: sources 0x00-0x0F inputs, 0x10-0x1F temporaries, 0x20-0x7F float
 /// uniforms; destinations 0x00-0x0F outputs, 0x10-0x1F temporaries.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Word {
+pub enum PicaWord {
     /// NOP, END, BREAK, EMIT.
-    Zero { op: Op },
+    Zero { op: PicaOp },
     /// Formats 1, 1i, 1u and MOVA. `src1`/`src2` are in operand order; `idx` (0 none,
     /// 1 a0.x, 2 a0.y, 3 aL) applies to the wide one (SRC1, or SRC2 in the 1i forms).
     Arith {
-        op: Op,
+        op: PicaOp,
         dst: u8,
         src1: u8,
         src2: u8,
@@ -54,7 +54,7 @@ pub enum Word {
     },
     /// MAD (`idx` on SRC2) and MADI (`idx` on SRC3).
     Mad {
-        op: Op,
+        op: PicaOp,
         dst: u8,
         src1: u8,
         src2: u8,
@@ -64,7 +64,7 @@ pub enum Word {
     },
     /// Format 2: BREAKC, CALL, CALLC, IFC, JMPC. `condop` 0 OR, 1 AND, 2 x only, 3 y only.
     Flow {
-        op: Op,
+        op: PicaOp,
         refx: bool,
         refy: bool,
         condop: u8,
@@ -72,7 +72,12 @@ pub enum Word {
         num: u8,
     },
     /// Format 3: CALLU, IFU, JMPU (bool uniform `id`), LOOP (integer uniform `id`).
-    Uniform { op: Op, id: u8, dst: u16, num: u8 },
+    Uniform {
+        op: PicaOp,
+        id: u8,
+        dst: u16,
+        num: u8,
+    },
     /// SETEMIT.
     SetEmit {
         vertex: u8,
@@ -94,16 +99,16 @@ fn field(word: u32, low: u32, width: u32) -> u32 {
     (word >> low) & ((1 << width) - 1)
 }
 
-impl Word {
+impl PicaWord {
     /// Decodes one word.
-    pub fn decode(word: u32) -> Result<Word, UnknownOpcode> {
+    pub fn decode(word: u32) -> Result<PicaWord, UnknownOpcode> {
         let opcode = (word >> 26) as u8;
         let row = by_opcode(opcode).ok_or(UnknownOpcode { word, opcode })?;
         let op = row.op;
         let desc7 = field(word, 0, 7) as u8;
         Ok(match row.format {
-            Format::Zero => Word::Zero { op },
-            Format::One | Format::OneU | Format::Mova => Word::Arith {
+            Format::Zero => PicaWord::Zero { op },
+            Format::One | Format::OneU | Format::Mova => PicaWord::Arith {
                 op,
                 dst: if row.format == Format::Mova {
                     0
@@ -119,7 +124,7 @@ impl Word {
                 idx: field(word, 19, 2) as u8,
                 desc: desc7,
             },
-            Format::OneI => Word::Arith {
+            Format::OneI => PicaWord::Arith {
                 op,
                 dst: field(word, 21, 5) as u8,
                 src1: field(word, 14, 5) as u8,
@@ -127,7 +132,7 @@ impl Word {
                 idx: field(word, 19, 2) as u8,
                 desc: desc7,
             },
-            Format::OneC => Word::Cmp {
+            Format::OneC => PicaWord::Cmp {
                 src1: field(word, 12, 7) as u8,
                 src2: field(word, 7, 5) as u8,
                 idx: field(word, 19, 2) as u8,
@@ -135,7 +140,7 @@ impl Word {
                 cmpx: field(word, 24, 3) as u8,
                 cmpy: field(word, 21, 3) as u8,
             },
-            Format::Five => Word::Mad {
+            Format::Five => PicaWord::Mad {
                 op,
                 dst: field(word, 24, 5) as u8,
                 src1: field(word, 17, 5) as u8,
@@ -144,7 +149,7 @@ impl Word {
                 idx: field(word, 22, 2) as u8,
                 desc: field(word, 0, 5) as u8,
             },
-            Format::FiveI => Word::Mad {
+            Format::FiveI => PicaWord::Mad {
                 op,
                 dst: field(word, 24, 5) as u8,
                 src1: field(word, 17, 5) as u8,
@@ -153,7 +158,7 @@ impl Word {
                 idx: field(word, 22, 2) as u8,
                 desc: field(word, 0, 5) as u8,
             },
-            Format::Two => Word::Flow {
+            Format::Two => PicaWord::Flow {
                 op,
                 refx: field(word, 25, 1) == 1,
                 refy: field(word, 24, 1) == 1,
@@ -161,9 +166,9 @@ impl Word {
                 dst: field(word, 10, 12) as u16,
                 num: field(word, 0, 8) as u8,
             },
-            Format::Three => Word::Uniform {
+            Format::Three => PicaWord::Uniform {
                 op,
-                id: if op == Op::Loop {
+                id: if op == PicaOp::Loop {
                     field(word, 22, 2)
                 } else {
                     field(word, 22, 4)
@@ -171,7 +176,7 @@ impl Word {
                 dst: field(word, 10, 12) as u16,
                 num: field(word, 0, 8) as u8,
             },
-            Format::Four => Word::SetEmit {
+            Format::Four => PicaWord::SetEmit {
                 vertex: field(word, 24, 2) as u8,
                 primitive: field(word, 23, 1) == 1,
                 winding: field(word, 22, 1) == 1,
@@ -179,13 +184,15 @@ impl Word {
         })
     }
 
-    /// The word: the inverse of [`Word::decode`].
+    /// The word: the inverse of [`PicaWord::decode`].
     pub fn encode(&self) -> u32 {
-        let opcode = |op: Op| (info(op).opcode as u32) << 26;
+        let opcode = |op: PicaOp| (info(op).opcode as u32) << 26;
         match *self {
-            Word::Arith { .. } | Word::Cmp { .. } | Word::Mad { .. } => self.encode_operands(),
-            Word::Zero { op } => opcode(op),
-            Word::Flow {
+            PicaWord::Arith { .. } | PicaWord::Cmp { .. } | PicaWord::Mad { .. } => {
+                self.encode_operands()
+            }
+            PicaWord::Zero { op } => opcode(op),
+            PicaWord::Flow {
                 op,
                 refx,
                 refy,
@@ -200,16 +207,16 @@ impl Word {
                     | (dst as u32 & 0xFFF) << 10
                     | num as u32
             }
-            Word::Uniform { op, id, dst, num } => {
-                let width = if op == Op::Loop { 3 } else { 0xF };
+            PicaWord::Uniform { op, id, dst, num } => {
+                let width = if op == PicaOp::Loop { 3 } else { 0xF };
                 opcode(op) | (id as u32 & width) << 22 | (dst as u32 & 0xFFF) << 10 | num as u32
             }
-            Word::SetEmit {
+            PicaWord::SetEmit {
                 vertex,
                 primitive,
                 winding,
             } => {
-                opcode(Op::Setemit)
+                opcode(PicaOp::Setemit)
                     | (vertex as u32 & 3) << 24
                     | (primitive as u32) << 23
                     | (winding as u32) << 22
@@ -219,9 +226,9 @@ impl Word {
 
     /// The words of the formats with register operands and a descriptor.
     fn encode_operands(&self) -> u32 {
-        let opcode = |op: Op| (info(op).opcode as u32) << 26;
+        let opcode = |op: PicaOp| (info(op).opcode as u32) << 26;
         match *self {
-            Word::Arith {
+            PicaWord::Arith {
                 op,
                 dst,
                 src1,
@@ -247,7 +254,7 @@ impl Word {
                     }
                 }
             }
-            Word::Cmp {
+            PicaWord::Cmp {
                 src1,
                 src2,
                 idx,
@@ -255,7 +262,7 @@ impl Word {
                 cmpx,
                 cmpy,
             } => {
-                opcode(Op::Cmp)
+                opcode(PicaOp::Cmp)
                     | (cmpx as u32 & 7) << 24
                     | (cmpy as u32 & 7) << 21
                     | (idx as u32 & 3) << 19
@@ -263,7 +270,7 @@ impl Word {
                     | (src2 as u32 & 0x1F) << 7
                     | (desc as u32 & 0x7F)
             }
-            Word::Mad {
+            PicaWord::Mad {
                 op,
                 dst,
                 src1,
@@ -291,8 +298,10 @@ impl Word {
     /// belongs to the wide source, the one the format names.
     pub fn source_indices(&self) -> [u8; 3] {
         let (idx, format) = match *self {
-            Word::Arith { op, idx, .. } | Word::Mad { op, idx, .. } => (idx, info(op).format),
-            Word::Cmp { idx, .. } => (idx, Format::OneC),
+            PicaWord::Arith { op, idx, .. } | PicaWord::Mad { op, idx, .. } => {
+                (idx, info(op).format)
+            }
+            PicaWord::Cmp { idx, .. } => (idx, Format::OneC),
             _ => return [0; 3],
         };
         let mut indices = [0; 3];
@@ -301,15 +310,15 @@ impl Word {
     }
 
     /// The operation.
-    pub fn op(&self) -> Op {
+    pub fn op(&self) -> PicaOp {
         match *self {
-            Word::Zero { op }
-            | Word::Arith { op, .. }
-            | Word::Mad { op, .. }
-            | Word::Flow { op, .. }
-            | Word::Uniform { op, .. } => op,
-            Word::Cmp { .. } => Op::Cmp,
-            Word::SetEmit { .. } => Op::Setemit,
+            PicaWord::Zero { op }
+            | PicaWord::Arith { op, .. }
+            | PicaWord::Mad { op, .. }
+            | PicaWord::Flow { op, .. }
+            | PicaWord::Uniform { op, .. } => op,
+            PicaWord::Cmp { .. } => PicaOp::Cmp,
+            PicaWord::SetEmit { .. } => PicaOp::Setemit,
         }
     }
 }
@@ -376,7 +385,7 @@ mod tests {
     #[test]
     fn unknown_opcodes_are_errors() {
         assert_eq!(
-            Word::decode(0x4000_0000),
+            PicaWord::decode(0x4000_0000),
             Err(UnknownOpcode {
                 word: 0x4000_0000,
                 opcode: 0x10

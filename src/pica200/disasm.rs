@@ -5,9 +5,9 @@
 
 use std::fmt::Write;
 
-use super::decode::{Descriptor, Word};
-use super::opcodes::{info, Format, Op, COMPARISONS};
-use super::{Constant, Program};
+use super::decode::{Descriptor, PicaWord};
+use super::opcodes::{info, Format, PicaOp, COMPARISONS};
+use super::{Constant, PicaProgram};
 use crate::stage::shortest;
 
 const COMPONENTS: [char; 4] = ['x', 'y', 'z', 'w'];
@@ -97,13 +97,13 @@ fn setemit_text(name: &str, vertex: u8, primitive: bool, winding: bool) -> Strin
 }
 
 /// One instruction as text, reading its operand descriptor from `descriptors`.
-pub fn instruction_text(word: &Word, descriptors: &[u32]) -> String {
+pub fn instruction_text(word: &PicaWord, descriptors: &[u32]) -> String {
     let descriptor = |index: u8| Descriptor(descriptors.get(index as usize).copied().unwrap_or(0));
     let name = info(word.op()).mnemonic;
     let [i1, i2, i3] = word.source_indices();
     match *word {
-        Word::Zero { .. } => name.to_string(),
-        Word::Arith {
+        PicaWord::Zero { .. } => name.to_string(),
+        PicaWord::Arith {
             op,
             dst,
             src1,
@@ -123,7 +123,7 @@ pub fn instruction_text(word: &Word, descriptors: &[u32]) -> String {
                 ),
             }
         }
-        Word::Cmp {
+        PicaWord::Cmp {
             src1,
             src2,
             desc,
@@ -140,7 +140,7 @@ pub fn instruction_text(word: &Word, descriptors: &[u32]) -> String {
                 source_text(src2, i2, d, 1)
             )
         }
-        Word::Mad {
+        PicaWord::Mad {
             dst,
             src1,
             src2,
@@ -157,8 +157,8 @@ pub fn instruction_text(word: &Word, descriptors: &[u32]) -> String {
                 source_text(src3, i3, d, 2)
             )
         }
-        Word::Flow { .. } | Word::Uniform { .. } => flow_text(word, name),
-        Word::SetEmit {
+        PicaWord::Flow { .. } | PicaWord::Uniform { .. } => flow_text(word, name),
+        PicaWord::SetEmit {
             vertex,
             primitive,
             winding,
@@ -167,9 +167,9 @@ pub fn instruction_text(word: &Word, descriptors: &[u32]) -> String {
 }
 
 /// The flow-control formats 2 and 3 as text: targets as numbers.
-fn flow_text(word: &Word, name: &str) -> String {
+fn flow_text(word: &PicaWord, name: &str) -> String {
     match *word {
-        Word::Flow {
+        PicaWord::Flow {
             op,
             refx,
             refy,
@@ -179,15 +179,15 @@ fn flow_text(word: &Word, name: &str) -> String {
         } => {
             let condition = condition_text(refx, refy, condop);
             match op {
-                Op::Call => format!("{name} {dst}, {num}"),
-                Op::Breakc => format!("{name} {condition}"),
-                Op::Jmpc => format!("{name} {condition}, {dst}"),
+                PicaOp::Call => format!("{name} {dst}, {num}"),
+                PicaOp::Breakc => format!("{name} {condition}"),
+                PicaOp::Jmpc => format!("{name} {condition}, {dst}"),
                 _ => format!("{name} {condition}, {dst}, {num}"),
             }
         }
-        Word::Uniform { op, id, dst, num } => match op {
-            Op::Loop => format!("{name} i{id}, {dst}"),
-            Op::Jmpu => {
+        PicaWord::Uniform { op, id, dst, num } => match op {
+            PicaOp::Loop => format!("{name} i{id}, {dst}"),
+            PicaOp::Jmpu => {
                 let invert = if num & 1 == 1 { "!" } else { "" };
                 format!("{name} {invert}b{id}, {dst}")
             }
@@ -199,7 +199,7 @@ fn flow_text(word: &Word, name: &str) -> String {
 
 /// One word as text; a word with no instruction becomes a comment.
 pub fn word_text(word: u32, descriptors: &[u32]) -> String {
-    match Word::decode(word) {
+    match PicaWord::decode(word) {
         Ok(instruction) => instruction_text(&instruction, descriptors),
         Err(error) => format!("; {error}"),
     }
@@ -211,7 +211,7 @@ const SEMANTIC_NAMES: [&str; 10] = [
 
 /// A whole program as picasso source: settings, then the code with each word's address
 /// in a comment. Assemble it with padding NOPs off for the same words.
-pub fn listing(program: &Program) -> String {
+pub fn listing(program: &PicaProgram) -> String {
     let mut out = String::new();
     writeln!(
         out,

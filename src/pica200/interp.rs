@@ -2,8 +2,8 @@
 //! PICA's rules (0·∞ = 0 in products, NaN-ordered MIN/MAX), relative addressing with the
 //! wrap rules, and the flow-control stacks of spec foreign_isas §B.6 in Azahar's order.
 
-use super::decode::{Descriptor, Word};
-use super::opcodes::Op;
+use super::decode::{Descriptor, PicaWord};
+use super::opcodes::PicaOp;
 use crate::core::exec::Fault;
 
 /// Words of code memory; the last one always acts as END (§B.6).
@@ -14,7 +14,7 @@ const ISA: &str = "PICA200";
 
 /// One source operand, resolved from the instruction and its descriptor.
 #[derive(Clone, Copy, Debug, PartialEq)]
-struct Source {
+struct PicaSource {
     /// Source register number (0x00-0x7F).
     reg: u8,
     /// 0 none, 1 a0.x, 2 a0.y, 3 aL; only ever set on a float-uniform source.
@@ -25,25 +25,25 @@ struct Source {
 
 /// One pre-decoded instruction.
 #[derive(Clone, Copy, Debug, PartialEq)]
-enum Decoded {
+enum PicaDecoded {
     Arith {
-        op: Op,
+        op: PicaOp,
         dst: u8,
         mask: u8,
-        s1: Source,
-        s2: Source,
+        s1: PicaSource,
+        s2: PicaSource,
     },
     Cmp {
-        s1: Source,
-        s2: Source,
+        s1: PicaSource,
+        s2: PicaSource,
         cmp: [u8; 2],
     },
     Mad {
         dst: u8,
         mask: u8,
-        s: [Source; 3],
+        s: [PicaSource; 3],
     },
-    Control(Word),
+    Control(PicaWord),
     Unknown(u32),
 }
 
@@ -51,14 +51,14 @@ enum Decoded {
 /// entry point.
 #[derive(Clone, Debug)]
 pub struct Code {
-    steps: Vec<Decoded>,
+    steps: Vec<PicaDecoded>,
     /// Code memory past the program holds zero words (ADD o0, v0, v0 with descriptor 0).
-    filler: Decoded,
+    filler: PicaDecoded,
     entry: u32,
 }
 
-fn source(reg: u8, idx: u8, desc: Descriptor, n: usize) -> Source {
-    Source {
+fn source(reg: u8, idx: u8, desc: Descriptor, n: usize) -> PicaSource {
+    PicaSource {
         reg: reg & 0x7F,
         idx: if reg >= 0x20 { idx } else { 0 },
         negate: desc.negated(n),
@@ -66,14 +66,14 @@ fn source(reg: u8, idx: u8, desc: Descriptor, n: usize) -> Source {
     }
 }
 
-fn predecode(word: u32, descs: &[u32]) -> Decoded {
+fn predecode(word: u32, descs: &[u32]) -> PicaDecoded {
     let descriptor = |index: u8| Descriptor(descs.get(index as usize).copied().unwrap_or(0));
-    let Ok(word) = Word::decode(word) else {
-        return Decoded::Unknown(word);
+    let Ok(word) = PicaWord::decode(word) else {
+        return PicaDecoded::Unknown(word);
     };
     let [i1, i2, i3] = word.source_indices();
     match word {
-        Word::Arith {
+        PicaWord::Arith {
             op,
             dst,
             src1,
@@ -82,7 +82,7 @@ fn predecode(word: u32, descs: &[u32]) -> Decoded {
             ..
         } => {
             let d = descriptor(desc);
-            Decoded::Arith {
+            PicaDecoded::Arith {
                 op,
                 dst,
                 mask: d.mask(),
@@ -90,7 +90,7 @@ fn predecode(word: u32, descs: &[u32]) -> Decoded {
                 s2: source(src2, i2, d, 1),
             }
         }
-        Word::Cmp {
+        PicaWord::Cmp {
             src1,
             src2,
             desc,
@@ -99,13 +99,13 @@ fn predecode(word: u32, descs: &[u32]) -> Decoded {
             ..
         } => {
             let d = descriptor(desc);
-            Decoded::Cmp {
+            PicaDecoded::Cmp {
                 s1: source(src1, i1, d, 0),
                 s2: source(src2, i2, d, 1),
                 cmp: [cmpx, cmpy],
             }
         }
-        Word::Mad {
+        PicaWord::Mad {
             dst,
             src1,
             src2,
@@ -114,7 +114,7 @@ fn predecode(word: u32, descs: &[u32]) -> Decoded {
             ..
         } => {
             let d = descriptor(desc);
-            Decoded::Mad {
+            PicaDecoded::Mad {
                 dst,
                 mask: d.mask(),
                 s: [
@@ -124,7 +124,7 @@ fn predecode(word: u32, descs: &[u32]) -> Decoded {
                 ],
             }
         }
-        other => Decoded::Control(other),
+        other => PicaDecoded::Control(other),
     }
 }
 
@@ -313,7 +313,7 @@ fn condition(state: &State, refx: bool, refy: bool, condop: u8) -> bool {
 }
 
 impl Code {
-    fn fetch(&self, state: &State, s: &Source) -> [f32; 4] {
+    fn fetch(&self, state: &State, s: &PicaSource) -> [f32; 4] {
         let base = if s.idx != 0 {
             let offset = relative_offset(state.address[s.idx as usize - 1]);
             let index = ((s.reg as i32 - 0x20) + offset) & 0x7F;
@@ -346,29 +346,37 @@ impl Code {
         }
     }
 
-    fn arith(&self, state: &mut State, op: Op, dst: u8, mask: u8, s1: &Source, s2: &Source) {
+    fn arith(
+        &self,
+        state: &mut State,
+        op: PicaOp,
+        dst: u8,
+        mask: u8,
+        s1: &PicaSource,
+        s2: &PicaSource,
+    ) {
         let a = self.fetch(state, s1);
         let b = self.fetch(state, s2);
         let each = |f: &dyn Fn(f32, f32) -> f32| std::array::from_fn(|i| f(a[i], b[i]));
         let all = |v: f32| [v; 4];
         let result = match op {
-            Op::Add => each(&|x, y| x + y),
-            Op::Mul => each(&pica_mul),
-            Op::Dp3 => all(pica_dot(&a, &b, 3)),
-            Op::Dp4 => all(pica_dot(&a, &b, 4)),
-            Op::Dph | Op::Dphi => all(pica_dot(&[a[0], a[1], a[2], 1.0], &b, 4)),
-            Op::Dst | Op::Dsti => [1.0, pica_mul(a[1], b[1]), a[2], b[3]],
-            Op::Sge | Op::Sgei => each(&|x, y| if x >= y { 1.0 } else { 0.0 }),
-            Op::Slt | Op::Slti => each(&|x, y| if x < y { 1.0 } else { 0.0 }),
-            Op::Max => each(&pica_max),
-            Op::Min => each(&pica_min),
-            Op::Flr => a.map(f32::floor),
-            Op::Mov => a,
-            Op::Ex2 => all(a[0].exp2()),
-            Op::Lg2 => all(a[0].log2()),
-            Op::Rcp => all(1.0 / a[0]),
-            Op::Rsq => all(1.0 / a[0].sqrt()),
-            Op::Litp => {
+            PicaOp::Add => each(&|x, y| x + y),
+            PicaOp::Mul => each(&pica_mul),
+            PicaOp::Dp3 => all(pica_dot(&a, &b, 3)),
+            PicaOp::Dp4 => all(pica_dot(&a, &b, 4)),
+            PicaOp::Dph | PicaOp::Dphi => all(pica_dot(&[a[0], a[1], a[2], 1.0], &b, 4)),
+            PicaOp::Dst | PicaOp::Dsti => [1.0, pica_mul(a[1], b[1]), a[2], b[3]],
+            PicaOp::Sge | PicaOp::Sgei => each(&|x, y| if x >= y { 1.0 } else { 0.0 }),
+            PicaOp::Slt | PicaOp::Slti => each(&|x, y| if x < y { 1.0 } else { 0.0 }),
+            PicaOp::Max => each(&pica_max),
+            PicaOp::Min => each(&pica_min),
+            PicaOp::Flr => a.map(f32::floor),
+            PicaOp::Mov => a,
+            PicaOp::Ex2 => all(a[0].exp2()),
+            PicaOp::Lg2 => all(a[0].log2()),
+            PicaOp::Rcp => all(1.0 / a[0]),
+            PicaOp::Rsq => all(1.0 / a[0].sqrt()),
+            PicaOp::Litp => {
                 state.cc = [a[0] >= 0.0, a[3] >= 0.0];
                 [
                     pica_max(a[0], 0.0),
@@ -377,7 +385,7 @@ impl Code {
                     pica_max(a[3], 0.0),
                 ]
             }
-            Op::Mova => {
+            PicaOp::Mova => {
                 for (i, (register, value)) in state.address.iter_mut().zip(a).take(2).enumerate() {
                     if mask >> (3 - i) & 1 == 1 {
                         // Truncation toward zero (the "Uniform Read" vectors).
@@ -396,7 +404,7 @@ impl Code {
         let mut scopes = Scopes::new();
         let mut pc = self.entry;
         let mut executed = 0u64;
-        let end = Decoded::Control(Word::Zero { op: Op::End });
+        let end = PicaDecoded::Control(PicaWord::Zero { op: PicaOp::End });
         loop {
             if executed >= budget {
                 return Err(Fault::Watchdog {
@@ -421,39 +429,39 @@ impl Code {
     fn execute(
         &self,
         state: &mut State,
-        decoded: &Decoded,
+        decoded: &PicaDecoded,
         pc: u32,
         scopes: &mut Scopes,
     ) -> Result<Option<Next>, Fault> {
         let step = Next::to(pc + 1);
         match decoded {
-            Decoded::Arith {
+            PicaDecoded::Arith {
                 op,
                 dst,
                 mask,
                 s1,
                 s2,
             } => self.arith(state, *op, *dst, *mask, s1, s2),
-            Decoded::Cmp { s1, s2, cmp } => {
+            PicaDecoded::Cmp { s1, s2, cmp } => {
                 let a = self.fetch(state, s1);
                 let b = self.fetch(state, s2);
                 for i in 0..2 {
                     state.cc[i] = compare(cmp[i], a[i], b[i]);
                 }
             }
-            Decoded::Mad { dst, mask, s } => {
+            PicaDecoded::Mad { dst, mask, s } => {
                 let [a, b, c] = [0, 1, 2].map(|n| self.fetch(state, &s[n]));
                 let result = std::array::from_fn(|i| pica_mul(a[i], b[i]) + c[i]);
                 Self::write(state, *dst, *mask, result);
             }
-            Decoded::Unknown(_) => {
+            PicaDecoded::Unknown(_) => {
                 return Err(Fault::Stage {
                     isa: ISA,
                     pc,
                     reason: "the word's opcode is no PICA200 instruction",
                 })
             }
-            Decoded::Control(word) => return control(state, word, pc, scopes),
+            PicaDecoded::Control(word) => return control(state, word, pc, scopes),
         }
         Ok(Some(step))
     }
@@ -563,18 +571,18 @@ impl Scopes {
 /// A flow-control instruction at `pc`; `None` at END.
 fn control(
     state: &mut State,
-    word: &Word,
+    word: &PicaWord,
     pc: u32,
     scopes: &mut Scopes,
 ) -> Result<Option<Next>, Fault> {
     let next = Next::to(pc + 1);
     Ok(Some(match *word {
-        Word::Zero { op: Op::End } => return Ok(None),
-        Word::Zero { op: Op::Break } => Next {
+        PicaWord::Zero { op: PicaOp::End } => return Ok(None),
+        PicaWord::Zero { op: PicaOp::Break } => Next {
             is_break: true,
             ..next
         },
-        Word::Zero { op: Op::Emit } | Word::SetEmit { .. } => {
+        PicaWord::Zero { op: PicaOp::Emit } | PicaWord::SetEmit { .. } => {
             return Err(Fault::Stage {
                 isa: ISA,
                 pc,
@@ -582,7 +590,7 @@ fn control(
                     "EMIT and SETEMIT belong to geometry shaders; a pixel has no primitive to emit",
             })
         }
-        Word::Flow {
+        PicaWord::Flow {
             op,
             refx,
             refy,
@@ -590,27 +598,27 @@ fn control(
             dst,
             num,
         } => {
-            let taken = op == Op::Call || condition(state, refx, refy, condop);
+            let taken = op == PicaOp::Call || condition(state, refx, refy, condop);
             let (dst, num) = (dst as u32, num as u32);
             match op {
-                Op::Breakc => Next {
+                PicaOp::Breakc => Next {
                     is_break: taken,
                     ..next
                 },
-                Op::Jmpc if taken => Next::to(dst),
-                Op::Call | Op::Callc if taken => scopes.call(pc, dst, num),
-                Op::Ifc => scopes.branch(pc, taken, dst, num),
+                PicaOp::Jmpc if taken => Next::to(dst),
+                PicaOp::Call | PicaOp::Callc if taken => scopes.call(pc, dst, num),
+                PicaOp::Ifc => scopes.branch(pc, taken, dst, num),
                 _ => next,
             }
         }
-        Word::Uniform { op, id, dst, num } => {
+        PicaWord::Uniform { op, id, dst, num } => {
             let (dst, num) = (dst as u32, num as u32);
             let flag = state.bools >> id & 1 == 1;
             match op {
-                Op::Jmpu if flag == (num & 1 == 0) => Next::to(dst),
-                Op::Callu if flag => scopes.call(pc, dst, num),
-                Op::Ifu => scopes.branch(pc, flag, dst, num),
-                Op::Loop => {
+                PicaOp::Jmpu if flag == (num & 1 == 0) => Next::to(dst),
+                PicaOp::Callu if flag => scopes.call(pc, dst, num),
+                PicaOp::Ifu => scopes.branch(pc, flag, dst, num),
+                PicaOp::Loop => {
                     let [count, first, increment, _] = state.ints[id as usize & 3];
                     // The enclosing loop's aL is saved before this loop sets its own
                     // (Azahar's JIT; its interpreter saves it too late).

@@ -52,7 +52,7 @@ pub enum Constant {
 /// One row of the output table: register `o<register>` components `mask` (bit 0 = x)
 /// carry `semantic`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Output {
+pub struct PicaOutput {
     pub semantic: u16,
     pub register: u8,
     pub mask: u8,
@@ -69,7 +69,7 @@ pub struct Uniform {
 
 /// A whole program: what picasso writes into one DVLP + DVLE.
 #[derive(Clone, Debug, Default, PartialEq)]
-pub struct Program {
+pub struct PicaProgram {
     pub code: Vec<u32>,
     pub descriptors: Vec<u32>,
     /// First and one-past-last word of the entry procedure (`main`).
@@ -77,11 +77,11 @@ pub struct Program {
     pub entry_end: u32,
     pub geometry: bool,
     pub constants: Vec<Constant>,
-    pub outputs: Vec<Output>,
+    pub outputs: Vec<PicaOutput>,
     pub uniforms: Vec<Uniform>,
 }
 
-impl Program {
+impl PicaProgram {
     /// The output register wired to `color`, else o0.
     pub fn colour_register(&self) -> u8 {
         self.outputs
@@ -93,18 +93,18 @@ impl Program {
 
 /// A program ready to shade: pre-decoded code and the uniform state every run starts from.
 #[derive(Clone, Debug)]
-pub struct Shader {
-    pub program: Program,
+pub struct PicaShader {
+    pub program: PicaProgram,
     code: Code,
     initial: Box<State>,
     colour: usize,
 }
 
-impl Shader {
+impl PicaShader {
     /// Prepares `program` with extra uniforms `consts` (`c5`, `i0`, `b3`, or a `.fvec` /
     /// `.ivec` / `.bool` name; bools are true when x ≠ 0). `consts` override the program's
     /// own constants.
-    pub fn new(program: Program, consts: &[NamedVec4]) -> Result<Shader, String> {
+    pub fn new(program: PicaProgram, consts: &[NamedVec4]) -> Result<PicaShader, String> {
         let mut initial = Box::<State>::default();
         for constant in &program.constants {
             match *constant {
@@ -137,7 +137,7 @@ impl Shader {
         }
         let code = Code::new(&program.code, &program.descriptors, program.entry);
         let colour = program.colour_register() as usize;
-        Ok(Shader {
+        Ok(PicaShader {
             program,
             code,
             initial,
@@ -176,7 +176,7 @@ fn set_bit(bits: &mut u16, index: u8, value: bool) {
 }
 
 /// The source register a `--const` name means.
-fn uniform_register(program: &Program, name: &str) -> Option<u8> {
+fn uniform_register(program: &PicaProgram, name: &str) -> Option<u8> {
     if let Some(uniform) = program.uniforms.iter().find(|u| u.name == name) {
         return (uniform.first >= 0x20).then_some(uniform.first);
     }
@@ -191,7 +191,7 @@ fn uniform_register(program: &Program, name: &str) -> Option<u8> {
     }
 }
 
-impl PixelStage for Shader {
+impl PixelStage for PicaShader {
     fn isa(&self) -> &'static str {
         "PICA200"
     }
@@ -201,7 +201,7 @@ impl PixelStage for Shader {
     }
 }
 
-impl ForeignProgram for Shader {
+impl ForeignProgram for PicaShader {
     fn run_once(
         &self,
         inputs: &[NamedVec4],

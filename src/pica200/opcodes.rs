@@ -56,7 +56,7 @@ impl Format {
 
 /// Every operation.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum Op {
+pub enum PicaOp {
     Add,
     Dp3,
     Dp4,
@@ -101,17 +101,17 @@ pub enum Op {
 /// One row of the table.
 #[derive(Clone, Copy, Debug)]
 pub struct OpInfo {
-    pub op: Op,
+    pub op: PicaOp,
     /// picasso's mnemonic (LOOP is written `for`).
     pub mnemonic: &'static str,
     pub opcode: u8,
     pub format: Format,
     /// The inverted form the assembler picks when SRC1 must be narrow (DPH → DPHI, MAD →
     /// MADI).
-    pub inverted: Option<Op>,
+    pub inverted: Option<PicaOp>,
 }
 
-const fn row(op: Op, mnemonic: &'static str, opcode: u8, format: Format) -> OpInfo {
+const fn row(op: PicaOp, mnemonic: &'static str, opcode: u8, format: Format) -> OpInfo {
     OpInfo {
         op,
         mnemonic,
@@ -122,7 +122,13 @@ const fn row(op: Op, mnemonic: &'static str, opcode: u8, format: Format) -> OpIn
 }
 
 /// A row with an inverted form.
-const fn pair(op: Op, mnemonic: &'static str, opcode: u8, format: Format, inverted: Op) -> OpInfo {
+const fn pair(
+    op: PicaOp,
+    mnemonic: &'static str,
+    opcode: u8,
+    format: Format,
+    inverted: PicaOp,
+) -> OpInfo {
     OpInfo {
         inverted: Some(inverted),
         ..row(op, mnemonic, opcode, format)
@@ -131,45 +137,45 @@ const fn pair(op: Op, mnemonic: &'static str, opcode: u8, format: Format, invert
 
 /// The table, in opcode order.
 pub const TABLE: &[OpInfo] = &[
-    row(Op::Add, "add", 0x00, Format::One),
-    row(Op::Dp3, "dp3", 0x01, Format::One),
-    row(Op::Dp4, "dp4", 0x02, Format::One),
-    pair(Op::Dph, "dph", 0x03, Format::One, Op::Dphi),
-    pair(Op::Dst, "dst", 0x04, Format::One, Op::Dsti),
-    row(Op::Ex2, "ex2", 0x05, Format::OneU),
-    row(Op::Lg2, "lg2", 0x06, Format::OneU),
-    row(Op::Litp, "litp", 0x07, Format::OneU),
-    row(Op::Mul, "mul", 0x08, Format::One),
-    pair(Op::Sge, "sge", 0x09, Format::One, Op::Sgei),
-    pair(Op::Slt, "slt", 0x0A, Format::One, Op::Slti),
-    row(Op::Flr, "flr", 0x0B, Format::OneU),
-    row(Op::Max, "max", 0x0C, Format::One),
-    row(Op::Min, "min", 0x0D, Format::One),
-    row(Op::Rcp, "rcp", 0x0E, Format::OneU),
-    row(Op::Rsq, "rsq", 0x0F, Format::OneU),
-    row(Op::Mova, "mova", 0x12, Format::Mova),
-    row(Op::Mov, "mov", 0x13, Format::OneU),
-    row(Op::Dphi, "dphi", 0x18, Format::OneI),
-    row(Op::Dsti, "dsti", 0x19, Format::OneI),
-    row(Op::Sgei, "sgei", 0x1A, Format::OneI),
-    row(Op::Slti, "slti", 0x1B, Format::OneI),
-    row(Op::Break, "break", 0x20, Format::Zero),
-    row(Op::Nop, "nop", 0x21, Format::Zero),
-    row(Op::End, "end", 0x22, Format::Zero),
-    row(Op::Breakc, "breakc", 0x23, Format::Two),
-    row(Op::Call, "call", 0x24, Format::Two),
-    row(Op::Callc, "callc", 0x25, Format::Two),
-    row(Op::Callu, "callu", 0x26, Format::Three),
-    row(Op::Ifu, "ifu", 0x27, Format::Three),
-    row(Op::Ifc, "ifc", 0x28, Format::Two),
-    row(Op::Loop, "for", 0x29, Format::Three),
-    row(Op::Emit, "emit", 0x2A, Format::Zero),
-    row(Op::Setemit, "setemit", 0x2B, Format::Four),
-    row(Op::Jmpc, "jmpc", 0x2C, Format::Two),
-    row(Op::Jmpu, "jmpu", 0x2D, Format::Three),
-    row(Op::Cmp, "cmp", 0x2E, Format::OneC),
-    row(Op::Madi, "mad", 0x30, Format::FiveI),
-    pair(Op::Mad, "mad", 0x38, Format::Five, Op::Madi),
+    row(PicaOp::Add, "add", 0x00, Format::One),
+    row(PicaOp::Dp3, "dp3", 0x01, Format::One),
+    row(PicaOp::Dp4, "dp4", 0x02, Format::One),
+    pair(PicaOp::Dph, "dph", 0x03, Format::One, PicaOp::Dphi),
+    pair(PicaOp::Dst, "dst", 0x04, Format::One, PicaOp::Dsti),
+    row(PicaOp::Ex2, "ex2", 0x05, Format::OneU),
+    row(PicaOp::Lg2, "lg2", 0x06, Format::OneU),
+    row(PicaOp::Litp, "litp", 0x07, Format::OneU),
+    row(PicaOp::Mul, "mul", 0x08, Format::One),
+    pair(PicaOp::Sge, "sge", 0x09, Format::One, PicaOp::Sgei),
+    pair(PicaOp::Slt, "slt", 0x0A, Format::One, PicaOp::Slti),
+    row(PicaOp::Flr, "flr", 0x0B, Format::OneU),
+    row(PicaOp::Max, "max", 0x0C, Format::One),
+    row(PicaOp::Min, "min", 0x0D, Format::One),
+    row(PicaOp::Rcp, "rcp", 0x0E, Format::OneU),
+    row(PicaOp::Rsq, "rsq", 0x0F, Format::OneU),
+    row(PicaOp::Mova, "mova", 0x12, Format::Mova),
+    row(PicaOp::Mov, "mov", 0x13, Format::OneU),
+    row(PicaOp::Dphi, "dphi", 0x18, Format::OneI),
+    row(PicaOp::Dsti, "dsti", 0x19, Format::OneI),
+    row(PicaOp::Sgei, "sgei", 0x1A, Format::OneI),
+    row(PicaOp::Slti, "slti", 0x1B, Format::OneI),
+    row(PicaOp::Break, "break", 0x20, Format::Zero),
+    row(PicaOp::Nop, "nop", 0x21, Format::Zero),
+    row(PicaOp::End, "end", 0x22, Format::Zero),
+    row(PicaOp::Breakc, "breakc", 0x23, Format::Two),
+    row(PicaOp::Call, "call", 0x24, Format::Two),
+    row(PicaOp::Callc, "callc", 0x25, Format::Two),
+    row(PicaOp::Callu, "callu", 0x26, Format::Three),
+    row(PicaOp::Ifu, "ifu", 0x27, Format::Three),
+    row(PicaOp::Ifc, "ifc", 0x28, Format::Two),
+    row(PicaOp::Loop, "for", 0x29, Format::Three),
+    row(PicaOp::Emit, "emit", 0x2A, Format::Zero),
+    row(PicaOp::Setemit, "setemit", 0x2B, Format::Four),
+    row(PicaOp::Jmpc, "jmpc", 0x2C, Format::Two),
+    row(PicaOp::Jmpu, "jmpu", 0x2D, Format::Three),
+    row(PicaOp::Cmp, "cmp", 0x2E, Format::OneC),
+    row(PicaOp::Madi, "mad", 0x30, Format::FiveI),
+    pair(PicaOp::Mad, "mad", 0x38, Format::Five, PicaOp::Madi),
 ];
 
 /// The row of a 6-bit opcode (CMP spans 0x2E-0x2F, MADI 0x30-0x37, MAD 0x38-0x3F).
@@ -184,7 +190,7 @@ pub fn by_opcode(opcode: u8) -> Option<&'static OpInfo> {
 }
 
 /// The row of an operation.
-pub fn info(op: Op) -> &'static OpInfo {
+pub fn info(op: PicaOp) -> &'static OpInfo {
     TABLE
         .iter()
         .find(|row| row.op == op)
@@ -218,18 +224,18 @@ mod tests {
         // 22 arithmetic opcodes (0x00-0x0F, 0x12, 0x13, 0x18-0x1B), 0x20-0x2D, CMP 2, MAD(I) 16.
         assert_eq!(known, 16 + 2 + 4 + 14 + 2 + 16);
         assert_eq!(by_opcode(0x10).map(|r| r.op), None);
-        assert_eq!(by_opcode(0x2F).map(|r| r.op), Some(Op::Cmp));
-        assert_eq!(by_opcode(0x35).map(|r| r.op), Some(Op::Madi));
-        assert_eq!(by_opcode(0x3F).map(|r| r.op), Some(Op::Mad));
+        assert_eq!(by_opcode(0x2F).map(|r| r.op), Some(PicaOp::Cmp));
+        assert_eq!(by_opcode(0x35).map(|r| r.op), Some(PicaOp::Madi));
+        assert_eq!(by_opcode(0x3F).map(|r| r.op), Some(PicaOp::Mad));
     }
 
     #[test]
     fn inverted_mnemonics_name_the_plain_row() {
         let op = |name: &str| by_mnemonic(name).map(|r| r.op);
-        assert_eq!(op("dphi"), Some(Op::Dph));
-        assert_eq!(op("madi"), Some(Op::Mad));
-        assert_eq!(op("mad"), Some(Op::Mad));
-        assert_eq!(op("for"), Some(Op::Loop));
+        assert_eq!(op("dphi"), Some(PicaOp::Dph));
+        assert_eq!(op("madi"), Some(PicaOp::Mad));
+        assert_eq!(op("mad"), Some(PicaOp::Mad));
+        assert_eq!(op("for"), Some(PicaOp::Loop));
         assert_eq!(op("addi"), None);
         assert_eq!(op("loop"), None);
         for row in TABLE.iter().filter(|row| row.format.is_inverted()) {

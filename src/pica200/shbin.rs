@@ -5,7 +5,7 @@
 //! All little-endian.
 
 use super::f24::{f24_to_f32, f32_to_f24};
-use super::{Constant, Output, Program, Uniform};
+use super::{Constant, PicaOutput, PicaProgram, Uniform};
 
 const DVLB: u32 = 0x424C_5644;
 const DVLP: u32 = 0x504C_5644;
@@ -73,7 +73,7 @@ impl Reader<'_> {
 }
 
 /// Reads the program of DVLE `which` (0 for the first) from SHBIN bytes.
-pub fn read(bytes: &[u8], which: usize) -> Result<Program, ShbinError> {
+pub fn read(bytes: &[u8], which: usize) -> Result<PicaProgram, ShbinError> {
     let r = Reader { bytes };
     r.magic(0, DVLB, "DVLB")?;
     let count = r.u32(4, "the DVLE count")? as usize;
@@ -125,7 +125,7 @@ pub fn read(bytes: &[u8], which: usize) -> Result<Program, ShbinError> {
     let constants = read_constants(&r, table(0)?)?;
     let outputs = read_outputs(&r, table(2)?)?;
     let uniforms = read_uniforms(&r, table(3)?, table(4)?)?;
-    Ok(Program {
+    Ok(PicaProgram {
         code,
         descriptors,
         entry,
@@ -186,11 +186,11 @@ fn read_constants(
 fn read_outputs(
     r: &Reader,
     (outputs_at, output_count): (usize, usize),
-) -> Result<Vec<Output>, ShbinError> {
+) -> Result<Vec<PicaOutput>, ShbinError> {
     let mut outputs = Vec::new();
     for i in 0..output_count {
         let at = Reader::at(outputs_at, i, 8, 0);
-        outputs.push(Output {
+        outputs.push(PicaOutput {
             semantic: r.u16(at, "an output's type")?,
             register: (r.u16(at + 2, "an output's register")? & 0xF) as u8,
             mask: r.u8(at + 4, "an output's mask")? & 0xF,
@@ -240,7 +240,7 @@ fn half(out: &mut Vec<u8>, h: u16) {
 }
 
 /// Writes `program` as a SHBIN with one DVLE, in picasso's layout.
-pub fn write(program: &Program) -> Vec<u8> {
+pub fn write(program: &PicaProgram) -> Vec<u8> {
     let mut out = Vec::new();
     write_dvlb_and_dvlp(&mut out, program);
     let mut uniforms = program.uniforms.clone();
@@ -274,7 +274,7 @@ pub fn write(program: &Program) -> Vec<u8> {
 }
 
 /// The DVLB header for one DVLE and the DVLP: code words, then descriptors.
-fn write_dvlb_and_dvlp(out: &mut Vec<u8>, program: &Program) {
+fn write_dvlb_and_dvlp(out: &mut Vec<u8>, program: &PicaProgram) {
     let code = program.code.len() as u32;
     let descs = program.descriptors.len() as u32;
     let dvlp_size = 40 + code * 4 + descs * 8;
@@ -305,7 +305,7 @@ fn write_dvlb_and_dvlp(out: &mut Vec<u8>, program: &Program) {
 }
 
 /// The DVLE header: type, entry range, register masks and the table offsets.
-fn write_dvle_header(out: &mut Vec<u8>, program: &Program, uniforms: &[Uniform], symbols: u32) {
+fn write_dvle_header(out: &mut Vec<u8>, program: &PicaProgram, uniforms: &[Uniform], symbols: u32) {
     let input_mask = uniforms
         .iter()
         .filter(|u| u.first < 0x10)

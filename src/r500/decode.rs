@@ -8,7 +8,7 @@ pub use super::fields::{AlphaOp, FcOp, RgbOp, TexOp};
 
 /// Where a register operand reads from.
 #[derive(Clone, Copy, Debug, PartialEq)]
-pub enum Source {
+pub enum R500Source {
     Temp(u8),
     Const(u8),
     /// An inline constant, already converted.
@@ -18,7 +18,7 @@ pub enum Source {
 /// An ALU source slot's address: the register, and whether aL is added.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Address {
-    pub source: Source,
+    pub source: R500Source,
     pub relative: bool,
 }
 
@@ -294,7 +294,7 @@ pub struct Fc {
 
 /// One instruction, ready to run.
 #[derive(Clone, Debug, PartialEq)]
-pub enum Decoded {
+pub enum R500Decoded {
     Alu(Box<Alu>),
     Tex(Tex),
     Fc(Fc),
@@ -345,7 +345,7 @@ pub fn type_name(ty: u32) -> &'static str {
 }
 
 /// Decodes a whole program.
-pub fn decode_program(program: &[Words]) -> Result<Vec<Decoded>, DecodeError> {
+pub fn decode_program(program: &[Words]) -> Result<Vec<R500Decoded>, DecodeError> {
     program
         .iter()
         .enumerate()
@@ -354,7 +354,7 @@ pub fn decode_program(program: &[Words]) -> Result<Vec<Decoded>, DecodeError> {
 }
 
 /// Decodes one instruction.
-pub fn decode(words: &Words) -> Result<Decoded, String> {
+pub fn decode(words: &Words) -> Result<R500Decoded, String> {
     validate(words)?;
     let get = |field: Field| field.get(words);
     let flag = |field: Field| field.get(words) != 0;
@@ -367,9 +367,9 @@ pub fn decode(words: &Words) -> Result<Decoded, String> {
         alpha_omask: flag(f::ALPHA_OMASK),
     };
     Ok(match get(f::TYPE) {
-        kind::TEX => Decoded::Tex(decode_tex(words, common)?),
-        kind::FC => Decoded::Fc(decode_fc(words, common)?),
-        ty => Decoded::Alu(Box::new(decode_alu(words, common, ty == kind::OUT)?)),
+        kind::TEX => R500Decoded::Tex(decode_tex(words, common)?),
+        kind::FC => R500Decoded::Fc(decode_fc(words, common)?),
+        ty => R500Decoded::Alu(Box::new(decode_alu(words, common, ty == kind::OUT)?)),
     })
 }
 
@@ -416,11 +416,11 @@ fn address(words: &Words, alpha: bool, slot: usize) -> Address {
     let [addr, constant, rel] = f::source_fields(alpha, slot);
     let value = addr.get(words);
     let source = if constant.get(words) != 0 {
-        Source::Const(value as u8)
+        R500Source::Const(value as u8)
     } else if value & 0x80 != 0 {
-        Source::Inline(f::inline_constant(value & 0x7F))
+        R500Source::Inline(f::inline_constant(value & 0x7F))
     } else {
-        Source::Temp(value as u8)
+        R500Source::Temp(value as u8)
     };
     Address {
         source,

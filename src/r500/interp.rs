@@ -1,5 +1,5 @@
 //! One pixel at a time, IEEE f32 (spec foreign_isas A.4-A.6). The program is decoded once
-//! ([`Program::new`]); a run allocates nothing. Choices where the spec leaves a point open
+//! ([`R500Program::new`]); a run allocates nothing. Choices where the spec leaves a point open
 //! (Part D.4) are stated where they are made:
 //!
 //! - Multiplies follow `US_CONFIG.ZERO_TIMES_ANYTHING_EQUALS_ZERO`, which Mesa always sets:
@@ -18,7 +18,7 @@
 use std::fmt;
 
 use super::decode::{
-    self, AlphaOp, Alu, Decoded, Fc, FcOp, RgbOp, Source, StackOp, Target, Tex, TexOp,
+    self, AlphaOp, Alu, Fc, FcOp, R500Decoded, R500Source, RgbOp, StackOp, Target, Tex, TexOp,
 };
 use super::fields::Words;
 use crate::core::exec::Fault;
@@ -187,12 +187,12 @@ impl Default for Pixel {
 
 /// A decoded R500 fragment program with its constants.
 #[derive(Clone)]
-pub struct Program {
-    pub instructions: Vec<Decoded>,
+pub struct R500Program {
+    pub instructions: Vec<R500Decoded>,
     pub constants: Constants,
 }
 
-impl fmt::Debug for Program {
+impl fmt::Debug for R500Program {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "R500 program ({} instructions)", self.instructions.len())
     }
@@ -282,7 +282,7 @@ pub fn max(a: f32, b: f32) -> f32 {
 
 /// The end of a run.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Run {
+pub struct R500Run {
     /// Instructions executed.
     pub steps: u64,
 }
@@ -452,17 +452,22 @@ fn fault(pc: usize, reason: &'static str) -> Fault {
     }
 }
 
-impl Program {
+impl R500Program {
     /// Decodes `words` once.
-    pub fn new(words: &[Words], constants: Constants) -> Result<Program, decode::DecodeError> {
-        Ok(Program {
+    pub fn new(words: &[Words], constants: Constants) -> Result<R500Program, decode::DecodeError> {
+        Ok(R500Program {
             instructions: decode::decode_program(words)?,
             constants,
         })
     }
 
     /// Runs the program on `pixel` to its end (or TEXKILL) within `budget` instructions.
-    pub fn run(&self, pixel: &mut Pixel, texture: &dyn Texture, budget: u64) -> Result<Run, Fault> {
+    pub fn run(
+        &self,
+        pixel: &mut Pixel,
+        texture: &dyn Texture,
+        budget: u64,
+    ) -> Result<R500Run, Fault> {
         let mut stacks = Stacks::new();
         let mut pc = 0;
         let mut steps = 0;
@@ -475,21 +480,21 @@ impl Program {
             }
             steps += 1;
             pc = match &self.instructions[pc] {
-                Decoded::Alu(alu) => {
+                R500Decoded::Alu(alu) => {
                     self.alu(pixel, alu);
                     pc + 1
                 }
-                Decoded::Tex(tex) => {
+                R500Decoded::Tex(tex) => {
                     self.tex(pixel, tex, texture);
                     if pixel.killed {
                         break;
                     }
                     pc + 1
                 }
-                Decoded::Fc(fc) => self.flow(pixel, fc, pc, &mut stacks)?,
+                R500Decoded::Fc(fc) => self.flow(pixel, fc, pc, &mut stacks)?,
             };
         }
-        Ok(Run { steps })
+        Ok(R500Run { steps })
     }
 
     /// One FC instruction at `pc`: the next pc.
@@ -593,11 +598,13 @@ impl Program {
     fn read(&self, pixel: &Pixel, address: &decode::Address) -> [f32; 4] {
         let offset = if address.relative { pixel.al } else { 0 };
         match address.source {
-            Source::Temp(n) => pixel.temps[(n as i32 + offset).rem_euclid(TEMPS as i32) as usize],
-            Source::Const(n) => {
+            R500Source::Temp(n) => {
+                pixel.temps[(n as i32 + offset).rem_euclid(TEMPS as i32) as usize]
+            }
+            R500Source::Const(n) => {
                 self.constants.floats[(n as i32 + offset).rem_euclid(CONSTS as i32) as usize]
             }
-            Source::Inline(v) => [v; 4],
+            R500Source::Inline(v) => [v; 4],
         }
     }
 
@@ -674,7 +681,7 @@ impl Program {
     }
 }
 
-impl PixelStage for Program {
+impl PixelStage for R500Program {
     fn isa(&self) -> &'static str {
         "R500"
     }
@@ -684,7 +691,7 @@ impl PixelStage for Program {
     }
 }
 
-impl ForeignProgram for Program {
+impl ForeignProgram for R500Program {
     /// Outputs `out[0]`..`out[3]` that were written, then `depth` if written; none when a
     /// TEXKILL removed the pixel. Textures read opaque black.
     fn run_once(
@@ -692,7 +699,7 @@ impl ForeignProgram for Program {
         inputs: &[NamedVec4],
         budget: u64,
     ) -> Result<Vec<(String, [f32; 4])>, RunError> {
-        let mut pixel = Program::pixel_with(inputs).map_err(RunError::Input)?;
+        let mut pixel = R500Program::pixel_with(inputs).map_err(RunError::Input)?;
         self.run(&mut pixel, &NoTexture, budget)?;
         let mut outputs = Vec::new();
         if pixel.killed {

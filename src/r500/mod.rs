@@ -12,11 +12,11 @@ pub mod disasm;
 pub mod fields;
 pub mod interp;
 
-pub use asm::{assemble, assemble_file, Assembly};
-pub use decode::{decode, decode_program, DecodeError, Decoded};
+pub use asm::{assemble, assemble_file, R500Assembly};
+pub use decode::{decode, decode_program, DecodeError, R500Decoded};
 pub use disasm::disassemble;
 pub use fields::Words;
-pub use interp::{Constants, Program};
+pub use interp::{Constants, R500Program};
 
 /// Little-endian words (`.fs.bin`) as instructions; the length must be a multiple of 24.
 pub fn words_from_bin(bytes: &[u8], name: &str) -> Result<Vec<Words>, String> {

@@ -3,11 +3,11 @@
 
 use super::operands::parse_swizzle;
 use super::{
-    is_identifier, operand_list, split, words_of, Arg, Assembler, Block, BlockKind, Result,
+    is_identifier, operand_list, split, words_of, Arg, Block, BlockKind, PicaAssembler, Result,
     IDENTITY,
 };
 use crate::pica200::f24::quantize_f24;
-use crate::pica200::{semantic, Constant, Output, Uniform};
+use crate::pica200::{semantic, Constant, PicaOutput, Uniform};
 
 fn output_semantic(name: &str) -> Option<u16> {
     Some(match name.to_ascii_lowercase().as_str() {
@@ -24,7 +24,7 @@ fn output_semantic(name: &str) -> Option<u16> {
     })
 }
 
-impl Assembler {
+impl PicaAssembler {
     pub(super) fn directive(
         &mut self,
         name: &str,
@@ -510,7 +510,7 @@ impl Assembler {
         // Output-table masks count x as bit 0.
         let mask = swizzle.iter().fold(0u8, |m, &c| m | 1 << c);
         self.used_outputs |= 1 << register;
-        self.program.outputs.push(Output {
+        self.program.outputs.push(PicaOutput {
             semantic,
             register: register as u8,
             mask,

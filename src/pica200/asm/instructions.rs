@@ -1,11 +1,11 @@
 //! One function per instruction format: operands to words.
 
 use super::operands::{comparison, mask_of, source_bits};
-use super::{is_identifier, Arg, Assembler, Block, BlockKind, Relocation, Result};
-use crate::pica200::decode::Word;
-use crate::pica200::opcodes::{by_opcode, info, Op, OpInfo};
+use super::{is_identifier, Arg, Block, BlockKind, PicaAssembler, Relocation, Result};
+use crate::pica200::decode::PicaWord;
+use crate::pica200::opcodes::{by_opcode, info, OpInfo, PicaOp};
 
-impl Assembler {
+impl PicaAssembler {
     /// DST, SRC1, SRC2 (`row` is the plain form; the inverted one when SRC1 must be narrow).
     pub(super) fn format1(&mut self, row: &OpInfo, args: &[Arg], at: usize) -> Result<()> {
         self.expect_args(args, 3, at, "destination, source1, source2")?;
@@ -27,7 +27,7 @@ impl Assembler {
             | source_bits(0, s1.negate, s1.swizzle)
             | source_bits(1, s2.negate, s2.swizzle);
         let desc = self.descriptor(row.op, value, 0xF | 0x1FF << 4 | 0x1FF << 13)? as u8;
-        self.push(Word::Arith {
+        self.push(PicaWord::Arith {
             op,
             dst: dest.reg as u8,
             src1: s1.reg as u8,
@@ -38,13 +38,13 @@ impl Assembler {
         Ok(())
     }
 
-    pub(super) fn format1u(&mut self, op: Op, args: &[Arg], at: usize) -> Result<()> {
+    pub(super) fn format1u(&mut self, op: PicaOp, args: &[Arg], at: usize) -> Result<()> {
         self.expect_args(args, 2, at, "destination, source1")?;
         let dest = self.destination(args[0])?;
         let s1 = self.wide(args[1], 1)?;
         let value = mask_of(dest.swizzle) | source_bits(0, s1.negate, s1.swizzle);
         let desc = self.descriptor(op, value, 0xF | 0x1FF << 4)? as u8;
-        self.push(Word::Arith {
+        self.push(PicaWord::Arith {
             op,
             dst: dest.reg as u8,
             src1: s1.reg as u8,
@@ -70,12 +70,12 @@ impl Assembler {
         };
         let s1 = self.wide(args[1], 1)?;
         let desc = self.descriptor(
-            Op::Mova,
+            PicaOp::Mova,
             mask | source_bits(0, s1.negate, s1.swizzle),
             0xF | 0x1FF << 4,
         )? as u8;
-        self.push(Word::Arith {
-            op: Op::Mova,
+        self.push(PicaWord::Arith {
+            op: PicaOp::Mova,
             dst: 0,
             src1: s1.reg as u8,
             src2: 0,
@@ -103,8 +103,8 @@ impl Assembler {
         let cmpy = compare(args[2])?;
         let s2 = self.narrow(args[3], 2)?;
         let value = source_bits(0, s1.negate, s1.swizzle) | source_bits(1, s2.negate, s2.swizzle);
-        let desc = self.descriptor(Op::Cmp, value, 0x1FF << 4 | 0x1FF << 13)? as u8;
-        self.push(Word::Cmp {
+        let desc = self.descriptor(PicaOp::Cmp, value, 0x1FF << 4 | 0x1FF << 13)? as u8;
+        self.push(PicaWord::Cmp {
             src1: s1.reg as u8,
             src2: s2.reg as u8,
             idx: s1.idx,
@@ -141,7 +141,7 @@ impl Assembler {
             | source_bits(2, s3.negate, s3.swizzle);
         let desc = self.descriptor(row.op, value, 0xF | 0x1FF << 4 | 0x1FF << 13 | 0x1FF << 22)?;
         let desc = self.low_descriptor(desc, at)?;
-        self.push(Word::Mad {
+        self.push(PicaWord::Mad {
             op,
             dst: dest.reg as u8,
             src1: s1.reg as u8,
@@ -217,7 +217,7 @@ impl Assembler {
             }
         }
         self.program.geometry = true;
-        self.push(Word::SetEmit {
+        self.push(PicaWord::SetEmit {
             vertex,
             primitive,
             winding,
@@ -272,8 +272,8 @@ impl Assembler {
 
     pub(super) fn call(&mut self, args: &[Arg], at: usize) -> Result<()> {
         let (dst, num) = self.call_target(args, at)?;
-        self.push(Word::Flow {
-            op: Op::Call,
+        self.push(PicaWord::Flow {
+            op: PicaOp::Call,
             refx: false,
             refy: false,
             condop: 0,
@@ -298,8 +298,8 @@ impl Assembler {
                 0
             }
         };
-        self.push(Word::Uniform {
-            op: Op::Loop,
+        self.push(PicaWord::Uniform {
+            op: PicaOp::Loop,
             id,
             dst,
             num: 0,
@@ -327,19 +327,19 @@ impl Assembler {
     }
 
     /// BREAKC, CALLC, IFC, JMPC: a condition on cc, then the operation's targets.
-    pub(super) fn format2(&mut self, op: Op, args: &[Arg], at: usize) -> Result<()> {
+    pub(super) fn format2(&mut self, op: PicaOp, args: &[Arg], at: usize) -> Result<()> {
         let Some(&condition) = args.first() else {
             return Err(self.error(at, "missing condition"));
         };
         let (refx, refy, condop) = self.condition(condition)?;
         let rest = &args[1..];
         let (dst, num) = match op {
-            Op::Breakc => {
+            PicaOp::Breakc => {
                 self.expect_args(rest, 0, at, "only a condition")?;
                 (0, 0)
             }
-            Op::Callc => self.call_target(rest, at)?,
-            Op::Jmpc => {
+            PicaOp::Callc => self.call_target(rest, at)?,
+            PicaOp::Jmpc => {
                 self.expect_args(rest, 1, at, "a condition and a label")?;
                 (self.label_target(rest[0])?, 0)
             }
@@ -349,7 +349,7 @@ impl Assembler {
                 "ifc takes a condition (and optionally an else address and a count)",
             )?,
         };
-        self.push(Word::Flow {
+        self.push(PicaWord::Flow {
             op,
             refx,
             refy,
@@ -361,14 +361,14 @@ impl Assembler {
     }
 
     /// CALLU, IFU, JMPU: a bool uniform (JMPU's may be negated), then the targets.
-    pub(super) fn format3(&mut self, op: Op, args: &[Arg], at: usize) -> Result<()> {
+    pub(super) fn format3(&mut self, op: PicaOp, args: &[Arg], at: usize) -> Result<()> {
         let Some(&first) = args.first() else {
             return Err(self.error(at, "missing bool uniform"));
         };
         let mut flag = first;
         let mut invert = false;
         if let Some(rest) = first.text.strip_prefix('!') {
-            if op != Op::Jmpu {
+            if op != PicaOp::Jmpu {
                 return Err(self.error(
                     first.column,
                     format!(
@@ -386,8 +386,8 @@ impl Assembler {
         let id = self.bool_uniform(flag)?;
         let rest = &args[1..];
         let (dst, num) = match op {
-            Op::Callu => self.call_target(rest, at)?,
-            Op::Jmpu => {
+            PicaOp::Callu => self.call_target(rest, at)?,
+            PicaOp::Jmpu => {
                 self.expect_args(rest, 1, at, "a bool uniform and a label")?;
                 (self.label_target(rest[0])?, invert as u8)
             }
@@ -397,7 +397,7 @@ impl Assembler {
                 "ifu takes a bool uniform (and optionally an else address and a count)",
             )?,
         };
-        self.push(Word::Uniform { op, id, dst, num });
+        self.push(PicaWord::Uniform { op, id, dst, num });
         Ok(())
     }
 }

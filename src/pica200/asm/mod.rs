@@ -21,9 +21,9 @@ mod operands;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
-use super::decode::Word;
-use super::opcodes::{by_mnemonic, by_opcode, Format, Op};
-use super::Program;
+use super::decode::PicaWord;
+use super::opcodes::{by_mnemonic, by_opcode, Format, PicaOp};
+use super::PicaProgram;
 use crate::isa::asm::{AsmErrors, Diagnostic, Severity};
 
 /// Switches that depart from picasso's defaults.
@@ -47,13 +47,13 @@ impl Default for Options {
 
 /// An assembled program and the assembler's warnings.
 #[derive(Clone, Debug, PartialEq)]
-pub struct Assembly {
-    pub program: Program,
+pub struct PicaAssembly {
+    pub program: PicaProgram,
     pub warnings: Vec<Diagnostic>,
 }
 
 /// Assembles picasso source with picasso's defaults; `file` names it in messages.
-pub fn assemble(source: &str, file: &Path) -> std::result::Result<Assembly, AsmErrors> {
+pub fn assemble(source: &str, file: &Path) -> std::result::Result<PicaAssembly, AsmErrors> {
     assemble_with(source, file, Options::default())
 }
 
@@ -62,11 +62,11 @@ pub fn assemble_with(
     source: &str,
     file: &Path,
     options: Options,
-) -> std::result::Result<Assembly, AsmErrors> {
-    let mut assembler = Assembler::new(file, options);
+) -> std::result::Result<PicaAssembly, AsmErrors> {
+    let mut assembler = PicaAssembler::new(file, options);
     let result = assembler.run(source);
     match result {
-        Ok(program) => Ok(Assembly {
+        Ok(program) => Ok(PicaAssembly {
             program,
             warnings: assembler.warnings,
         }),
@@ -157,7 +157,7 @@ struct Relocation {
     column: usize,
 }
 
-struct Assembler {
+struct PicaAssembler {
     file: PathBuf,
     options: Options,
     warnings: Vec<Diagnostic>,
@@ -176,7 +176,7 @@ struct Assembler {
     ints: Allocator,
     bools: Allocator,
     array: Vec<[f32; 4]>,
-    program: Program,
+    program: PicaProgram,
     entry_name: String,
     used_inputs: u16,
     used_outputs: u16,
@@ -238,9 +238,9 @@ fn is_identifier(text: &str) -> bool {
         })
 }
 
-impl Assembler {
-    fn new(file: &Path, options: Options) -> Assembler {
-        Assembler {
+impl PicaAssembler {
+    fn new(file: &Path, options: Options) -> PicaAssembler {
+        PicaAssembler {
             file: file.to_path_buf(),
             options,
             warnings: Vec::new(),
@@ -259,7 +259,7 @@ impl Assembler {
             ints: Allocator::new(0x80, 0x84),
             bools: Allocator::new(0x88, 0x98),
             array: Vec::new(),
-            program: Program::default(),
+            program: PicaProgram::default(),
             entry_name: "main".to_string(),
             used_inputs: 0,
             used_outputs: 0,
@@ -285,7 +285,7 @@ impl Assembler {
         }
     }
 
-    fn run(&mut self, source: &str) -> Result<Program> {
+    fn run(&mut self, source: &str) -> Result<PicaProgram> {
         for (number, raw) in source.lines().enumerate() {
             self.line = number + 1;
             let text = raw.split(';').next().unwrap_or("");
@@ -350,7 +350,7 @@ impl Assembler {
         match (row.format, row.op) {
             (Format::Zero, op) => {
                 self.expect_args(&args, 0, at, "no operands")?;
-                self.push(Word::Zero { op });
+                self.push(PicaWord::Zero { op });
             }
             // by_mnemonic names plain rows; the handlers pick the inverted forms.
             (Format::One | Format::OneI, _) => self.format1(row, &args, at)?,
@@ -359,9 +359,9 @@ impl Assembler {
             (Format::OneC, _) => self.cmp(&args, at)?,
             (Format::Five | Format::FiveI, _) => self.mad(row, &args, at)?,
             (Format::Four, _) => self.setemit(&args, at)?,
-            (Format::Two, Op::Call) => self.call(&args, at)?,
+            (Format::Two, PicaOp::Call) => self.call(&args, at)?,
             (Format::Two, op) => self.format2(op, &args, at)?,
-            (Format::Three, Op::Loop) => self.for_loop(&args, at)?,
+            (Format::Three, PicaOp::Loop) => self.for_loop(&args, at)?,
             (Format::Three, op) => self.format3(op, &args, at)?,
         }
         Ok(())
@@ -381,13 +381,13 @@ impl Assembler {
         Ok(())
     }
 
-    fn push(&mut self, instruction: Word) {
+    fn push(&mut self, instruction: PicaWord) {
         self.code.push(instruction.encode());
     }
 
     fn padding_nop(&mut self, at: usize) {
         if self.options.auto_nop {
-            self.push(Word::Zero { op: Op::Nop });
+            self.push(PicaWord::Zero { op: PicaOp::Nop });
         } else {
             let warning = self.diagnostic(at, Severity::Warning, "a padding NOP is required here");
             self.warnings.push(warning);
@@ -405,8 +405,8 @@ impl Assembler {
         };
         matches!(
             row.op,
-            Op::Jmpc | Op::Jmpu | Op::Call | Op::Callc | Op::Callu
-        ) || (matches!(block, BlockKind::For) && matches!(row.op, Op::Break | Op::Breakc))
+            PicaOp::Jmpc | PicaOp::Jmpu | PicaOp::Call | PicaOp::Callc | PicaOp::Callu
+        ) || (matches!(block, BlockKind::For) && matches!(row.op, PicaOp::Break | PicaOp::Breakc))
     }
 
     fn define(&mut self, name: Arg, reg: u32, negate: bool, swizzle: [u8; 4]) -> Result<()> {
@@ -430,7 +430,7 @@ impl Assembler {
         Ok(())
     }
 
-    fn finish(&mut self) -> Result<Program> {
+    fn finish(&mut self) -> Result<PicaProgram> {
         for relocation in std::mem::take(&mut self.proc_relocations) {
             let Some(&(pos, size)) = self.procs.get(&relocation.target) else {
                 self.line = relocation.line;

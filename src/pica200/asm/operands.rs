@@ -1,9 +1,9 @@
 //! Operands: registers with negation, index and swizzle, operand descriptors, numbers,
 //! uniforms and flow conditions.
 
-use super::{Arg, Assembler, Operand, Result, IDENTITY};
+use super::{Arg, Operand, PicaAssembler, Result, IDENTITY};
 use crate::pica200::decode::selector_byte;
-use crate::pica200::opcodes::Op;
+use crate::pica200::opcodes::PicaOp;
 
 /// Parses picasso's swizzle text (`xyzw`, `rgba`, `stpq`); missing components repeat the
 /// last one given.
@@ -62,7 +62,7 @@ pub(super) fn comparison(name: &str) -> Option<u8> {
         .map(|p| p as u8)
 }
 
-impl Assembler {
+impl PicaAssembler {
     /// Parses `-name[index].swizzle`.
     pub(super) fn operand(&self, arg: Arg, index_allowed: bool) -> Result<Operand> {
         let mut text = arg.text;
@@ -250,30 +250,30 @@ impl Assembler {
     }
 
     /// Finds or adds a descriptor as picasso does; returns its index.
-    pub(super) fn descriptor(&mut self, op: Op, value: u32, mut mask: u32) -> Result<usize> {
+    pub(super) fn descriptor(&mut self, op: PicaOp, value: u32, mut mask: u32) -> Result<usize> {
         // Selector slots the operation never reads are don't-cares (picasso's
         // optimizeOpdesc), so descriptors that differ only there are shared.
         let unused_dest: Vec<usize> = (0..4).filter(|&i| value >> (3 - i) & 1 == 0).collect();
         let all3 = |u: &[usize]| unused_bits(0, u) | unused_bits(1, u) | unused_bits(2, u);
         mask &= !match op {
-            Op::Add
-            | Op::Mul
-            | Op::Sge
-            | Op::Slt
-            | Op::Flr
-            | Op::Max
-            | Op::Min
-            | Op::Mov
-            | Op::Mad => all3(&unused_dest),
-            Op::Dp3 => unused_bits(0, &[3]) | unused_bits(1, &[3]),
-            Op::Dph => unused_bits(0, &[3]),
-            Op::Ex2 | Op::Lg2 | Op::Rcp | Op::Rsq => unused_bits(0, &[1, 2, 3]),
-            Op::Mova => {
+            PicaOp::Add
+            | PicaOp::Mul
+            | PicaOp::Sge
+            | PicaOp::Slt
+            | PicaOp::Flr
+            | PicaOp::Max
+            | PicaOp::Min
+            | PicaOp::Mov
+            | PicaOp::Mad => all3(&unused_dest),
+            PicaOp::Dp3 => unused_bits(0, &[3]) | unused_bits(1, &[3]),
+            PicaOp::Dph => unused_bits(0, &[3]),
+            PicaOp::Ex2 | PicaOp::Lg2 | PicaOp::Rcp | PicaOp::Rsq => unused_bits(0, &[1, 2, 3]),
+            PicaOp::Mova => {
                 let mut unused = vec![2, 3];
                 unused.extend(unused_dest.iter().filter(|&&i| i < 2));
                 unused_bits(0, &unused)
             }
-            Op::Cmp => unused_bits(0, &[2, 3]),
+            PicaOp::Cmp => unused_bits(0, &[2, 3]),
             _ => 0,
         };
         for (i, (table, table_mask)) in self.descriptors.iter_mut().enumerate() {

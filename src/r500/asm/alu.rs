@@ -1,18 +1,18 @@
 //! ALU and OUT instructions: source assignments, then one RGB and one alpha operation.
 
-use super::parser::{Kind, Parser, Token};
+use super::parser::{Parser, R500Token, R500TokenKind};
 use super::Result;
 use crate::r500::fields::{self as f, Words};
 
 /// A destination: (is out, index, relative, mask text, token of the mask).
-type Destination = (bool, u32, bool, String, Token);
+type Destination = (bool, u32, bool, String, R500Token);
 
 /// An argument: (select, swizzle text, modifier, token of the swizzle).
-type Argument = (u32, String, u32, Token);
+type Argument = (u32, String, u32, R500Token);
 
 /// What an operation in an ALU instruction says before its unit is known.
-struct Operation {
-    token: Token,
+struct AluOperation {
+    token: R500Token,
     name: String,
     dests: Vec<Destination>,
     omod: u32,
@@ -154,7 +154,7 @@ impl Parser<'_> {
     }
 
     /// `dest = ... [omod *] OP args`.
-    fn operation(&mut self) -> Result<Operation> {
+    fn operation(&mut self) -> Result<AluOperation> {
         let dests = self.destinations()?;
         let omod = self.output_modifier()?;
         let (name, token) = self.word("an ALU op (MAD, DP3, MAX, RSQ, ...)")?;
@@ -170,7 +170,7 @@ impl Parser<'_> {
             }
             args.push(self.argument()?);
         }
-        Ok(Operation {
+        Ok(AluOperation {
             token,
             name,
             dests,
@@ -183,7 +183,7 @@ impl Parser<'_> {
     fn destinations(&mut self) -> Result<Vec<Destination>> {
         let mut dests = Vec::new();
         while matches!(self.peek_word(), Some("temp" | "out"))
-            && self.peek_at(1).kind == Kind::Punct('[')
+            && self.peek_at(1).kind == R500TokenKind::Punct('[')
         {
             let (file, _) = self.word("temp or out")?;
             self.punct('[')?;
@@ -207,7 +207,9 @@ impl Parser<'_> {
             self.next();
             return Ok(7);
         }
-        if self.peek_at(1).kind != Kind::Punct('.') || self.peek_at(3).kind != Kind::Punct('*') {
+        if self.peek_at(1).kind != R500TokenKind::Punct('.')
+            || self.peek_at(3).kind != R500TokenKind::Punct('*')
+        {
             return Ok(0);
         }
         let (whole, token) = self.word("an output modifier")?;
@@ -259,14 +261,14 @@ impl Parser<'_> {
     }
 
     /// A swizzle: letters and digits, possibly split by the lexer at `_`-free boundaries.
-    fn swizzle_word(&mut self) -> Result<(String, Token)> {
+    fn swizzle_word(&mut self) -> Result<(String, R500Token)> {
         let (text, token) = self.word("a swizzle (r, g, b, a, 0, h, 1, _)")?;
         Ok((text, token))
     }
 
     /// Which operation is the alpha one: by op name, then mask, then swizzle length.
-    fn units(&self, operations: &[Operation]) -> Result<Vec<bool>> {
-        let unit = |operation: &Operation| -> Option<bool> {
+    fn units(&self, operations: &[AluOperation]) -> Result<Vec<bool>> {
+        let unit = |operation: &AluOperation| -> Option<bool> {
             let name = operation.name.as_str();
             let rgb_op = f::code_of(&f::RGB_OPS, name).is_some();
             let alpha_op = f::code_of(&f::ALPHA_OPS, name).is_some();
@@ -318,7 +320,12 @@ impl Parser<'_> {
     }
 
     /// Sets the fields of one operation, in the RGB or the alpha unit.
-    fn emit_operation(&self, words: &mut Words, operation: &Operation, alpha: bool) -> Result<()> {
+    fn emit_operation(
+        &self,
+        words: &mut Words,
+        operation: &AluOperation,
+        alpha: bool,
+    ) -> Result<()> {
         let unit = if alpha { "alpha" } else { "RGB" };
         let code = if alpha {
             f::code_of(&f::ALPHA_OPS, &operation.name)

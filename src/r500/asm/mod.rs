@@ -15,7 +15,7 @@ use parser::{lex, Parser};
 
 /// An assembled program.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Assembly {
+pub struct R500Assembly {
     /// Six words per instruction.
     pub program: Vec<Words>,
 }
@@ -50,24 +50,24 @@ enum Includes<'a> {
 
 /// Assembles `source`; `file` names it in messages. `#include` is refused: the text may
 /// have no file behind it.
-pub fn assemble(source: &str, file: &Path) -> std::result::Result<Assembly, AsmErrors> {
-    Assembler::new()
+pub fn assemble(source: &str, file: &Path) -> std::result::Result<R500Assembly, AsmErrors> {
+    R500Assembler::new()
         .run(source, file, &Includes::None, 0)
         .map_err(errors)
 }
 
 /// Assembles the file at `path`; `#include "x"` reads `x` beside it. A file that cannot
 /// be read is an error at line 0.
-pub fn assemble_file(path: &Path) -> std::result::Result<Assembly, AsmErrors> {
+pub fn assemble_file(path: &Path) -> std::result::Result<R500Assembly, AsmErrors> {
     let source =
         crate::input::read_to_string(path).map_err(|e| errors(error(path, 0, 0, e.to_string())))?;
     let dir = path.parent().unwrap_or(Path::new("."));
-    Assembler::new()
+    R500Assembler::new()
         .run(&source, path, &Includes::Dir(dir), 0)
         .map_err(errors)
 }
 
-struct Assembler {
+struct R500Assembler {
     files: Vec<PathBuf>,
     program: Vec<Words>,
     /// Source bytes read through `#include` so far.
@@ -82,9 +82,9 @@ const MAX_INCLUDES: usize = 256;
 /// Bytes of included source one program may read in all.
 const MAX_INCLUDED_BYTES: usize = 4 << 20;
 
-impl Assembler {
-    fn new() -> Assembler {
-        Assembler {
+impl R500Assembler {
+    fn new() -> R500Assembler {
+        R500Assembler {
             files: Vec::new(),
             program: Vec::new(),
             included_bytes: 0,
@@ -97,9 +97,9 @@ impl Assembler {
         file: &Path,
         includes: &Includes,
         depth: usize,
-    ) -> Result<Assembly> {
+    ) -> Result<R500Assembly> {
         self.file(source, file, includes, depth)?;
-        Ok(Assembly {
+        Ok(R500Assembly {
             program: self.program,
         })
     }

@@ -8,7 +8,7 @@ use crate::r500::decode::validate;
 use crate::r500::fields::{self as f, kind, Field, Words};
 
 #[derive(Clone, Debug, PartialEq)]
-pub(super) enum Kind {
+pub(super) enum R500TokenKind {
     /// A run of letters, digits and underscores.
     Word(String),
     /// One punctuation character.
@@ -18,8 +18,8 @@ pub(super) enum Kind {
 }
 
 #[derive(Clone, Debug)]
-pub(super) struct Token {
-    pub(super) kind: Kind,
+pub(super) struct R500Token {
+    pub(super) kind: R500TokenKind,
     pub(super) file: usize,
     pub(super) line: usize,
     pub(super) col: usize,
@@ -29,7 +29,7 @@ pub(super) fn lex(
     text: &str,
     file: usize,
     first_line: usize,
-) -> std::result::Result<Vec<Token>, (usize, usize, String)> {
+) -> std::result::Result<Vec<R500Token>, (usize, usize, String)> {
     let mut tokens = Vec::new();
     let mut last = (first_line, 1);
     for (offset, line) in text.lines().enumerate() {
@@ -48,15 +48,15 @@ pub(super) fn lex(
                 while i < chars.len() && (chars[i].is_ascii_alphanumeric() || chars[i] == '_') {
                     i += 1;
                 }
-                tokens.push(Token {
-                    kind: Kind::Word(chars[start..i].iter().collect()),
+                tokens.push(R500Token {
+                    kind: R500TokenKind::Word(chars[start..i].iter().collect()),
                     file,
                     line: number,
                     col,
                 });
             } else if ".,:;=[]()|-*+".contains(c) {
-                tokens.push(Token {
-                    kind: Kind::Punct(c),
+                tokens.push(R500Token {
+                    kind: R500TokenKind::Punct(c),
                     file,
                     line: number,
                     col,
@@ -68,8 +68,8 @@ pub(super) fn lex(
         }
         last = (number, chars.len() + 1);
     }
-    tokens.push(Token {
-        kind: Kind::End,
+    tokens.push(R500Token {
+        kind: R500TokenKind::End,
         file,
         line: last.0,
         col: last.1,
@@ -78,16 +78,16 @@ pub(super) fn lex(
 }
 
 pub(super) struct Parser<'a> {
-    tokens: Vec<Token>,
+    tokens: Vec<R500Token>,
     position: usize,
     files: &'a [PathBuf],
 }
 
-fn describe(kind: &Kind) -> String {
+fn describe(kind: &R500TokenKind) -> String {
     match kind {
-        Kind::Word(word) => format!("`{word}`"),
-        Kind::Punct(c) => format!("`{c}`"),
-        Kind::End => "the end of the file".to_string(),
+        R500TokenKind::Word(word) => format!("`{word}`"),
+        R500TokenKind::Punct(c) => format!("`{c}`"),
+        R500TokenKind::End => "the end of the file".to_string(),
     }
 }
 
@@ -100,7 +100,7 @@ fn number(text: &str) -> Option<u32> {
 }
 
 impl<'a> Parser<'a> {
-    pub(super) fn new(tokens: Vec<Token>, files: &'a [PathBuf]) -> Parser<'a> {
+    pub(super) fn new(tokens: Vec<R500Token>, files: &'a [PathBuf]) -> Parser<'a> {
         Parser {
             tokens,
             position: 0,
@@ -109,20 +109,20 @@ impl<'a> Parser<'a> {
     }
 
     pub(super) fn at_end(&self) -> bool {
-        self.peek().kind == Kind::End
+        self.peek().kind == R500TokenKind::End
     }
 
-    pub(super) fn peek(&self) -> &Token {
+    pub(super) fn peek(&self) -> &R500Token {
         &self.tokens[self.position]
     }
 
-    pub(super) fn peek_at(&self, ahead: usize) -> &Token {
+    pub(super) fn peek_at(&self, ahead: usize) -> &R500Token {
         &self.tokens[(self.position + ahead).min(self.tokens.len() - 1)]
     }
 
-    pub(super) fn next(&mut self) -> Token {
+    pub(super) fn next(&mut self) -> R500Token {
         let token = self.tokens[self.position].clone();
-        if token.kind != Kind::End {
+        if token.kind != R500TokenKind::End {
             self.position += 1;
         }
         token
@@ -133,7 +133,7 @@ impl<'a> Parser<'a> {
         self.position = self.position.saturating_sub(1);
     }
 
-    pub(super) fn error_at(&self, token: &Token, message: String) -> Diagnostic {
+    pub(super) fn error_at(&self, token: &R500Token, message: String) -> Diagnostic {
         error(&self.files[token.file], token.line, token.col, message)
     }
 
@@ -145,8 +145,8 @@ impl<'a> Parser<'a> {
         )
     }
 
-    pub(super) fn punct(&mut self, c: char) -> Result<Token> {
-        if self.peek().kind == Kind::Punct(c) {
+    pub(super) fn punct(&mut self, c: char) -> Result<R500Token> {
+        if self.peek().kind == R500TokenKind::Punct(c) {
             Ok(self.next())
         } else {
             Err(self.expected(&format!("`{c}`")))
@@ -154,12 +154,12 @@ impl<'a> Parser<'a> {
     }
 
     pub(super) fn is_punct(&self, c: char) -> bool {
-        self.peek().kind == Kind::Punct(c)
+        self.peek().kind == R500TokenKind::Punct(c)
     }
 
-    pub(super) fn word(&mut self, what: &str) -> Result<(String, Token)> {
+    pub(super) fn word(&mut self, what: &str) -> Result<(String, R500Token)> {
         match &self.peek().kind {
-            Kind::Word(word) => {
+            R500TokenKind::Word(word) => {
                 let word = word.clone();
                 Ok((word, self.next()))
             }
@@ -169,12 +169,12 @@ impl<'a> Parser<'a> {
 
     pub(super) fn peek_word(&self) -> Option<&str> {
         match &self.peek().kind {
-            Kind::Word(word) => Some(word),
+            R500TokenKind::Word(word) => Some(word),
             _ => None,
         }
     }
 
-    pub(super) fn keyword(&mut self, keyword: &str) -> Result<Token> {
+    pub(super) fn keyword(&mut self, keyword: &str) -> Result<R500Token> {
         if self.peek_word() == Some(keyword) {
             Ok(self.next())
         } else {
@@ -195,7 +195,8 @@ impl<'a> Parser<'a> {
 
     /// `n` or `aL+n`, up to `max`.
     pub(super) fn index(&mut self, what: &str, max: u32) -> Result<(u32, bool)> {
-        let relative = self.peek_word() == Some("aL") && self.peek_at(1).kind == Kind::Punct('+');
+        let relative =
+            self.peek_word() == Some("aL") && self.peek_at(1).kind == R500TokenKind::Punct('+');
         if relative {
             self.next();
             self.next();
@@ -208,7 +209,7 @@ impl<'a> Parser<'a> {
         words: &mut Words,
         field: Field,
         value: u32,
-        token: &Token,
+        token: &R500Token,
     ) -> Result<()> {
         if value > field.max() {
             return Err(self.error_at(
