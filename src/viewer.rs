@@ -64,13 +64,13 @@ pub struct SaveAs {
 
 /// Why a request is refused: the status code and a message for the body.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Refusal {
+pub struct RequestRefusal {
     pub status: u16,
     pub message: String,
 }
 
-fn bad_request(message: &str) -> Refusal {
-    Refusal {
+fn bad_request(message: &str) -> RequestRefusal {
+    RequestRefusal {
         status: 400,
         message: message.into(),
     }
@@ -95,9 +95,9 @@ pub fn admit<'h>(
     url: &str,
     header: impl Fn(&str) -> Option<&'h str>,
     port: u16,
-) -> Result<Route, Refusal> {
+) -> Result<Route, RequestRefusal> {
     let refuse = |status, message: &str| {
-        Err(Refusal {
+        Err(RequestRefusal {
             status,
             message: message.into(),
         })
@@ -134,7 +134,7 @@ pub fn declared_length(value: &str) -> u64 {
 
 impl Route {
     /// The route for `method` and `url` (path and query, as in the request line).
-    pub fn parse(method: &str, url: &str) -> Result<Route, Refusal> {
+    pub fn parse(method: &str, url: &str) -> Result<Route, RequestRefusal> {
         let (path, query) = url.split_once('?').unwrap_or((url, ""));
         let route = match (method, path) {
             ("GET", "/") => Route::Page,
@@ -159,7 +159,7 @@ impl Route {
             ("GET", "/compare/b.png") => Route::Compared(CompareImage::B),
             ("GET", "/compare/diff.png") => Route::Compared(CompareImage::Difference),
             _ => {
-                return Err(Refusal {
+                return Err(RequestRefusal {
                     status: 404,
                     message: "not found".into(),
                 })
@@ -179,7 +179,7 @@ pub fn query_value<'q>(query: &'q str, name: &str) -> Option<&'q str> {
         .map(|(_, value)| value)
 }
 
-fn save_as(query: &str) -> Result<Option<SaveAs>, Refusal> {
+fn save_as(query: &str) -> Result<Option<SaveAs>, RequestRefusal> {
     let Some(path) = query_value(query, "path") else {
         return Ok(None);
     };
@@ -220,7 +220,7 @@ pub fn percent_decode(text: &str) -> Option<String> {
 /// The path a page may save a new shader to: relative, below the directory the viewer
 /// runs in (no `..`, no root, no drive), naming a `.shdr` file. Whether a directory on the
 /// way is a link leading elsewhere is for the saver to check on disk.
-pub fn save_path(text: &str) -> Result<PathBuf, Refusal> {
+pub fn save_path(text: &str) -> Result<PathBuf, RequestRefusal> {
     let refuse = |why: &str| {
         Err(bad_request(&format!(
             "cannot save to `{}`: {why}; expected a relative path to a .shdr file inside the \
@@ -258,7 +258,7 @@ pub fn save_path(text: &str) -> Result<PathBuf, Refusal> {
     Ok(path.to_path_buf())
 }
 
-fn pixel(query: &str) -> Result<(u32, u32), Refusal> {
+fn pixel(query: &str) -> Result<(u32, u32), RequestRefusal> {
     let coordinate = |name| {
         query_value(query, name)
             .and_then(|v| v.parse::<u32>().ok())
@@ -267,7 +267,7 @@ fn pixel(query: &str) -> Result<(u32, u32), Refusal> {
     Ok((coordinate("x")?, coordinate("y")?))
 }
 
-fn setting(query: &str, side: &str, default_cores: Option<u32>) -> Result<Setting, Refusal> {
+fn setting(query: &str, side: &str, default_cores: Option<u32>) -> Result<Setting, RequestRefusal> {
     let cores = match query_value(query, &format!("{side}_cores")) {
         None | Some("") => default_cores,
         Some(text) => match text.parse::<u32>() {

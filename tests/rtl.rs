@@ -905,7 +905,7 @@ fn a_scene_that_deadlocks_the_published_host_finishes_with_the_fix() {
     assert!(
         matches!(
             model.course.ending,
-            theia::timing::sim::Ending::Deadlock { .. }
+            theia::timing::sim::SimEnding::Deadlock { .. }
         ),
         "the model predicts the published host's deadlock"
     );
@@ -993,7 +993,7 @@ fn a_core_that_leaves_main_before_stdone_rises_hangs_the_rtl() {
     let model = predict(&dir, Host::Fixed);
     assert!(matches!(
         model.course.ending,
-        theia::timing::sim::Ending::Deadlock { .. }
+        theia::timing::sim::SimEnding::Deadlock { .. }
     ));
     assert_eq!(stranded_cores(&model), stranded_cores_on_the_rtl(&run));
     emulate(&load_scene_dir(&dir).unwrap(), 0).expect("the emulator finishes");
@@ -1024,7 +1024,7 @@ fn a_livelock_the_model_predicts_keeps_the_rtl_running() {
     );
     assert!(out.status.success(), "{}", common::text(&out.stderr));
     let model = predict(&dir, Host::Fixed);
-    let theia::timing::sim::Ending::Livelock { since, .. } = model.course.ending else {
+    let theia::timing::sim::SimEnding::Livelock { since, .. } = model.course.ending else {
         panic!("the model predicts a livelock: {:?}", model.course.ending)
     };
     const RUN: u64 = 1_500_000;

@@ -7,7 +7,7 @@ use clap::{Args, ValueEnum};
 use theia::core::Program;
 use theia::machine::{Machine, RenderOptions};
 use theia::scene::Scene;
-use theia::timing::sim::{Ending, HazardKind};
+use theia::timing::sim::{HazardKind, SimEnding};
 use theia::timing::{self, HostKind, Timing, TimingOptions, DEFAULT_CLOCK_MHZ};
 
 #[derive(Args, Clone, Debug, Default)]
@@ -88,16 +88,16 @@ pub fn report(
 pub fn text(timing: &Timing, height: u32, clock_mhz: f64) -> String {
     let cores = timing.course.cores.len();
     let mut out = match &timing.course.ending {
-        Ending::Done(cycles) => format!(
+        SimEnding::Done(cycles) => format!(
             "frame cycles {cycles}: {:.3} ms at {clock_mhz} MHz (the published test bench would end at {} ns)\n",
             *cycles as f64 / clock_mhz / 1e3,
             timing::published_bench_ns(*cycles, cores as u64, u64::from(height))
         ),
-        Ending::Deadlock { period, .. } => format!(
+        SimEnding::Deadlock { period, .. } => format!(
             "frame never ends: nothing moves from cycle {period} on (the hardware hangs)\n"
         ),
-        Ending::Limit(limit) => format!("frame still running after {limit} cycles\n"),
-        Ending::Livelock { since, period } => format!(
+        SimEnding::Limit(limit) => format!("frame still running after {limit} cycles\n"),
+        SimEnding::Livelock { since, period } => format!(
             "frame never ends: from cycle {since} to {period} the host waited for every core to latch one triangle, the cores' 1-bit latched flags never all set at once (a livelock)\n"
         ),
     };

@@ -9,13 +9,13 @@ use crate::isa::Word;
 
 /// One hexadecimal word and where it stood.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Token {
+pub struct HexWord {
     pub value: u32,
     pub line: usize,
 }
 
 /// Tokenizes `$readmemh` text. Errors name the file, line and column (in characters).
-pub fn read_hex_words(text: &str, file: &Path) -> Result<Vec<Token>, SceneError> {
+pub fn read_hex_words(text: &str, file: &Path) -> Result<Vec<HexWord>, SceneError> {
     let mut words = Vec::new();
     let mut in_block_comment = false;
     for (line_index, line) in text.lines().enumerate() {
@@ -61,7 +61,7 @@ pub fn read_hex_words(text: &str, file: &Path) -> Result<Vec<Token>, SceneError>
                     "expected a hexadecimal word of at most 8 digits, found `{token}`"
                 ),
             })?;
-            words.push(Token {
+            words.push(HexWord {
                 value,
                 line: line_no,
             });
@@ -79,7 +79,7 @@ fn parse_hex_word(token: &str) -> Option<u32> {
     u32::from_str_radix(&digits, 16).ok()
 }
 
-fn read_words(path: &Path) -> Result<Vec<Token>, SceneError> {
+fn read_words(path: &Path) -> Result<Vec<HexWord>, SceneError> {
     let text = crate::input::read_to_string(path).map_err(|source| SceneError::Io {
         path: path.to_path_buf(),
         source,
@@ -87,7 +87,7 @@ fn read_words(path: &Path) -> Result<Vec<Token>, SceneError> {
     read_hex_words(&text, path)
 }
 
-fn vec3(words: &[Token]) -> Vec3 {
+fn vec3(words: &[HexWord]) -> Vec3 {
     [words[0].value, words[1].value, words[2].value]
 }
 
@@ -111,7 +111,7 @@ pub fn parse_params(text: &str, file: &Path) -> Result<(Vec<Vec3>, Vec<Partition
 }
 
 fn params_from_words(
-    words: &[Token],
+    words: &[HexWord],
     path: &Path,
 ) -> Result<(Vec<Vec3>, Vec<Partition>), SceneError> {
     let needed = PARAMS_CONFIG_WORDS + 6;
@@ -176,7 +176,7 @@ pub fn parse_vertices(text: &str, file: &Path) -> Result<Vec<Triangle>, SceneErr
     vertices_from_words(&read_hex_words(text, file)?, file)
 }
 
-fn vertices_from_words(words: &[Token], path: &Path) -> Result<Vec<Triangle>, SceneError> {
+fn vertices_from_words(words: &[HexWord], path: &Path) -> Result<Vec<Triangle>, SceneError> {
     if words.len() < 10 {
         return Err(SceneError::Invalid {
             file: path.to_path_buf(),
@@ -226,7 +226,7 @@ pub fn parse_instructions(text: &str, file: &Path) -> Result<Vec<Word>, SceneErr
     instructions_from_words(&read_hex_words(text, file)?, file)
 }
 
-fn instructions_from_words(words: &[Token], path: &Path) -> Result<Vec<Word>, SceneError> {
+fn instructions_from_words(words: &[HexWord], path: &Path) -> Result<Vec<Word>, SceneError> {
     let body = words.get(1..).unwrap_or_default();
     if body.len() % 2 == 1 {
         return Err(SceneError::Invalid {

@@ -35,7 +35,7 @@ pub enum Cost {
 
 /// What an opcode costs, before its operands: one entry per 7-bit opcode value.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Kind {
+pub enum CostKind {
     Fixed(u32),
     Div,
     Omwrite,
@@ -44,46 +44,46 @@ pub enum Kind {
     Hang,
 }
 
-/// [`Kind`] of every opcode value, from the opcode table (looked up per instruction a
+/// [`CostKind`] of every opcode value, from the opcode table (looked up per instruction a
 /// timed run interprets, so not searched for).
-fn kinds() -> &'static [Kind; 128] {
-    static KINDS: std::sync::OnceLock<[Kind; 128]> = std::sync::OnceLock::new();
+fn kinds() -> &'static [CostKind; 128] {
+    static KINDS: std::sync::OnceLock<[CostKind; 128]> = std::sync::OnceLock::new();
     KINDS.get_or_init(|| {
-        let mut kinds = [Kind::Hang; 128];
+        let mut kinds = [CostKind::Hang; 128];
         for row in crate::isa::OPCODES {
             kinds[row.opcode as usize] =
                 match instruction_cost(Instr::decode(crate::isa::Word::type1(row.opcode, 0, 0, 0)))
                 {
-                    Cost::Fixed(_) if row.operation == Operation::Div => Kind::Div,
-                    Cost::Fixed(_) if row.operation == Operation::Omwrite => Kind::Omwrite,
-                    Cost::Fixed(cycles) => Kind::Fixed(cycles),
-                    Cost::Tmread(_) => Kind::Tmread,
-                    Cost::Return => Kind::Return,
-                    Cost::Hang => Kind::Hang,
+                    Cost::Fixed(_) if row.operation == Operation::Div => CostKind::Div,
+                    Cost::Fixed(_) if row.operation == Operation::Omwrite => CostKind::Omwrite,
+                    Cost::Fixed(cycles) => CostKind::Fixed(cycles),
+                    Cost::Tmread(_) => CostKind::Tmread,
+                    Cost::Return => CostKind::Return,
+                    Cost::Hang => CostKind::Hang,
                 };
         }
         kinds
     })
 }
 
-/// The [`Kind`] of the instruction `step` executed.
+/// The [`CostKind`] of the instruction `step` executed.
 #[inline]
-pub fn kind(step: &Step) -> Kind {
+pub fn kind(step: &Step) -> CostKind {
     match step.instruction.opcode() {
         Some(opcode) => kinds()[opcode as usize],
-        None => Kind::Hang,
+        None => CostKind::Hang,
     }
 }
 
 /// The cost of the instruction `step` executed.
 pub fn cost(step: &Step) -> Cost {
     match kind(step) {
-        Kind::Fixed(cycles) => Cost::Fixed(cycles),
-        Kind::Omwrite => Cost::Fixed(4),
-        Kind::Div => Cost::Fixed(div_cycles(step.a, step.b)),
-        Kind::Tmread => Cost::Tmread(step.a),
-        Kind::Return => Cost::Return,
-        Kind::Hang => Cost::Hang,
+        CostKind::Fixed(cycles) => Cost::Fixed(cycles),
+        CostKind::Omwrite => Cost::Fixed(4),
+        CostKind::Div => Cost::Fixed(div_cycles(step.a, step.b)),
+        CostKind::Tmread => Cost::Tmread(step.a),
+        CostKind::Return => Cost::Return,
+        CostKind::Hang => Cost::Hang,
     }
 }
 

@@ -21,7 +21,7 @@
 //!    cores driven by the control units themselves (`Live`), swap-memory flips, stale
 //!    triangles and all, one routine at a time. A frame that can never end (the published
 //!    host's STDONE deadlock, a core that waits for a triangle after the last one) ends
-//!    in [`sim::Ending::Deadlock`] at the period from which nothing moves.
+//!    in [`sim::SimEnding::Deadlock`] at the period from which nothing moves.
 //!
 //! Counted as `tests/rtl/bench.v` counts: the bench's `DONE cycles=N` is
 //! [`Timing::frame_cycles`]. The published test bench (`TestBench_THEIA.v`) loads the
@@ -48,7 +48,7 @@ use crate::machine::cull::{self, Culler, Exit};
 use crate::machine::{Frame, Machine};
 use culled::RejectTiming;
 use record::Recording;
-use sim::{Course, Ending, Hazard, Routines, Setup, Stop};
+use sim::{Course, Hazard, Routines, Setup, SimEnding, Stop};
 
 /// The clock the frame time is given at unless `--clock` says otherwise: 100 MHz, the
 /// only clock THEIA's sources name (`aDefinitions.v`'s `CLOCK_PERIOD` of 10 ns, which
@@ -137,7 +137,7 @@ impl Timing {
     /// frame never ends.
     pub fn frame_cycles(&self) -> Option<u64> {
         match self.course.ending {
-            Ending::Done(cycles) => Some(cycles),
+            SimEnding::Done(cycles) => Some(cycles),
             _ => None,
         }
     }

@@ -7,7 +7,7 @@
 
 use std::cell::RefCell;
 
-use super::cost::{div_cycles, kind, Kind};
+use super::cost::{div_cycles, kind, CostKind};
 use super::culled::{RejectTiming, TimedCulledRuns};
 use crate::core::alu::Vec3;
 use crate::core::exec::{Core, Fault, Observer, Step};
@@ -21,7 +21,7 @@ use crate::scene::Partition;
 /// One routine as it ran: `events` of [`Recording::events`] from `first_event`, then
 /// `tail` cycles to its RETURN.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Run {
+pub struct RoutineRun {
     pub entry: EntryPoint,
     /// Bit 0 of its RETURN.
     pub value: bool,
@@ -54,7 +54,7 @@ pub enum EventKind {
 /// A core's routines in the order they ran.
 #[derive(Clone, Debug, Default)]
 pub struct Recording {
-    pub runs: Vec<Run>,
+    pub runs: Vec<RoutineRun>,
     pub events: Vec<Event>,
     /// Cycles counted since the last event, in the routine being recorded.
     pending: u32,
@@ -64,14 +64,14 @@ pub struct Recording {
 
 impl Recording {
     /// The events of `run`.
-    pub fn events_of(&self, run: &Run) -> &[Event] {
+    pub fn events_of(&self, run: &RoutineRun) -> &[Event] {
         let first = run.first_event as usize;
         &self.events[first..first + run.events as usize]
     }
 
     /// A MAIN that returned FALSE after `cycles`, timed without being interpreted.
     pub fn push_main(&mut self, cycles: u32) {
-        self.runs.push(Run {
+        self.runs.push(RoutineRun {
             entry: EntryPoint::Main,
             value: false,
             first_event: self.events.len() as u32,
@@ -103,23 +103,23 @@ impl Observer for Recording {
             return;
         }
         match kind(step) {
-            Kind::Fixed(cycles) => self.pending += cycles,
-            Kind::Div => self.pending += div_cycles(step.a, step.b),
-            Kind::Omwrite => {
+            CostKind::Fixed(cycles) => self.pending += cycles,
+            CostKind::Div => self.pending += div_cycles(step.a, step.b),
+            CostKind::Omwrite => {
                 self.push_event(EventKind::Omwrite);
                 self.pending += 4;
             }
-            Kind::Tmread => self.push_event(EventKind::Tmread(step.a)),
-            Kind::Hang => {
+            CostKind::Tmread => self.push_event(EventKind::Tmread(step.a)),
+            CostKind::Hang => {
                 self.push_event(EventKind::Hang);
                 self.hung = true;
             }
-            Kind::Return => {}
+            CostKind::Return => {}
         }
     }
 
     fn routine_end(&mut self, entry: EntryPoint, value: bool) {
-        self.runs.push(Run {
+        self.runs.push(RoutineRun {
             entry,
             value,
             first_event: self.first_event,

@@ -189,7 +189,7 @@ pub enum HazardKind {
 
 /// How a simulated frame ended.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Ending {
+pub enum SimEnding {
     /// Every core done in this period (`DONE cycles=N` of the bench).
     Done(u64),
     /// Nothing can move any more from this period on; the cores' states then.
@@ -218,7 +218,7 @@ pub struct CoreCourse {
 /// The simulated frame.
 #[derive(Clone, Debug)]
 pub struct Course {
-    pub ending: Ending,
+    pub ending: SimEnding,
     pub cores: Vec<CoreCourse>,
     pub hazards: Vec<Hazard>,
 }
@@ -507,18 +507,18 @@ impl<'s> Sim<'s> {
         let mut waiting_since = None;
         let ending = loop {
             if t > self.setup.limit {
-                break Ending::Limit(self.setup.limit);
+                break SimEnding::Limit(self.setup.limit);
             }
             match (self.host.state, waiting_since) {
                 (HostState::WaitLatch, None) => waiting_since = Some(t),
                 (HostState::WaitLatch, Some(since)) if t - since > self.setup.livelock => {
-                    break Ending::Livelock { since, period: t };
+                    break SimEnding::Livelock { since, period: t };
                 }
                 (HostState::WaitLatch, _) => {}
                 _ => waiting_since = None,
             }
             if self.done == self.cores.len() {
-                break Ending::Done(t);
+                break SimEnding::Done(t);
             }
             if self.setup.fast && self.host.state == HostState::Ack {
                 if let Some(later) = self.fast_forward(t, routines)? {
@@ -552,7 +552,7 @@ impl<'s> Sim<'s> {
                     Some(next) => next,
                     None => {
                         self.stranded(t);
-                        break Ending::Deadlock {
+                        break SimEnding::Deadlock {
                             period: t,
                             states: self.cores.iter().map(|c| c.state).collect(),
                         };
@@ -580,11 +580,11 @@ impl<'s> Sim<'s> {
 
     /// The frame's course once it ended as `ending`: each core's last state counts up to
     /// the end.
-    fn into_course(self, ending: Ending) -> Course {
+    fn into_course(self, ending: SimEnding) -> Course {
         let end = match ending {
-            Ending::Done(t) => t,
-            Ending::Deadlock { period, .. } | Ending::Livelock { period, .. } => period,
-            Ending::Limit(limit) => limit,
+            SimEnding::Done(t) => t,
+            SimEnding::Deadlock { period, .. } | SimEnding::Livelock { period, .. } => period,
+            SimEnding::Limit(limit) => limit,
         };
         let cores = self
             .cores

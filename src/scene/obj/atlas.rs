@@ -45,7 +45,7 @@ pub enum TileSource {
 
 /// Where one source landed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Tile {
+pub struct AtlasTile {
     pub x: u32,
     pub y: u32,
     pub side: u32,
@@ -56,7 +56,7 @@ pub struct Tile {
 pub struct Atlas {
     /// TEXTURE_SIZE: the side the ROM wraps texel addresses at.
     pub side: u32,
-    pub tiles: Vec<Tile>,
+    pub tiles: Vec<AtlasTile>,
     /// Texture memory words: texel (u, v) channel c at 3(u + v * side) + c, as byte << 9.
     pub memory: Vec<u32>,
 }
@@ -131,11 +131,11 @@ fn tile_sides(sources: &[TileSource], memory_side: u32) -> Result<Vec<u32>, Atla
 /// Where each source's tile of side `sides[i]` goes: largest first in Z order. Every tile
 /// starts at a Morton index that is a multiple of its own area, so it is an aligned
 /// square, and the tiles fill the square with no gaps.
-fn place_tiles(sources: &[TileSource], sides: &[u32]) -> Vec<Tile> {
+fn place_tiles(sources: &[TileSource], sides: &[u32]) -> Vec<AtlasTile> {
     let mut order: Vec<usize> = (0..sources.len()).collect();
     order.sort_by_key(|&i| std::cmp::Reverse(sides[i]));
     let mut tiles = vec![
-        Tile {
+        AtlasTile {
             x: 0,
             y: 0,
             side: 0,
@@ -146,7 +146,7 @@ fn place_tiles(sources: &[TileSource], sides: &[u32]) -> Vec<Tile> {
     let mut next = 0u32;
     for &i in &order {
         let (x, y) = morton_position(next);
-        tiles[i] = Tile {
+        tiles[i] = AtlasTile {
             x,
             y,
             side: sides[i],

@@ -125,11 +125,11 @@ fn validate_in_pieces(
         Some(start)
     });
     let jobs: Vec<(&str, Counts)> = pieces.into_iter().zip(starts).collect();
-    let read: Vec<Result<Piece, SceneError>> = jobs
+    let read: Vec<Result<FilePiece, SceneError>> = jobs
         .into_par_iter()
         .map(|(piece, start)| read_piece(piece, start, file, checked))
         .collect();
-    let read: Result<Vec<Piece>, SceneError> = read.into_iter().collect();
+    let read: Result<Vec<FilePiece>, SceneError> = read.into_iter().collect();
     Ok(join(read?))
 }
 
@@ -193,7 +193,7 @@ const INHERITED: u32 = NO_INDEX - 1;
 /// One piece of the file read: its triangles' materials index `names` (or are
 /// [`INHERITED`] or [`NO_INDEX`]).
 #[derive(Default)]
-struct Piece<'a> {
+struct FilePiece<'a> {
     valid: ValidObj,
     names: Vec<(&'a str, usize)>,
     /// The `usemtl` in force at the piece's end, if it has one.
@@ -201,7 +201,7 @@ struct Piece<'a> {
 }
 
 /// The pieces as one [`ValidObj`], in file order.
-fn join(pieces: Vec<Piece>) -> ValidObj {
+fn join(pieces: Vec<FilePiece>) -> ValidObj {
     let total = |of: fn(&ValidObj) -> usize| pieces.iter().map(|p| of(&p.valid)).sum::<usize>();
     let mut valid = ValidObj::default();
     let model = &mut valid.model;
@@ -269,9 +269,9 @@ fn read_piece<'a>(
     start: Counts,
     file: &Path,
     checked: &AtomicU64,
-) -> Result<Piece<'a>, SceneError> {
-    let mut reader = Reader {
-        piece: Piece::default(),
+) -> Result<FilePiece<'a>, SceneError> {
+    let mut reader = PieceReader {
+        piece: FilePiece::default(),
         start,
         material: INHERITED,
         material_index: HashMap::new(),
@@ -309,8 +309,8 @@ fn read_piece<'a>(
 }
 
 /// What reading a piece keeps from line to line.
-struct Reader<'a> {
-    piece: Piece<'a>,
+struct PieceReader<'a> {
+    piece: FilePiece<'a>,
     start: Counts,
     /// The `usemtl` in force, as an index into the piece's names.
     material: u32,
@@ -320,7 +320,7 @@ struct Reader<'a> {
     corners: Vec<Corner>,
 }
 
-impl<'a> Reader<'a> {
+impl<'a> PieceReader<'a> {
     fn statement(
         &mut self,
         line: &Line<'_, 'a>,
