@@ -4,12 +4,12 @@
 //! writable, as in the hardware. Triangles BIU provably rejects can skip MAIN with
 //! identical results ([`cull`]).
 //!
-//! Where things are: the options a frame runs with ([`options`]); the pixel sequence from
-//! boot to NPG, written once for every width ([`pixel`]) over the triangle loop and its
-//! sources ([`triangles`]); cores in lock-step groups ([`lockstep`]) or each core's pixels
+//! Where things are: the options a frame runs with (`options.rs`); the pixel sequence from
+//! boot to NPG, written once for every width (`pixel.rs`) over the triangle loop and its
+//! sources ([`triangles`]); cores in lock-step groups (`lockstep.rs`) or each core's pixels
 //! cut into chunks run in parallel ([`speculate`]); the acceleration structure's batches
-//! ([`batches`], [`accel`]); the frame put together from the output memories ([`frame`]);
-//! progress and cancellation ([`progress`]).
+//! (`batches.rs`, [`accel`]); the frame put together from the output memories
+//! (`frame.rs`); progress and cancellation (`progress.rs`).
 
 pub mod accel;
 pub mod band;

@@ -67,8 +67,8 @@ impl Machine<'_> {
         cores.run(every, EntryPoint::Npg)
     }
 
-    /// One pixel on a lone core ([`Machine::pixel`]): NPG's answer (more pixels to come)
-    /// and what the ray hit. Culls when the machine has a culler and the observer is
+    /// One pixel on a lone core (the sequence every width runs): NPG's answer (more
+    /// pixels to come) and what the ray hit. Culls when the machine has a culler and the observer is
     /// disabled (a trace always sees every instruction).
     #[inline]
     pub fn run_pixel<O: Observer>(
