@@ -441,7 +441,7 @@ pub fn scaling_row(
     Ok(ScalingRow {
         triangles: scene.triangles.len(),
         load,
-        build: machine.accel_build + batches.build,
+        build: render.stages.preparation() + batches.build,
         frame: render.elapsed - batches.build,
         candidates_per_tile: render.structure.map(|s| s.mean_candidates()),
     })

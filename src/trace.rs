@@ -247,8 +247,8 @@ impl PixelTrace {
 /// Finds the core that renders (x, y). When partitions overlap, the last one wins, as in
 /// the assembled frame.
 pub fn locate(machine: &Machine<'_>, x: u32, y: u32) -> Result<PixelLocation, TraceError> {
-    let (width, height) = (machine.scene.width(), machine.scene.height());
-    locate_in(&machine.partitions, width, height, x, y)
+    let (width, height) = (machine.scene().width(), machine.scene().height());
+    locate_in(machine.partitions(), width, height, x, y)
 }
 
 /// [`locate`] from the partitions alone (a rendered [`crate::machine::Frame`] keeps them).
@@ -295,10 +295,10 @@ pub fn trace_pixel(
     out: &mut dyn Write,
 ) -> Result<PixelTrace, TraceError> {
     let location = locate(machine, x, y)?;
-    let partition = &machine.partitions[location.core];
+    let partition = &machine.partitions()[location.core];
     let mut tracer = Tracer::new(
-        &machine.program,
-        machine.scene.triangles.len(),
+        machine.program(),
+        machine.scene().triangles.len(),
         options,
         out,
     );
@@ -369,7 +369,7 @@ fn write_header(
     location: &PixelLocation,
     options: &TraceOptions,
 ) {
-    let scene = machine.scene;
+    let scene = machine.scene();
     tracer.comment(&format!("theia trace, format {FORMAT_VERSION}"));
     tracer.comment(&format!(
         "scene {}: {}x{} pixels, {} triangles, {} cores",

@@ -64,8 +64,8 @@ fn machine_with_structure(scene: &Scene, rom: RomVariant) -> Machine<'_> {
 
 /// The culler and the structure of a [`machine_with_structure`].
 fn structure<'m>(machine: &'m Machine<'_>, label: &str) -> (&'m Culler, Arc<Accel>) {
-    let (Ok(culler), Some(accel)) = (&machine.culler, machine.structure_for(0..u32::MAX)) else {
-        panic!("{label}: no structure: {:?}", machine.accel.as_ref().err());
+    let (Ok(culler), Some(accel)) = (machine.culler(), machine.structure_for(0..u32::MAX)) else {
+        panic!("{label}: no structure: {:?}", machine.accel().err());
     };
     (culler, accel)
 }
@@ -561,7 +561,7 @@ fn a_hit_through_wrap_around_is_the_same_in_every_mode() {
         let triangle = [v0, add(v0, scale(a, edge)), add(v0, scale(b, edge))];
         let scene = scene_of(&[triangle], size);
         let machine = Machine::new(&scene, &RenderOptions::default()).expect("starts");
-        let culler = machine.culler.as_ref().expect("culling applies");
+        let culler = machine.culler().expect("culling applies");
         let biu = culler.reject_state(0, raw_ray);
         if theia::machine::cull::exact_verdict(biu.h2, biu.h3, biu.delta).is_none()
             && (biu.u as i32) > (1 << 17)
@@ -827,7 +827,7 @@ fn a_batch_holds_the_whole_frames_tiles() {
 fn assert_batches_hold_the_whole_frames_tiles(scene: &Scene, rom: RomVariant) {
     let machine = machine_with_structure(scene, rom);
     let (culler, whole) = structure(&machine, "whole");
-    let Ok(Some(frame)) = &machine.accel else {
+    let Ok(Some(frame)) = machine.accel() else {
         panic!("no structure");
     };
     let rows = frame.tree.tile_rows();

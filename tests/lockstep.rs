@@ -1,7 +1,8 @@
 //! Lock-step groups are output-identical: every test scene renders the same frame (every
-//! output word and which words were written), the same instruction count and the same
-//! culling count with cores in lock-step groups as with every core on its own, with and
-//! without culling; a core that faults inside a group gives the very error it gives alone.
+//! output word and which words were written) and the same instruction count with cores in
+//! lock-step groups (which interpret every triangle test) as with every core on its own,
+//! with and without culling; a frame that culls runs core by core whatever the option
+//! says; a core that faults inside a group gives the very error it gives alone.
 
 mod common;
 mod model;
@@ -26,26 +27,34 @@ fn render_with(scene: &Scene, options: &RenderOptions, lockstep: Lockstep) -> Re
     .expect("renders")
 }
 
-/// Renders core by core and in lock-step, with and without culling, and requires identical
-/// results.
+fn with_culling(options: &RenderOptions, culling: bool) -> RenderOptions {
+    RenderOptions {
+        culling,
+        ..options.clone()
+    }
+}
+
+/// Renders in lock-step (every triangle interpreted) and core by core with and without
+/// culling, and requires identical results; with culling, lock-step does not apply.
 fn assert_identical(scene: &Scene, options: &RenderOptions, label: &str) {
+    let grouped = render_with(scene, &with_culling(options, false), Lockstep::Always);
+    assert!(grouped.lockstep_groups > 0 || grouped.cores == 1, "{label}");
+    assert_eq!(grouped.culled, 0, "{label}");
     for culling in [false, true] {
-        let options = RenderOptions {
-            culling,
-            ..options.clone()
-        };
-        let alone = render_with(scene, &options, Lockstep::Never);
-        let grouped = render_with(scene, &options, Lockstep::Always);
-        let label = format!("{label}, culling {culling}");
+        let alone = render_with(scene, &with_culling(options, culling), Lockstep::Never);
+        let label = format!("{label}, alone with culling {culling}");
         assert!(grouped.frame == alone.frame, "{label}: the frames differ");
         assert_eq!(grouped.instructions, alone.instructions, "{label}");
-        assert_eq!(grouped.culled, alone.culled, "{label}");
         assert_eq!(alone.lockstep_groups, 0, "{label}");
-        assert!(grouped.lockstep_groups > 0 || alone.cores == 1, "{label}");
         println!(
             "{label}: identical, {} instructions over {} cores",
             alone.instructions, alone.cores
         );
+    }
+    let culled = render_with(scene, &with_culling(options, true), Lockstep::Always);
+    if culled.culling_refused.is_none() {
+        assert_eq!(culled.lockstep_groups, 0, "{label}: a frame that culls");
+        assert!(culled.frame == grouped.frame, "{label}: the frames differ");
     }
 }
 
@@ -95,18 +104,16 @@ fn example3_in_lockstep_is_its_reference() {
     let dir = common::conformance("scenes_example3");
     let scene = theia::scene::mem::load_scene_dir(&dir).expect("conformance scene loads");
     let reference = read_image(&dir.join("Reference.ppm")).expect("the reference reads");
-    for culling in [false, true] {
-        let options = RenderOptions {
-            culling,
-            ..Default::default()
-        };
-        let grouped = render_with(&scene, &options, Lockstep::Always);
-        assert!(grouped.lockstep_groups > 0, "culling {culling}");
-        assert!(
-            Rgb8::from_frame(&grouped.frame) == reference,
-            "culling {culling}: the image is not the reference"
-        );
-    }
+    let options = RenderOptions {
+        culling: false,
+        ..Default::default()
+    };
+    let grouped = render_with(&scene, &options, Lockstep::Always);
+    assert!(grouped.lockstep_groups > 0);
+    assert!(
+        Rgb8::from_frame(&grouped.frame) == reference,
+        "the image is not the reference"
+    );
 }
 
 /// Lock-step groups give every pixel the closest hit (t, u, v) the independent model
@@ -118,19 +125,13 @@ fn lockstep_groups_show_the_closest_hits_the_model_predicts() {
     let options = RenderOptions {
         cores: Some(8),
         imem: Some(model::hit_shader()),
+        culling: false,
         ..Default::default()
     };
-    for culling in [false, true] {
-        let options = RenderOptions {
-            culling,
-            ..options.clone()
-        };
-        let grouped = render_with(&scene, &options, Lockstep::Always);
-        assert!(grouped.lockstep_groups > 0);
-        let label = format!("lock-step, culling {culling}");
-        let hits = model::assert_words_show_hits(&label, &predicted, &grouped.frame.words);
-        assert!(hits > 1000, "{label}: {hits} hits");
-    }
+    let grouped = render_with(&scene, &options, Lockstep::Always);
+    assert!(grouped.lockstep_groups > 0);
+    let hits = model::assert_words_show_hits("lock-step", &predicted, &grouped.frame.words);
+    assert!(hits > 1000, "lock-step: {hits} hits");
 }
 
 fn small_default_scene() -> Scene {
@@ -176,30 +177,34 @@ fn a_fault_in_a_group_is_reported_as_alone() {
     let imem = assemble(spin, Path::new("spin.shdr"))
         .expect("assembles")
         .imem;
-    for culling in [false, true] {
-        let errors: Vec<String> = [Lockstep::Never, Lockstep::Always]
-            .into_iter()
-            .map(|lockstep| {
-                let options = RenderOptions {
-                    cores: Some(8),
-                    imem: Some(imem.clone()),
-                    max_steps: Some(5_000),
-                    culling,
-                    lockstep,
-                    ..Default::default()
-                };
-                render(&scene, &options)
-                    .expect_err("the shader spins")
-                    .to_string()
-            })
-            .collect();
-        assert_eq!(errors[0], errors[1]);
-        assert!(
-            errors[0].starts_with("core 0, pixel (1, 0), routine PIXELSHADER: "),
-            "{}",
-            errors[0]
-        );
-    }
+    // In a group (every triangle interpreted), and alone with and without culling.
+    let errors: Vec<String> = [
+        (false, Lockstep::Always),
+        (false, Lockstep::Never),
+        (true, Lockstep::Never),
+    ]
+    .into_iter()
+    .map(|(culling, lockstep)| {
+        let options = RenderOptions {
+            cores: Some(8),
+            imem: Some(imem.clone()),
+            max_steps: Some(5_000),
+            culling,
+            lockstep,
+            ..Default::default()
+        };
+        render(&scene, &options)
+            .expect_err("the shader spins")
+            .to_string()
+    })
+    .collect();
+    assert_eq!(errors[0], errors[1]);
+    assert_eq!(errors[0], errors[2]);
+    assert!(
+        errors[0].starts_with("core 0, pixel (1, 0), routine PIXELSHADER: "),
+        "{}",
+        errors[0]
+    );
 }
 
 /// A raised cancel flag stops a render with `Cancelled`, grouped or not; a lowered one
@@ -226,7 +231,7 @@ fn a_raised_cancel_flag_stops_the_render() {
         };
         let mut machine = Machine::new(&scene, &options).unwrap();
         let flag = Arc::new(AtomicBool::new(false));
-        machine.cancel = Some(flag.clone());
+        machine.set_cancel(flag.clone());
         let whole = machine
             .render(None)
             .expect("renders while the flag is down");

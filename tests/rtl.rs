@@ -701,7 +701,11 @@ fn generated_scenes_have_four_equal_partitions() {
     for seed in 0..50 {
         let case = case(seed, Flavor::of_seed(seed), Size::Full);
         let machine = Machine::new(&case.scene, &Default::default()).expect("valid scene");
-        let counts: Vec<usize> = machine.partitions.iter().map(|p| p.pixel_count()).collect();
+        let counts: Vec<usize> = machine
+            .partitions()
+            .iter()
+            .map(|p| p.pixel_count())
+            .collect();
         assert_eq!(counts.len(), 4);
         assert!(
             counts.iter().all(|&c| c == counts[0]),

@@ -80,7 +80,7 @@ pub fn report(
     clock_mhz: f64,
 ) -> anyhow::Result<()> {
     let timing = timing::measure(machine, options)?;
-    print!("{}", text(&timing, machine.scene.height(), clock_mhz));
+    print!("{}", text(&timing, machine.scene().height(), clock_mhz));
     Ok(())
 }
 

@@ -57,7 +57,11 @@ pub fn run(mut args: ExportArgs) -> anyhow::Result<Outcome> {
         &loaded.scene,
         &theia::machine::AccelMode::Off.apply(options),
     )?;
-    let files = MemFiles::new(&loaded.scene, &machine.partitions, machine.program.imem());
+    let files = MemFiles::new(
+        &loaded.scene,
+        machine.partitions(),
+        machine.program().imem(),
+    );
     std::fs::create_dir_all(&args.output).map_err(|e| {
         anyhow::anyhow!(
             "{}: cannot create the directory: {e}",
@@ -67,7 +71,7 @@ pub fn run(mut args: ExportArgs) -> anyhow::Result<Outcome> {
     for (name, text) in files.files() {
         write_atomically(&args.output.join(name), text.as_bytes())?;
     }
-    for warning in rtl_warnings(&loaded.scene, &machine.partitions) {
+    for warning in rtl_warnings(&loaded.scene, machine.partitions()) {
         eprintln!("warning: {warning}");
     }
     println!("{}", args.output.display());

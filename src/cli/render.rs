@@ -163,12 +163,12 @@ fn render_frame(
     }
     let machine = Machine::new(&loaded.scene, &options)?;
     if let (Err(refusal), false) = (
-        &machine.culler,
+        machine.culler(),
         args.quiet || args.scene.interprets_everything(),
     ) {
         eprintln!("note: {refusal}; every triangle test is interpreted");
     }
-    if let (Err(refusal), false) = (&machine.accel, args.quiet) {
+    if let (Err(refusal), false) = (machine.accel(), args.quiet) {
         eprintln!("note: {refusal}; each triangle is tested at each pixel");
     }
     if let (Some((seconds, per_tile)), false) =
@@ -190,7 +190,7 @@ fn render_frame(
         None => (
             loaded.scene.width(),
             loaded.scene.height(),
-            machine.partitions.clone(),
+            machine.partitions().to_vec(),
             1,
         ),
     };
@@ -240,8 +240,8 @@ fn render_frame(
                 let rows = machine.active_rows();
                 rows.start / factor..rows.end / factor
             },
-            cores: machine.active.clone(),
-            of: machine.partitions.len(),
+            cores: machine.active(),
+            of: machine.partitions().len(),
         });
         println!("{}", summary(output, loaded, &render, band.as_ref()));
         if let Some(structure) = &render.structure {
@@ -251,7 +251,7 @@ fn render_frame(
             };
             eprintln!(
                 "note: acceleration structure built in {:.0} ms{batches} ({:.0} candidate triangles per 4x4 tile)",
-                (machine.accel_build + structure.build).as_secs_f64() * 1e3,
+                (render.stages.preparation() + structure.build).as_secs_f64() * 1e3,
                 structure.mean_candidates()
             );
         }
@@ -315,7 +315,7 @@ fn slow_faithful_render(machine: &Machine, options: &RenderOptions) -> Option<(f
         return None;
     }
     let candidates = machine.expected_candidates()? as f64;
-    let tree = &machine.accel.as_ref().ok()?.as_ref()?.tree;
+    let tree = &machine.accel().ok()??.tree;
     let tiles = f64::from(tree.tile_rows()) * f64::from(tree.tiles_per_row());
     // Every thread renders, whatever the emulated core count.
     let threads = rayon::current_num_threads().max(1) as f64;

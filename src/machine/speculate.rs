@@ -72,10 +72,9 @@ use std::time::{Duration, Instant};
 
 use super::accel::Accel;
 use super::hits::PixelHit;
-use super::{
-    output_words, Machine, PixelAccel, PixelDone, ProgressReporter, RenderError, Stages,
-    StructureUse,
-};
+use super::pixel::output_words;
+use super::progress::ProgressReporter;
+use super::{Machine, PixelAccel, PixelDone, RenderError, Stages, StructureUse};
 use crate::core::track::{Footprint, ELEMENTS};
 use crate::core::{Core, CoreState, Fault, NoObserver, OutputMemory};
 use crate::isa::registers::{address, EntryPoint};

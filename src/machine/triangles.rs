@@ -4,6 +4,8 @@
 //! structure's arguments: [`super::cull`], [`super::accel`]): every triangle, runs of
 //! triangles the culler proves rejected, or a tile's candidates.
 
+use std::ops::BitOrAssign;
+
 use super::accel::{self, Accel, Open, RowVerdicts};
 use super::cull::{self, Culler};
 use crate::core::alu::Vec3;
@@ -201,35 +203,62 @@ impl TileCandidates<'_> {
     }
 }
 
-/// The triangle loop of one core's pixel: MAIN for each triangle `source` says must run
-/// (`main` runs it and says whether it hit), the host's loads caught up only before code
-/// runs (skipped MAINs read no swap memory). Whether any MAIN hit.
+/// What the host streams a pixel's triangles to: a lone core, or the lanes of a
+/// lock-step group that take the pixel (one triangle loop for both widths).
+pub trait Streamed {
+    /// Which of the cores some MAIN hit: `bool` for a lone core, a lane mask for a group.
+    type Hits: Copy + Default + BitOrAssign;
+
+    /// The host's load of one triangle into the swap memory.
+    fn load(&mut self, triangle: &Triangle);
+
+    /// The loads of consecutive triangles, as many loads one after the other.
+    fn load_run(&mut self, triangles: &[Triangle]);
+}
+
+impl Streamed for Core<'_> {
+    type Hits = bool;
+
+    #[inline(always)]
+    fn load(&mut self, triangle: &Triangle) {
+        self.load_triangle(triangle);
+    }
+
+    #[inline(always)]
+    fn load_run(&mut self, triangles: &[Triangle]) {
+        self.load_triangles(triangles);
+    }
+}
+
+/// The triangle loop of one pixel: MAIN for each triangle `source` says must run (`main`
+/// runs it and says on which cores it hit), the host's loads caught up only before code
+/// runs (skipped MAINs read no swap memory). The cores any MAIN hit.
 #[inline(always)]
-pub fn run<C: CoreState, S: Candidates<C>, E>(
-    core: &mut C,
+pub fn run<C: Streamed, S: Candidates<C>, E>(
+    cores: &mut C,
     triangles: &[Triangle],
     source: &mut S,
-    mut main: impl FnMut(&mut C) -> Result<bool, E>,
-) -> Result<bool, E> {
-    let (mut hit, mut loaded, mut index) = (false, 0, 0);
+    mut main: impl FnMut(&mut C) -> Result<C::Hits, E>,
+) -> Result<C::Hits, E> {
+    let (mut hit, mut loaded, mut index) = (C::Hits::default(), 0, 0);
     if !S::SKIPS {
         for triangle in triangles {
-            core.load_triangle(triangle);
-            hit |= main(core)?;
+            cores.load(triangle);
+            hit |= main(cores)?;
         }
         return Ok(hit);
     }
     loop {
-        index = source.next(core, index);
+        index = source.next(cores, index);
         if index >= triangles.len() {
             break;
         }
-        core.load_triangles(&triangles[loaded..=index]);
+        cores.load_run(&triangles[loaded..=index]);
         loaded = index + 1;
-        hit |= main(core)?;
+        hit |= main(cores)?;
         index += 1;
     }
-    core.load_triangles(&triangles[loaded..]);
-    source.finish(core);
+    cores.load_run(&triangles[loaded..]);
+    source.finish(cores);
     Ok(hit)
 }

@@ -150,10 +150,10 @@ impl Timing {
 /// Whether `machine`'s frame has a hardware timing: a THEIA pixel stage, every partition
 /// (what [`measure`] refuses, checked before a render spends its time).
 pub fn timeable(machine: &Machine<'_>) -> Result<(), TimingError> {
-    if machine.stage.microcode_routine().is_none() {
-        return Err(TimingError::ForeignStage(machine.stage.isa()));
+    if machine.stage().microcode_routine().is_none() {
+        return Err(TimingError::ForeignStage(machine.stage().isa()));
     }
-    if machine.active.len() != machine.partitions.len() {
+    if machine.active().len() != machine.partitions().len() {
         return Err(TimingError::Band);
     }
     Ok(())
@@ -164,8 +164,8 @@ pub fn measure(machine: &Machine<'_>, options: &TimingOptions) -> Result<Timing,
     timeable(machine)?;
     let packets = u64::from(options.instruction_words.saturating_sub(1).div_ceil(2)).max(1);
     let setup = Setup {
-        cores: machine.partitions.len(),
-        triangles: machine.scene.triangles.len(),
+        cores: machine.partitions().len(),
+        triangles: machine.scene().triangles.len(),
         instruction_packets: packets,
         host_fix: options.host == HostKind::Fixed,
         limit: options.limit,
@@ -173,16 +173,16 @@ pub fn measure(machine: &Machine<'_>, options: &TimingOptions) -> Result<Timing,
         fast: options.fast,
     };
     // Culling changes no cycle: the timing culls even when the render does not.
-    let own = match &machine.culler {
+    let own = match machine.culler() {
         Ok(_) => None,
         Err(_) => Culler::new(
-            &machine.program,
-            &machine.scene.triangles,
-            &machine.scene.config,
+            machine.program(),
+            &machine.scene().triangles,
+            &machine.scene().config,
         )
         .ok(),
     };
-    let culler = machine.culler.as_ref().ok().or(own.as_ref());
+    let culler = machine.culler().ok().or(own.as_ref());
     let recordings = record(machine, culler)?;
     let mut replay = Replay {
         cursors: vec![0; recordings.len()],
@@ -299,13 +299,13 @@ struct Live<'m> {
 impl<'m> Live<'m> {
     fn new(machine: &'m Machine<'m>, culler: Option<&'m Culler>) -> Live<'m> {
         let cores = machine
-            .partitions
+            .partitions()
             .iter()
             .map(|partition| {
                 let words = (partition.pixel_count() * 3).max(OutputMemory::HARDWARE_WORDS);
-                let mut core = Core::new(&machine.program, &machine.scene.texture, words);
-                core.set_budget(machine.max_steps);
-                for (row, value) in machine.scene.config.iter().enumerate() {
+                let mut core = Core::new(machine.program(), &machine.scene().texture, words);
+                core.set_budget(machine.max_steps());
+                for (row, value) in machine.scene().config.iter().enumerate() {
                     core.host_write(row as u16, *value);
                 }
                 core.host_write(6, partition.initial);
@@ -315,11 +315,11 @@ impl<'m> Live<'m> {
             .collect();
         Live {
             machine,
-            recordings: vec![Recording::default(); machine.partitions.len()],
-            held: vec![[None; 2]; machine.partitions.len()],
-            unwritten: vec![None; machine.partitions.len()],
-            prepared: vec![None; machine.partitions.len()],
-            unstreamed: vec![([false; 2], 0); machine.partitions.len()],
+            recordings: vec![Recording::default(); machine.partitions().len()],
+            held: vec![[None; 2]; machine.partitions().len()],
+            unwritten: vec![None; machine.partitions().len()],
+            prepared: vec![None; machine.partitions().len()],
+            unstreamed: vec![([false; 2], 0); machine.partitions().len()],
             culled: culler.and_then(|culler| Some((culler, RejectTiming::new(culler)?))),
             cores,
         }
@@ -330,7 +330,7 @@ impl<'m> Live<'m> {
         let mut pixels = Vec::new();
         let width = frame.width as usize;
         for (core, live) in self.cores.iter().enumerate() {
-            for (k, (x, y)) in self.machine.partitions[core].pixels().enumerate() {
+            for (k, (x, y)) in self.machine.partitions()[core].pixels().enumerate() {
                 let at = (y as usize * width + x as usize) * 3;
                 let differs = (0..3).any(|c| {
                     let functional = frame.written[at + c].then_some(frame.words[at + c]);
@@ -403,7 +403,7 @@ impl Live<'_> {
                 continue;
             }
             let words =
-                self.held[core][copy].map_or([[0; 3]; 7], |t| self.machine.scene.triangles[t]);
+                self.held[core][copy].map_or([[0; 3]; 7], |t| self.machine.scene().triangles[t]);
             let functional = &mut self.cores[core];
             // The host writes the copy the execution unit does not see.
             let shown = copy == functional.parity();

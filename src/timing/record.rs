@@ -155,7 +155,7 @@ pub fn record_core(
     for _ in 0..=partition.pixel_count() {
         core.refill_budget();
         run(&mut core, EntryPoint::Rgu)?;
-        let triangles = &machine.scene.triangles;
+        let triangles = &machine.scene().triangles;
         let main = |core: &mut Core<'_>| run(core, EntryPoint::Main);
         let hit = match culled {
             Some((culler, timing)) => {

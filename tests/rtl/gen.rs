@@ -605,7 +605,7 @@ pub fn has_zero_delta(scene: &Scene) -> bool {
     let machine = Machine::new(scene, &options).expect("a generated scene is valid");
     let mut observer = ZeroDelta(false);
     let mut accel = PixelAccel::default();
-    for (index, partition) in machine.partitions.iter().enumerate() {
+    for (index, partition) in machine.partitions().iter().enumerate() {
         let Ok(mut core) = machine.boot_core(index, partition, &mut NoObserver) else {
             return false;
         };

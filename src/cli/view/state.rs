@@ -257,9 +257,9 @@ impl Viewer {
         let mut machine =
             Machine::new(&inputs.scene, &inputs.options).map_err(|e| failure(anyhow!(e)))?;
         let cancel = Arc::new(AtomicBool::new(false));
-        machine.cancel = Some(cancel.clone());
+        machine.set_cancel(cancel.clone());
         let total: u64 = machine
-            .partitions
+            .partitions()
             .iter()
             .map(|p| p.pixel_count() as u64)
             .sum();
