@@ -3,8 +3,8 @@
 //! culling count with cores in lock-step groups as with every core on its own, with and
 //! without culling; a core that faults inside a group gives the very error it gives alone.
 
-mod common;
-mod model;
+use crate::common;
+use crate::model;
 
 use std::path::Path;
 
