@@ -50,8 +50,9 @@
 //!
 //! Too small a model and BIU's Δ loses the bits that tell inside from outside (stray
 //! hits beyond the silhouette); too large and |T|·|E1|·|E2| wraps (cracks). The fit's
-//! choice is pinned by `tests/obj.rs` (`a_5120_triangle_obj_renders_at_256x256_timed`: no
-//! cracks, at most 4 strays on a 5,120-triangle sphere). One artifact is the hardware's at
+//! choice is pinned by `tests/emulator/obj.rs`
+//! (`a_5120_triangle_obj_renders_at_256x256_timed`: no cracks, at most 4 strays on a
+//! 5,120-triangle sphere). One artifact is the hardware's at
 //! any scale: a ray almost parallel to a triangle's plane gives huge u and v whose sum can
 //! wrap past 16384.0 (ADD keeps 31 bits) into [0, 1], and BIU reports a hit; expect a stray
 //! pixel now and then.

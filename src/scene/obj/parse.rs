@@ -4,8 +4,8 @@
 //! OBJ files are read here in one pass, straight into the model's positions, texture
 //! coordinates and triangles: no copy of the text, no intermediate per-face lists, so that
 //! a scan of a million triangles reads fast and small. (The loader used to check the text
-//! here and hand tobj a cleaned copy to read; `tests/obj_exact.rs` pins that every outcome
-//! is still the same, including tobj's fan triangulation and material assignment.)
+//! here and hand tobj a cleaned copy to read; `tests/emulator/obj_exact.rs` pins that
+//! every outcome is still the same, including tobj's fan triangulation and material assignment.)
 //!
 //! MTL files are still read with tobj (`Kd`, `map_Kd`), which reports errors without a line
 //! or column and panics on some malformed input (a `Kd` with fewer than three numbers

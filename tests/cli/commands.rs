@@ -1,6 +1,6 @@
 //! The `theia` command as a user runs it: outputs, exit codes, stdout/stderr.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 use std::process::Command;
@@ -478,7 +478,7 @@ fn accel_modes_and_no_cull_give_the_same_image() {
 #[test]
 #[cfg_attr(
     debug_assertions,
-    ignore = "a 1920x1080 frame takes most of a minute in debug builds: cargo test --release --test cli"
+    ignore = "a 1920x1080 frame takes most of a minute in debug builds: cargo test --release --test cli commands::"
 )]
 fn bench_scaling_prints_a_row_per_mesh_size_and_rom() {
     let dir = tempfile::tempdir().unwrap();

@@ -4,7 +4,7 @@
 //! sign in the jumps, and the core's own rules (forwarding, bank 0, CALL/RET, hangs). Then
 //! the cycles the trace charges per opcode against the spec's latency table (§3, §7).
 
-mod common;
+use crate::common;
 
 use theia::core::OutputMemory;
 use theia::core::{rom, Core, CoreState, Fault, NoObserver, Program, RomVariant};

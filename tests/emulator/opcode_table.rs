@@ -3,7 +3,7 @@
 //! the master opcode table of alu_semantics §3 (latency), row by row and both ways: no
 //! opcode missing on either side.
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeMap;
 

@@ -1,6 +1,6 @@
 //! Conformance with the original hardware's test-bench scenes (../shared/conformance).
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeSet;
 

@@ -1,7 +1,7 @@
 //! Inputs crafted to exhaust memory or time, or to hang a reader: each ends with a clear
 //! error or a normal result, quickly. (The viewer's hostile clients are in hostile.rs.)
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 use std::time::{Duration, Instant};

@@ -1,7 +1,7 @@
 //! `theia view` over HTTP, as a page (or anything else on the machine) talks to it; and
 //! the page itself in headless Chromium.
 
-mod common;
+use crate::common;
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;

@@ -2,7 +2,7 @@
 //! one-process render; merge refuses anything that is not every band of one render once;
 //! `--orbit` frames and `merge --animate`.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 

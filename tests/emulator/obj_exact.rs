@@ -4,8 +4,8 @@
 //! libraries and textures) is compared with `tests/data/obj_fingerprints.txt`, written by
 //! that loader.
 //!
-//! `THEIA_BLESS_OBJ_FINGERPRINTS=1 cargo test --release --test obj_exact` rewrites the file:
-//! only for a deliberate change of what the loader produces.
+//! `THEIA_BLESS_OBJ_FINGERPRINTS=1 cargo test --release --test emulator obj_exact::`
+//! rewrites the file: only for a deliberate change of what the loader produces.
 
 use std::collections::HashMap;
 use std::fmt::Write as _;

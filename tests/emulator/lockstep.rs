@@ -4,8 +4,8 @@
 //! with and without culling; a frame that culls runs core by core whatever the option
 //! says; a core that faults inside a group gives the very error it gives alone.
 
-mod common;
-mod model;
+use crate::common;
+use crate::model;
 
 use std::path::Path;
 

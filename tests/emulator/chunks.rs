@@ -4,7 +4,7 @@
 //! down to a chunk per pixel; a shader whose output depends on every pixel before makes
 //! every guess wrong, and the re-runs still give the sequential frame.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 

@@ -3,8 +3,8 @@
 //! with the acceleration structure (`--accel auto`), per-triangle culling (`--accel cull`)
 //! and none (`--accel off`).
 
-mod common;
-mod model;
+use crate::common;
+use crate::model;
 
 use std::sync::Arc;
 use theia::core::RomVariant;

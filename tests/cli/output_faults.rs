@@ -3,7 +3,7 @@
 //! while writing (stopped there by the binary's test hook, `THEIA_TEST_HOLD`), a full disk;
 //! and outputs that cannot be written are refused clearly.
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};

@@ -4,7 +4,7 @@
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-mod model;
+use crate::model;
 
 use theia::core::RomVariant;
 use theia::image::Rgb8;
@@ -753,7 +753,7 @@ fn a_5120_triangle_obj_renders_its_middle_rows() {
 #[test]
 #[cfg_attr(
     debug_assertions,
-    ignore = "minutes in debug builds: cargo test --release --test obj"
+    ignore = "minutes in debug builds: cargo test --release --test emulator obj::"
 )]
 fn a_5120_triangle_obj_renders_at_256x256_timed() {
     let scene = sphere();

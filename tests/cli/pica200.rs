@@ -2,7 +2,7 @@
 //! ../shared/conformance/pica200 passes, the assembler gives the recorded words, words
 //! round-trip through the disassembler, and SHBIN files read back what was written.
 
-mod common;
+use crate::common;
 
 use serde_json::Value;
 use std::path::Path;

@@ -3,8 +3,8 @@
 //! it: from the plain render's colour words, or from the independent model of the ROM's ray
 //! and closest hit (tests/model).
 
-mod common;
-mod model;
+use crate::common;
+use crate::model;
 
 use std::path::{Path, PathBuf};
 

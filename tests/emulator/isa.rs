@@ -1,7 +1,7 @@
 //! The ISA toolchain: the assembler against the original's output for the three example
 //! shaders (spec isa_and_formats §7), its diagnostics, and disassembler round trips.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 
@@ -14,18 +14,18 @@ use theia::isa::{disassemble, listing, rom_listing, Word, OPCODES};
 const EXAMPLES: [(&str, &str, &str); 3] = [
     (
         "Example1.shdr",
-        include_str!("data/example1.shdr"),
-        include_str!("data/example1.Instructions.mem"),
+        include_str!("../data/example1.shdr"),
+        include_str!("../data/example1.Instructions.mem"),
     ),
     (
         "Example2.shdr",
-        include_str!("data/example2.shdr"),
-        include_str!("data/example2.Instructions.mem"),
+        include_str!("../data/example2.shdr"),
+        include_str!("../data/example2.Instructions.mem"),
     ),
     (
         "Example3.shdr",
-        include_str!("data/example3.shdr"),
-        include_str!("data/example3.Instructions.mem"),
+        include_str!("../data/example3.shdr"),
+        include_str!("../data/example3.Instructions.mem"),
     ),
 ];
 

@@ -2,8 +2,8 @@
 //! independently from the spec's formulas (machine_and_microcode §2.2), plus the exact text
 //! format and the cycle estimate.
 
-mod common;
-mod model;
+use crate::common;
+use crate::model;
 
 use model::{as_f64, closest_hit, primary_ray};
 use theia::core::alu::Vec3;

@@ -1,8 +1,8 @@
 //! Issue 9: the fixed ROM keeps no hit that only the hardware's wrap-around or a negative t
 //! makes, so fine meshes show no stray pixels; the faithful ROM keeps them and says so.
 
-mod common;
-mod model;
+use crate::common;
+use crate::model;
 
 use std::path::Path;
 
@@ -171,7 +171,7 @@ fn theia_ok(dir: &Path, args: &[&str]) -> String {
     text(&output.stdout)
 }
 
-/// A fine mesh provokes hits only wrap-around makes (tests/stray_hits.rs): the faithful
+/// A fine mesh provokes hits only wrap-around makes (tests/cli/stray_hits.rs): the faithful
 /// render's summary counts them as the library does, `--rom fixed` has none, and `theia
 /// trace` marks one such pixel's hit `ARTIFACT:`.
 #[test]

@@ -1,8 +1,8 @@
 //! R500 fragment programs: the conformance programs assemble word-exact and round-trip
 //! through the disassembler; the interpreter's ops at their edges; the pixel stage.
 
-mod common;
-mod model;
+use crate::common;
+use crate::model;
 
 use std::path::{Path, PathBuf};
 
