@@ -64,6 +64,9 @@ pub struct RenderOptions {
     /// How each core's pixels are cut into chunks that run on several host threads
     /// ([`speculate`]); the default cuts by the work and the threads.
     pub chunking: Chunking,
+    /// Supersampling: each pixel the mean of K x K samples rendered at K times the
+    /// resolution ([`ssaa`]); 1: none.
+    pub ssaa: u32,
 }
 
 /// When culling uses the acceleration structure ([`accel`]) rather than testing every
@@ -157,6 +160,7 @@ impl Default for RenderOptions {
             accel: AccelUse::Auto,
             band: None,
             chunking: Chunking::default(),
+            ssaa: 1,
         }
     }
 }
@@ -306,6 +310,30 @@ pub fn default_max_steps(triangles: usize) -> u64 {
     100_000 + 1_000 * triangles as u64
 }
 
+/// The partitions of a frame of `scene` rendered by `cores` cores (`None`: the scene's).
+fn frame_partitions(scene: &Scene, cores: Option<u32>) -> Result<Vec<Partition>, RenderError> {
+    let partitions = match cores {
+        Some(0) => return Err(RenderError::Config("--cores must be at least 1".into())),
+        // Each core renders a band of whole rows: more cores than rows is an error, not
+        // a silent cut to the row count.
+        Some(cores) if cores > scene.height() => {
+            return Err(RenderError::Config(format!(
+                "--cores {cores}: at most {} for this frame (each core renders a band of whole rows, and the frame has {})",
+                scene.height(),
+                scene.height()
+            )))
+        }
+        Some(cores) => Partition::bands(scene.width(), scene.height(), cores),
+        None => scene.partitions.clone(),
+    };
+    for (core, partition) in partitions.iter().enumerate() {
+        partition
+            .validate(scene.width(), scene.height())
+            .map_err(|e| RenderError::Config(format!("partition {core}: {e}")))?;
+    }
+    Ok(partitions)
+}
+
 /// Everything that stays the same for all cores of a frame.
 #[derive(Clone)]
 pub struct Machine<'a> {
@@ -356,25 +384,7 @@ impl<'a> Machine<'a> {
             .clone()
             .or_else(|| scene.program.clone())
             .unwrap_or_else(Program::default_imem);
-        let partitions = match options.cores {
-            Some(0) => return Err(RenderError::Config("--cores must be at least 1".into())),
-            // Each core renders a band of whole rows: more cores than rows is an error, not
-            // a silent cut to the row count.
-            Some(cores) if cores > scene.height() => {
-                return Err(RenderError::Config(format!(
-                    "--cores {cores}: at most {} for this frame (each core renders a band of whole rows, and the frame has {})",
-                    scene.height(),
-                    scene.height()
-                )))
-            }
-            Some(cores) => Partition::bands(scene.width(), scene.height(), cores),
-            None => scene.partitions.clone(),
-        };
-        for (core, partition) in partitions.iter().enumerate() {
-            partition
-                .validate(scene.width(), scene.height())
-                .map_err(|e| RenderError::Config(format!("partition {core}: {e}")))?;
-        }
+        let partitions = frame_partitions(scene, options.cores)?;
         let active = match options.band {
             Some(band) => band.cores(partitions.len()).map_err(RenderError::Config)?,
             None => 0..partitions.len(),
@@ -577,7 +587,19 @@ impl<'a> Machine<'a> {
     /// Renders every partition in parallel and assembles the frame. `progress` counts
     /// finished pixels across all cores.
     pub fn render(&self, progress: Option<&AtomicU64>) -> Result<Render, RenderError> {
+        self.render_rows(progress, 0..self.scene.height())
+    }
+
+    /// [`Machine::render`] with a frame of image rows `rows` only (those of the active
+    /// partitions, for a frame rendered in passes: [`ssaa`]).
+    fn render_rows(
+        &self,
+        progress: Option<&AtomicU64>,
+        rows: Range<u32>,
+    ) -> Result<Render, RenderError> {
         let start = Instant::now();
+        // Where the counter stood: a frame rendered in passes counts on from there.
+        let counted = progress.map_or(0, |counter| counter.load(Ordering::Relaxed));
         let mut structure = None;
         let mut chunks = ChunkStats::default();
         let mut stages = self.stages;
@@ -585,7 +607,7 @@ impl<'a> Machine<'a> {
             Some(grouped) => grouped,
             None => {
                 if let Some(counter) = progress {
-                    counter.store(0, Ordering::Relaxed);
+                    counter.store(counted, Ordering::Relaxed);
                 }
                 match self.render_core_by_core(progress, &mut structure, &mut chunks, &mut stages) {
                     Ok(cores) => (cores, 0),
@@ -599,14 +621,17 @@ impl<'a> Machine<'a> {
                             accel: Ok(None),
                             ..self.clone()
                         };
-                        return exact.render(progress);
+                        if let Some(counter) = progress {
+                            counter.store(counted, Ordering::Relaxed);
+                        }
+                        return exact.render_rows(progress, rows);
                     }
                     Err(error) => return Err(error),
                 }
             }
         };
         let assembling = Instant::now();
-        let frame = self.assemble(&cores);
+        let frame = self.assemble(&cores, rows);
         stages.assemble = assembling.elapsed();
         Ok(Render {
             frame,
@@ -887,13 +912,14 @@ impl<'a> Machine<'a> {
 
     /// Core c's output memory holds its k-th pixel (in NPG order) at words 3k..3k+2;
     /// `cores` are the active ones. Pixels of other partitions stay unwritten. Row by row
-    /// in parallel; a later core's partition wins where partitions overlap.
-    fn assemble(&self, cores: &[CoreRun]) -> Frame {
-        let (width, height) = (self.scene.width(), self.scene.height());
-        let size = width as usize * height as usize * 3;
+    /// in parallel; a later core's partition wins where partitions overlap. The frame holds
+    /// image rows `rows` only.
+    fn assemble(&self, cores: &[CoreRun], rows: Range<u32>) -> Frame {
+        let width = self.scene.width();
+        let size = width as usize * rows.len() * 3;
         let mut frame = Frame {
             width,
-            height,
+            height: rows.len() as u32,
             words: vec![0; size],
             written: vec![false; size],
             partitions: self.partitions.clone(),
@@ -914,11 +940,10 @@ impl<'a> Machine<'a> {
             .par_chunks_mut(row)
             .zip(frame.written.par_chunks_mut(row))
             .zip(frame.hits.par_chunks_mut(width as usize))
-            .enumerate()
-            .for_each(|(y, ((words, written), hits))| {
+            .zip(rows)
+            .for_each(|(((words, written), hits), y)| {
                 for ((_, partition), (core, merged)) in &cores {
                     let ((x0, y0), (x1, y1)) = (partition.start_pixel(), partition.end_pixel());
-                    let y = y as u32;
                     if y < y0 || y >= y1 {
                         continue;
                     }
@@ -1109,6 +1134,7 @@ impl<'p> ProgressReporter<'p> {
 }
 
 /// Renders a scene with the given options.
+/// Renders a scene with the given options, supersampled when they say so.
 pub fn render(scene: &Scene, options: &RenderOptions) -> Result<Render, RenderError> {
-    Machine::new(scene, options)?.render(None)
+    ssaa::Supersampler::new(scene, options)?.render(None, None, |_| Ok(()))
 }
