@@ -179,12 +179,12 @@ impl<'s> Supersampler<'s> {
         Supersampler::with_pass_floor(scene, options, MIN_PASS_SAMPLES)
     }
 
-    /// [`Supersampler::new`] with passes of at least `samples` samples instead of
+    /// [`Supersampler::new`] with passes of at least `floor` samples instead of
     /// [`MIN_PASS_SAMPLES`] (for tests: passes never change a frame).
     pub fn with_pass_floor(
         scene: &'s Scene,
         options: &RenderOptions,
-        samples: u64,
+        floor: u64,
     ) -> Result<Self, RenderError> {
         let factor = options.ssaa;
         validate_factor(factor).map_err(RenderError::Config)?;
@@ -209,7 +209,7 @@ impl<'s> Supersampler<'s> {
             &output,
             active.clone(),
             factor,
-            pixels.max(samples),
+            pixels.max(floor),
             options.band,
         );
         Ok(Supersampler {
