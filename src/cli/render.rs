@@ -159,21 +159,7 @@ fn render_frame(
         ..args.scene.render_options(shader)?
     };
     let sampler = Supersampler::new(&loaded.scene, &options)?;
-    let header = match args.band {
-        Some(band) => {
-            let mut print = sampler.fingerprint();
-            args.shader.add_to_fingerprint(&mut print)?;
-            let (width, height) = sampler.size();
-            Some(PartialHeader {
-                fingerprint: print.hex(),
-                width,
-                height,
-                band,
-                partitions: sampler.output_partitions().to_vec(),
-            })
-        }
-        None => None,
-    };
+    let header = partial_header(args, &sampler)?;
     // Refused before the render, not after its image is written.
     let timed = match args.cycles.cycles {
         true => Some(sampler.machine()?),
@@ -203,28 +189,7 @@ fn render_frame(
         eprintln!("{}", timings(loaded.elapsed, &render, writing.elapsed()));
     }
     if !args.quiet {
-        let band = args.band.map(|band| BandRun {
-            band,
-            rows: sampler.active_rows(),
-            cores: sampler.active(),
-            of: sampler.output_partitions().len(),
-        });
-        println!(
-            "{}",
-            summary(output, loaded, &render, band.as_ref(), args.ssaa)
-        );
-        if let Some(structure) = &render.structure {
-            let batches = match structure.batches {
-                1 => String::new(),
-                n => format!(" in {n} batches of tile rows"),
-            };
-            let s = &render.stages;
-            eprintln!(
-                "note: acceleration structure built in {:.0} ms{batches} ({:.0} candidate triangles per 4x4 tile)",
-                (s.rays + s.tree + s.plan + structure.build).as_secs_f64() * 1e3,
-                structure.mean_candidates()
-            );
-        }
+        print_summary(args, output, loaded, &sampler, &render);
     }
     if let Some(machine) = timed {
         let dir = args.scene.scene.as_deref().filter(|path| path.is_dir());
@@ -232,6 +197,56 @@ fn render_frame(
         super::cycles::report(&machine, &timing, args.cycles.clock_mhz())?;
     }
     Ok(())
+}
+
+/// With `--band`, what the partial image says of the frame it belongs to.
+fn partial_header(
+    args: &RenderArgs,
+    sampler: &Supersampler<'_>,
+) -> anyhow::Result<Option<PartialHeader>> {
+    let Some(band) = args.band else {
+        return Ok(None);
+    };
+    let mut print = sampler.fingerprint();
+    args.shader.add_to_fingerprint(&mut print)?;
+    let (width, height) = sampler.size();
+    Ok(Some(PartialHeader {
+        fingerprint: print.hex(),
+        width,
+        height,
+        band,
+        partitions: sampler.output_partitions().to_vec(),
+    }))
+}
+
+/// The summary line on stdout, and what the acceleration structure cost on stderr.
+fn print_summary(
+    args: &RenderArgs,
+    output: &Path,
+    loaded: &LoadedScene,
+    sampler: &Supersampler<'_>,
+    render: &Render,
+) {
+    let band = args.band.map(|band| BandRun {
+        band,
+        rows: sampler.active_rows(),
+        cores: sampler.active(),
+        of: sampler.output_partitions().len(),
+    });
+    let line = summary(output, loaded, render, band.as_ref(), args.ssaa);
+    println!("{line}");
+    if let Some(structure) = &render.structure {
+        let batches = match structure.batches {
+            1 => String::new(),
+            n => format!(" in {n} batches of tile rows"),
+        };
+        let s = &render.stages;
+        eprintln!(
+            "note: acceleration structure built in {:.0} ms{batches} ({:.0} candidate triangles per 4x4 tile)",
+            (s.rays + s.tree + s.plan + structure.build).as_secs_f64() * 1e3,
+            structure.mean_candidates()
+        );
+    }
 }
 
 /// The notes on how the first pass's `machine` renders: without culling or the

@@ -65,7 +65,8 @@ pub struct RenderOptions {
     /// ([`speculate`]); the default cuts by the work and the threads.
     pub chunking: Chunking,
     /// Supersampling: each pixel the mean of K x K samples rendered at K times the
-    /// resolution ([`ssaa`]); 1: none.
+    /// resolution ([`ssaa`]); 1: none. [`render`] and [`ssaa::Supersampler`] supersample;
+    /// a [`Machine`] renders the scene it is given, at its resolution.
     pub ssaa: u32,
 }
 
