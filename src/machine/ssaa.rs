@@ -72,7 +72,8 @@ pub fn sample_partitions(output: &[Partition], k: u32) -> Result<Vec<Partition>,
 pub fn sample_scene(scene: &Scene, k: u32, output: &[Partition]) -> Result<Scene, String> {
     let mut samples = scene.clone();
     let (width, height) = (scene.width() * k, scene.height() * k);
-    if width > 1 << 14 || height > 1 << 14 {
+    // Q15.17 holds less than 16384: 16384 << 17 is the sign bit.
+    if width >= 1 << 14 || height >= 1 << 14 {
         return Err(format!(
             "--ssaa {k}: {width}x{height} samples are beyond the Q15.17 range of the resolution"
         ));
@@ -551,6 +552,25 @@ mod tests {
             assert_eq!(half.words[24 * 8 * 3..], expected.words[24 * 8 * 3..]);
             assert!(half.written[..24 * 8 * 3].iter().all(|&w| !w));
         }
+    }
+
+    #[test]
+    fn samples_stay_within_the_resolution_register() {
+        let load = |width| {
+            let options = ObjOptions {
+                width,
+                height: 4,
+                ssaa: 4,
+                ..ObjOptions::default()
+            };
+            default_scene::load(&options).unwrap().scene
+        };
+        let wide = load(4096);
+        let error = sample_scene(&wide, 4, &wide.partitions).unwrap_err();
+        assert!(error.contains("16384x16 samples are beyond"), "{error}");
+        let widest = load(4095);
+        let samples = sample_scene(&widest, 4, &widest.partitions).unwrap();
+        assert_eq!((samples.width(), samples.height()), (16380, 16));
     }
 
     #[test]
