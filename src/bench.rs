@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use crate::core::RomVariant;
+use crate::machine::ssaa::Supersampler;
 use crate::machine::{AccelMode, Lockstep, Machine, Render, RenderError, RenderOptions};
 use crate::scene::generate::{self, Mesh};
 use crate::scene::obj::{self, ObjOptions};
@@ -34,6 +35,10 @@ pub struct BenchOptions {
     pub mesh_all_modes: bool,
     /// Measure the sphere and the mesh in this mode only (`theia bench --accel`).
     pub accel: Option<AccelMode>,
+    /// Every row supersampled K x K ([`RenderOptions::ssaa`], `theia bench --ssaa`): the
+    /// built-in scene fitted for the samples as `theia render --ssaa` loads it, the others
+    /// as they are; 1: none.
+    pub ssaa: u32,
 }
 
 impl Default for BenchOptions {
@@ -48,6 +53,7 @@ impl Default for BenchOptions {
             mesh: Some(6),
             mesh_all_modes: false,
             accel: None,
+            ssaa: 1,
         }
     }
 }
@@ -198,6 +204,19 @@ pub fn time_frames(
     pool: &rayon::ThreadPool,
     frames: u32,
 ) -> Result<(Duration, Render), BenchError> {
+    if options.ssaa > 1 {
+        // A machine per pass, each pass's render timed (as one machine's render is).
+        let sampler = Supersampler::new(scene, options)?;
+        let mut best = Duration::MAX;
+        let mut last = None;
+        for _ in 0..frames.max(1) {
+            let render =
+                pool.install(|| sampler.render(None, None, |_| Ok::<_, RenderError>(())))?;
+            best = best.min(render.elapsed);
+            last = Some(render);
+        }
+        return Ok((best, last.expect("at least one frame")));
+    }
     let machine = Machine::new(scene, options)?;
     let mut best = Duration::MAX;
     let mut last = None;
@@ -220,7 +239,10 @@ pub fn measure(
     let (one_core, render) = time_frames(scene, options, &pools.one, frames)?;
     let (all_cores, render_all) = time_frames(scene, options, &pools.all, frames)?;
     Ok(BenchRow {
-        name: name.to_string(),
+        name: match options.ssaa {
+            1 => name.to_string(),
+            k => format!("{name}, ssaa {k}"),
+        },
         triangles: scene.triangles.len(),
         frames: frames.max(1),
         one_core,
@@ -311,11 +333,14 @@ fn generated_scene(
 pub fn run(options: &BenchOptions) -> Result<BenchTable, BenchError> {
     let pools = Pools::new(options.threads)?;
     let mut rows = Vec::new();
-    let culling_off = RenderOptions {
-        culling: false,
+    let defaults = RenderOptions {
+        ssaa: options.ssaa,
         ..Default::default()
     };
-    let defaults = RenderOptions::default();
+    let culling_off = RenderOptions {
+        culling: false,
+        ..defaults.clone()
+    };
     if let Some(dir) = &options.conformance_scene {
         let scene = crate::scene::mem::load_scene_dir(dir)?;
         let core_by_core = RenderOptions {
@@ -341,7 +366,11 @@ pub fn run(options: &BenchOptions) -> Result<BenchTable, BenchError> {
             )?);
         }
     }
-    let default_obj = obj::default_scene::load(&ObjOptions::default())?.scene;
+    let default_obj = ObjOptions {
+        ssaa: options.ssaa,
+        ..ObjOptions::default()
+    };
+    let default_obj = obj::default_scene::load(&default_obj)?.scene;
     rows.push(measure(
         &format!(
             "default OBJ scene {}x{}",
@@ -363,7 +392,7 @@ pub fn run(options: &BenchOptions) -> Result<BenchTable, BenchError> {
             rows.push(measure(
                 &name,
                 scene,
-                &mode.apply(RenderOptions::default()),
+                &mode.apply(defaults.clone()),
                 options.sphere_frames,
                 &pools,
             )?);

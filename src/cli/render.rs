@@ -15,12 +15,12 @@ use super::frames::{AnimationArgs, FrameJob};
 use super::scene_args::{LoadedScene, SceneArgs};
 use super::shader::{Shader, ShaderArgs};
 use super::Outcome;
+use theia::core::RomVariant;
 use theia::image::partial::{PartialHeader, PartialImage};
 use theia::image::{write_atomically, write_frame};
-use theia::machine::fingerprint::Fingerprint;
 use theia::machine::speculate::ChunkStats;
-use theia::machine::ssaa::box_filter;
-use theia::machine::{Band, Machine, Render, RenderError, RenderOptions};
+use theia::machine::ssaa::Supersampler;
+use theia::machine::{Band, Machine, Render, RenderOptions};
 
 #[derive(Args)]
 pub struct RenderArgs {
@@ -153,72 +153,31 @@ fn render_frame(
     job: &FrameJob,
 ) -> anyhow::Result<()> {
     let output = &job.output;
-    let mut options = RenderOptions {
+    let options = RenderOptions {
         band: args.band,
+        ssaa: args.ssaa,
         ..args.scene.render_options(shader)?
     };
-    if loaded.ssaa.is_some() {
-        // The sample scene's partitions are already the output's bands, scaled.
-        options.cores = None;
-    }
-    let machine = Machine::new(&loaded.scene, &options)?;
-    if let (Err(refusal), false) = (
-        machine.culler(),
-        args.quiet || args.scene.interprets_everything(),
-    ) {
-        eprintln!("note: {refusal}; every triangle test is interpreted");
-    }
-    if let (Err(refusal), false) = (machine.accel(), args.quiet) {
-        eprintln!("note: {refusal}; each triangle is tested at each pixel");
-    }
-    if let (Some((seconds, per_tile)), false) =
-        (slow_faithful_render(&machine, &options), args.quiet)
-    {
-        eprintln!(
-            "note: the faithful ROM's wrap-around tests leave {per_tile:.0} candidate triangles per 4x4 tile: this frame will take {} (--rom fixed tests far fewer)",
-            duration_words(seconds)
-        );
-    }
-    // With --ssaa the machine renders samples; the image and its bands are the output's.
-    let (width, height, output_partitions, factor) = match &loaded.ssaa {
-        Some(ssaa) => (
-            loaded.scene.width() / ssaa.factor,
-            loaded.scene.height() / ssaa.factor,
-            ssaa.output_partitions.clone(),
-            ssaa.factor,
-        ),
-        None => (
-            loaded.scene.width(),
-            loaded.scene.height(),
-            machine.partitions().to_vec(),
-            1,
-        ),
+    let sampler = Supersampler::new(&loaded.scene, &options)?;
+    let header = partial_header(args, &sampler)?;
+    // Refused before the render, not after its image is written.
+    let timed = match args.cycles.cycles {
+        true => Some(sampler.machine()?),
+        false => None,
     };
-    let band = match args.band {
-        Some(band) => {
-            let mut print = Fingerprint::of_render(&machine, &options);
-            args.shader.add_to_fingerprint(&mut print)?;
-            Some(PartialHeader {
-                fingerprint: print.hex(),
-                width,
-                height,
-                band,
-                partitions: output_partitions,
-            })
+    if let Some(machine) = &timed {
+        theia::timing::timeable(machine)?;
+    }
+    let mut first = true;
+    let render = render_with_progress(&sampler, !args.quiet, |machine| {
+        if std::mem::take(&mut first) {
+            notes(args, machine, sampler.passes());
+            super::test_hooks::hold("render");
         }
-        None => None,
-    };
-    if args.cycles.cycles {
-        // Refused before the render, not after its image is written.
-        theia::timing::timeable(&machine)?;
-    }
-    super::test_hooks::hold("render");
-    let mut render = render_with_progress(&machine, !args.quiet)?;
-    if let Some(ssaa) = &loaded.ssaa {
-        render.frame = box_filter(&render.frame, ssaa.factor, ssaa.output_partitions.clone());
-    }
+        Ok(())
+    })?;
     let writing = Instant::now();
-    match band {
+    match header {
         Some(header) => {
             create_parent(output)?;
             let partial = PartialImage::from_frame(&render.frame, header);
@@ -229,37 +188,85 @@ fn render_frame(
     if args.timings {
         eprintln!("{}", timings(loaded.elapsed, &render, writing.elapsed()));
     }
-    let timing = args.cycles.cycles.then(|| {
-        let dir = args.scene.scene.as_deref().filter(|path| path.is_dir());
-        args.cycles.options(&loaded.scene, &options, dir)
-    });
     if !args.quiet {
-        let band = args.band.map(|band| BandRun {
-            band,
-            rows: {
-                let rows = machine.active_rows();
-                rows.start / factor..rows.end / factor
-            },
-            cores: machine.active(),
-            of: machine.partitions().len(),
-        });
-        println!("{}", summary(output, loaded, &render, band.as_ref()));
-        if let Some(structure) = &render.structure {
-            let batches = match structure.batches {
-                1 => String::new(),
-                n => format!(" in {n} batches of tile rows"),
-            };
-            eprintln!(
-                "note: acceleration structure built in {:.0} ms{batches} ({:.0} candidate triangles per 4x4 tile)",
-                (render.stages.preparation() + structure.build).as_secs_f64() * 1e3,
-                structure.mean_candidates()
-            );
-        }
+        print_summary(args, output, loaded, &sampler, &render);
     }
-    if let Some(timing) = timing {
+    if let Some(machine) = timed {
+        let dir = args.scene.scene.as_deref().filter(|path| path.is_dir());
+        let timing = args.cycles.options(sampler.samples(), &options, dir);
         super::cycles::report(&machine, &timing, args.cycles.clock_mhz())?;
     }
     Ok(())
+}
+
+/// With `--band`, what the partial image says of the frame it belongs to.
+fn partial_header(
+    args: &RenderArgs,
+    sampler: &Supersampler<'_>,
+) -> anyhow::Result<Option<PartialHeader>> {
+    let Some(band) = args.band else {
+        return Ok(None);
+    };
+    let mut print = sampler.fingerprint();
+    args.shader.add_to_fingerprint(&mut print)?;
+    let (width, height) = sampler.size();
+    Ok(Some(PartialHeader {
+        fingerprint: print.hex(),
+        width,
+        height,
+        band,
+        partitions: sampler.output_partitions().to_vec(),
+    }))
+}
+
+/// The summary line on stdout, and what the acceleration structure cost on stderr.
+fn print_summary(
+    args: &RenderArgs,
+    output: &Path,
+    loaded: &LoadedScene,
+    sampler: &Supersampler<'_>,
+    render: &Render,
+) {
+    let band = args.band.map(|band| BandRun {
+        band,
+        rows: sampler.active_rows(),
+        cores: sampler.active(),
+        of: sampler.output_partitions().len(),
+    });
+    let line = summary(output, loaded, render, band.as_ref(), args.ssaa);
+    println!("{line}");
+    if let Some(structure) = &render.structure {
+        let batches = match structure.batches {
+            1 => String::new(),
+            n => format!(" in {n} batches of tile rows"),
+        };
+        eprintln!(
+            "note: acceleration structure built in {:.0} ms{batches} ({:.0} candidate triangles per 4x4 tile)",
+            (render.stages.preparation() + structure.build).as_secs_f64() * 1e3,
+            structure.mean_candidates()
+        );
+    }
+}
+
+/// The notes on how the first pass's `machine` renders: without culling or the
+/// acceleration structure, or for long (a faithful frame of many candidates; `passes`
+/// passes like it).
+fn notes(args: &RenderArgs, machine: &Machine, passes: usize) {
+    if args.quiet {
+        return;
+    }
+    if let (Err(refusal), false) = (machine.culler(), args.scene.interprets_everything()) {
+        eprintln!("note: {refusal}; every triangle test is interpreted");
+    }
+    if let Err(refusal) = machine.accel() {
+        eprintln!("note: {refusal}; each triangle is tested at each pixel");
+    }
+    if let Some((seconds, per_tile)) = slow_faithful_render(machine, args.scene.rom(), passes) {
+        eprintln!(
+            "note: the faithful ROM's wrap-around tests leave {per_tile:.0} candidate triangles per 4x4 tile: this frame will take {} (--rom fixed tests far fewer)",
+            duration_words(seconds)
+        );
+    }
 }
 
 /// `--timings`: each stage's wall-clock time in milliseconds, one line.
@@ -309,14 +316,15 @@ const SLOW_RENDER_SECONDS: f64 = 10.0;
 /// The seconds a faithful render's frame should take, when the acceleration structure
 /// predicts more than [`SLOW_RENDER_SECONDS`]: its time grows with the candidates, which
 /// the ROM's wrap-around tests keep by the thousand per tile on large scenes.
-/// Also gives the candidates per tile.
-fn slow_faithful_render(machine: &Machine, options: &RenderOptions) -> Option<(f64, f64)> {
-    if options.rom != theia::core::RomVariant::Faithful {
+/// Also gives the candidates per tile. A frame in `passes` passes costs about as much in
+/// each as in the first, `machine`'s.
+fn slow_faithful_render(machine: &Machine, rom: RomVariant, passes: usize) -> Option<(f64, f64)> {
+    if rom != RomVariant::Faithful {
         return None;
     }
-    let candidates = machine.expected_candidates()? as f64;
+    let candidates = machine.expected_candidates()? as f64 * passes as f64;
     let tree = &machine.accel().ok()??.tree;
-    let tiles = f64::from(tree.tile_rows()) * f64::from(tree.tiles_per_row());
+    let tiles = f64::from(tree.tile_rows()) * f64::from(tree.tiles_per_row()) * passes as f64;
     // Every thread renders, whatever the emulated core count.
     let threads = rayon::current_num_threads().max(1) as f64;
     let seconds = faithful_seconds(candidates, threads);
@@ -376,6 +384,7 @@ pub fn summary(
     loaded: &LoadedScene,
     render: &Render,
     band: Option<&BandRun>,
+    ssaa: u32,
 ) -> String {
     let seconds = render.elapsed.as_secs_f64();
     let frame = &render.frame;
@@ -432,14 +441,14 @@ pub fn summary(
             "instruction count not available with the acceleration structure (--accel cull counts exactly){culled}, {seconds:.3} s"
         )
     };
-    let samples = match &loaded.ssaa {
-        Some(ssaa) => format!(
+    let samples = match ssaa {
+        1 => String::new(),
+        k => format!(
             " ({} samples each, {}x{} rendered)",
-            ssaa.factor * ssaa.factor,
-            loaded.scene.width(),
-            loaded.scene.height()
+            k * k,
+            frame.width * k,
+            frame.height * k
         ),
-        None => String::new(),
     };
     let reruns = match render.chunks {
         ChunkStats { reruns: 0, .. } => String::new(),
@@ -463,16 +472,18 @@ pub fn summary(
 }
 
 /// Renders on the rayon workers while this thread draws a progress bar on stderr (only
-/// when stderr is a terminal and the render takes longer than [`PROGRESS_DELAY`]).
-pub fn render_with_progress(machine: &Machine<'_>, progress: bool) -> Result<Render, RenderError> {
+/// when stderr is a terminal and the render takes longer than [`PROGRESS_DELAY`]);
+/// `prepare` sees each pass's machine before it renders.
+pub fn render_with_progress(
+    sampler: &Supersampler<'_>,
+    progress: bool,
+    prepare: impl FnMut(&Machine<'_>) -> anyhow::Result<()> + Send,
+) -> anyhow::Result<Render> {
     let done = AtomicU64::new(0);
-    let total: u64 = machine
-        .active_partitions()
-        .map(|(_, p)| p.pixel_count() as u64)
-        .sum();
+    let total = sampler.total_samples();
     let show = progress && std::io::stderr().is_terminal();
     std::thread::scope(|scope| {
-        let worker = scope.spawn(|| machine.render(Some(&done)));
+        let worker = scope.spawn(|| sampler.render(Some(&done), None, prepare));
         if show {
             let start = Instant::now();
             let mut bar: Option<ProgressBar> = None;

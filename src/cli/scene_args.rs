@@ -13,7 +13,7 @@ use clap::Args;
 
 use super::shader::Shader;
 use theia::core::RomVariant;
-use theia::machine::ssaa::{sample_partitions, sample_scene, validate_factor};
+use theia::machine::ssaa::validate_factor;
 use theia::machine::{AccelMode, RenderOptions};
 use theia::scene::mem::load_scene_dir;
 use theia::scene::obj::{
@@ -21,7 +21,7 @@ use theia::scene::obj::{
     DEFAULT_MEMORY_SIDE, INSIDE_FOV_DEGREES,
 };
 use theia::scene::ply::load_ply;
-use theia::scene::{Partition, Scene};
+use theia::scene::Scene;
 
 /// Row bands an OBJ scene is split into when `--cores` is not given: the hardware's four
 /// cores, so the image does not depend on the host's thread count.
@@ -131,18 +131,8 @@ pub struct LoadedScene {
     pub scene: Scene,
     /// Loader notes (resampled textures, fallbacks), for stderr.
     pub notes: Vec<String>,
-    /// Supersampling: `scene` is the sample image of `factor` times the output's
-    /// resolution, with partitions already scaled from `output_partitions` (so the render
-    /// must not split it into bands again).
-    pub ssaa: Option<Ssaa>,
     /// How long loading took.
     pub elapsed: Duration,
-}
-
-/// What turns a supersampled render back into the output image.
-pub struct Ssaa {
-    pub factor: u32,
-    pub output_partitions: Vec<Partition>,
 }
 
 fn parse_colour(text: &str) -> Result<[u8; 3], String> {
@@ -175,14 +165,12 @@ impl SceneArgs {
         self.load_frame(None, 1, false)
     }
 
-    /// Loads the scene the arguments name, as the sample image of `--ssaa factor` when the
-    /// factor is over 1 ([`theia::machine::ssaa`]): an OBJ scene is fitted at `factor`
-    /// times the resolution (so CPPU's division stays exact), an original scene keeps its
-    /// window at `factor` times the resolution; either way the bands are the output's
-    /// (`--cores N`, or the scene's own) scaled to the samples.
-    /// `orbit_degrees`: the camera turned about the vertical axis (`--orbit`; OBJ scenes
-    /// only). `progress`: draw a progress bar on stderr while an OBJ file loads (only on a
-    /// terminal, only when loading takes over [`LOAD_PROGRESS_DELAY`]).
+    /// Loads the scene the arguments name, to be rendered `--ssaa factor` supersampled
+    /// ([`theia::machine::ssaa`]): an OBJ scene's window is fitted as for `factor` times
+    /// the resolution (so CPPU's division stays exact for the samples), an original scene
+    /// is as it is. `orbit_degrees`: the camera turned about the vertical axis (`--orbit`;
+    /// OBJ scenes only). `progress`: draw a progress bar on stderr while an OBJ file loads
+    /// (only on a terminal, only when loading takes over [`LOAD_PROGRESS_DELAY`]).
     pub fn load_frame(
         &self,
         orbit_degrees: Option<f64>,
@@ -192,61 +180,27 @@ impl SceneArgs {
         validate_factor(factor).map_err(anyhow::Error::msg)?;
         let start = Instant::now();
         let (scene, notes) = self.load_scene(orbit_degrees, factor, progress)?;
-        if factor == 1 {
-            return Ok(LoadedScene {
-                scene,
-                notes,
-                ssaa: None,
-                elapsed: start.elapsed(),
-            });
-        }
-        let (width, height) = (scene.width() / factor, scene.height() / factor);
-        let is_obj = self.scene.as_ref().is_none_or(|path| !path.is_dir());
-        let output_partitions = match self.cores {
-            Some(0) => bail!("--cores must be at least 1"),
-            // One band of whole rows per core: past the row count there is no band to give.
-            Some(cores) if cores > height => bail!(
-                "--cores {cores}: at most {height} for this frame (each core renders a band of whole rows, and the frame has {height})"
-            ),
-            Some(cores) => Partition::bands(width, height, cores),
-            None if is_obj => Partition::bands(width, height, DEFAULT_OBJ_CORES),
-            None => scene.partitions.clone(),
-        };
-        let scene = if is_obj {
-            Scene {
-                partitions: sample_partitions(&output_partitions, factor)
-                    .map_err(anyhow::Error::msg)?,
-                ..scene
-            }
-        } else {
-            sample_scene(&scene, factor, &output_partitions).map_err(anyhow::Error::msg)?
-        };
         Ok(LoadedScene {
             scene,
             notes,
-            ssaa: Some(Ssaa {
-                factor,
-                output_partitions,
-            }),
             elapsed: start.elapsed(),
         })
     }
 
-    /// The scene and the loader's notes; OBJ scenes at `factor` times the resolution, the
-    /// camera turned `orbit_degrees`.
+    /// The scene and the loader's notes; OBJ scenes fitted for `factor` times the
+    /// resolution, the camera turned `orbit_degrees`.
     fn load_scene(
         &self,
         orbit_degrees: Option<f64>,
         factor: u32,
         progress: bool,
     ) -> anyhow::Result<(Scene, Vec<String>)> {
-        let mut options = ObjOptions {
+        let options = ObjOptions {
             orbit_degrees: orbit_degrees.unwrap_or(0.0),
             turntable: orbit_degrees.is_some(),
+            ssaa: factor,
             ..self.obj_options()
         };
-        options.width *= factor;
-        options.height *= factor;
         let Some(path) = &self.scene else {
             let loaded = default_scene::load(&options)?;
             return Ok((loaded.scene, loaded.notes));

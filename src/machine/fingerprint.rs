@@ -8,7 +8,8 @@
 
 use sha2::{Digest, Sha256};
 
-use super::{Machine, RenderOptions};
+use super::{default_max_steps, Machine, RenderOptions};
+use crate::scene::{Partition, Scene};
 
 /// Builds a fingerprint from labelled fields (the labels and lengths keep fields apart).
 pub struct Fingerprint(Sha256);
@@ -17,14 +18,25 @@ impl Fingerprint {
     /// The fingerprint of what `machine` renders (made with `options`), to which the
     /// caller adds what the options only hold opaquely (a foreign pixel stage's source).
     pub fn of_render(machine: &Machine<'_>, options: &RenderOptions) -> Fingerprint {
-        let scene = machine.scene;
+        Fingerprint::of_frame(machine.scene, &machine.partitions, options)
+    }
+
+    /// The fingerprint of a frame of `scene` rendered in `partitions` with `options` (as
+    /// [`Fingerprint::of_render`] of its machine).
+    pub fn of_frame(
+        scene: &Scene,
+        partitions: &[Partition],
+        options: &RenderOptions,
+    ) -> Fingerprint {
+        let max_steps = options
+            .max_steps
+            .unwrap_or_else(|| default_max_steps(scene.triangles.len()));
         let mut print = Fingerprint(Sha256::new());
         print.add("theia", env!("CARGO_PKG_VERSION").as_bytes());
         print.add_words("config", scene.config.iter().flatten().copied());
         print.add_words(
             "partitions",
-            machine
-                .partitions
+            partitions
                 .iter()
                 .flat_map(|p| p.initial.into_iter().chain(p.end)),
         );
@@ -42,7 +54,7 @@ impl Fingerprint {
             .collect();
         print.add("imem", &imem);
         print.add("rom", options.rom.name().as_bytes());
-        print.add("max-steps", &machine.max_steps.to_le_bytes());
+        print.add("max-steps", &max_steps.to_le_bytes());
         print
     }
 

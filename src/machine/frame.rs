@@ -1,6 +1,7 @@
 //! The frame a render returns: the cores' output memories assembled into image order
 //! ([`Frame`]), with what the render cost ([`Render`], [`Stages`]).
 
+use std::ops::Range;
 use std::time::Duration;
 
 use rayon::prelude::*;
@@ -125,13 +126,14 @@ impl Stages {
 impl Machine<'_> {
     /// Core c's output memory holds its k-th pixel (in NPG order) at words 3k..3k+2;
     /// `cores` are the active ones. Pixels of other partitions stay unwritten. Row by row
-    /// in parallel; a later core's partition wins where partitions overlap.
-    pub(super) fn assemble(&self, cores: &[CoreRun]) -> Frame {
-        let (width, height) = (self.scene.width(), self.scene.height());
-        let size = width as usize * height as usize * 3;
+    /// in parallel; a later core's partition wins where partitions overlap. The frame holds
+    /// image rows `rows` only.
+    pub(super) fn assemble(&self, cores: &[CoreRun], rows: Range<u32>) -> Frame {
+        let width = self.scene.width();
+        let size = width as usize * rows.len() * 3;
         let mut frame = Frame {
             width,
-            height,
+            height: rows.len() as u32,
             words: vec![0; size],
             written: vec![false; size],
             partitions: self.partitions.clone(),
@@ -152,11 +154,10 @@ impl Machine<'_> {
             .par_chunks_mut(row)
             .zip(frame.written.par_chunks_mut(row))
             .zip(frame.hits.par_chunks_mut(width as usize))
-            .enumerate()
-            .for_each(|(y, ((words, written), hits))| {
+            .zip(rows)
+            .for_each(|(((words, written), hits), y)| {
                 for ((_, partition), (core, merged)) in &cores {
                     let ((x0, y0), (x1, y1)) = (partition.start_pixel(), partition.end_pixel());
-                    let y = y as u32;
                     if y < y0 || y >= y1 {
                         continue;
                     }
@@ -224,7 +225,7 @@ mod tests {
                 CoreRun::whole(core, hits)
             })
             .collect();
-        machine.assemble(&runs)
+        machine.assemble(&runs, 0..machine.scene().height())
     }
 
     #[test]

@@ -121,7 +121,7 @@ impl<'a> Machine<'a> {
             .clone()
             .or_else(|| scene.program.clone())
             .unwrap_or_else(Program::default_imem);
-        let partitions = partitions(scene, options.cores)?;
+        let partitions = frame_partitions(scene, options.cores)?;
         let active = match options.band {
             Some(band) => band.cores(partitions.len()).map_err(RenderError::Config)?,
             None => 0..partitions.len(),
@@ -216,7 +216,19 @@ impl<'a> Machine<'a> {
     /// Renders every partition in parallel and assembles the frame. `progress` counts
     /// finished pixels across all cores.
     pub fn render(&self, progress: Option<&AtomicU64>) -> Result<Render, RenderError> {
+        self.render_rows(progress, 0..self.scene.height())
+    }
+
+    /// [`Machine::render`] with a frame of image rows `rows` only (those of the active
+    /// partitions, for a frame rendered in passes: [`ssaa`]).
+    fn render_rows(
+        &self,
+        progress: Option<&AtomicU64>,
+        rows: Range<u32>,
+    ) -> Result<Render, RenderError> {
         let start = Instant::now();
+        // Where the counter stood: a frame rendered in passes counts on from there.
+        let counted = progress.map_or(0, |counter| counter.load(Ordering::Relaxed));
         let mut structure = None;
         let mut chunks = ChunkStats::default();
         let mut stages = self.stages;
@@ -224,7 +236,7 @@ impl<'a> Machine<'a> {
             Some(grouped) => grouped,
             None => {
                 if let Some(counter) = progress {
-                    counter.store(0, Ordering::Relaxed);
+                    counter.store(counted, Ordering::Relaxed);
                 }
                 match self.render_core_by_core(progress, &mut structure, &mut chunks, &mut stages) {
                     Ok(cores) => (cores, 0),
@@ -238,14 +250,17 @@ impl<'a> Machine<'a> {
                             accel: Ok(None),
                             ..self.clone()
                         };
-                        return exact.render(progress);
+                        if let Some(counter) = progress {
+                            counter.store(counted, Ordering::Relaxed);
+                        }
+                        return exact.render_rows(progress, rows);
                     }
                     Err(error) => return Err(error),
                 }
             }
         };
         let assembling = Instant::now();
-        let frame = self.assemble(&cores);
+        let frame = self.assemble(&cores, rows);
         stages.assemble = assembling.elapsed();
         Ok(Render {
             frame,
@@ -269,7 +284,7 @@ impl<'a> Machine<'a> {
 }
 
 /// The frame's partitions: `cores` row bands, or the scene's own; each checked.
-fn partitions(scene: &Scene, cores: Option<u32>) -> Result<Vec<Partition>, RenderError> {
+fn frame_partitions(scene: &Scene, cores: Option<u32>) -> Result<Vec<Partition>, RenderError> {
     let (width, height) = (scene.width(), scene.height());
     let partitions = match cores {
         Some(0) => return Err(RenderError::Config("--cores must be at least 1".into())),
@@ -294,7 +309,7 @@ fn partitions(scene: &Scene, cores: Option<u32>) -> Result<Vec<Partition>, Rende
 #[cfg(test)]
 mod tests;
 
-/// Renders a scene with the given options.
+/// Renders a scene with the given options, supersampled when they say so.
 pub fn render(scene: &Scene, options: &RenderOptions) -> Result<Render, RenderError> {
-    Machine::new(scene, options)?.render(None)
+    ssaa::Supersampler::new(scene, options)?.render(None, None, |_| Ok(()))
 }

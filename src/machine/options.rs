@@ -38,6 +38,11 @@ pub struct RenderOptions {
     /// How each core's pixels are cut into chunks that run on several host threads
     /// ([`super::speculate`]); the default cuts by the work and the threads.
     pub chunking: Chunking,
+    /// Supersampling: each pixel the mean of K x K samples rendered at K times the
+    /// resolution ([`ssaa`](super::ssaa)); 1: none. [`render`](super::render) and
+    /// [`Supersampler`](super::ssaa::Supersampler) supersample; a
+    /// [`Machine`](super::Machine) renders the scene it is given, at its resolution.
+    pub ssaa: u32,
 }
 
 impl Default for RenderOptions {
@@ -53,6 +58,7 @@ impl Default for RenderOptions {
             accel: AccelUse::Auto,
             band: None,
             chunking: Chunking::default(),
+            ssaa: 1,
         }
     }
 }

@@ -404,6 +404,56 @@ fn ssaa_averages_the_samples_of_a_render_at_k_times_the_resolution() {
     );
 }
 
+/// `--ssaa 4` at 1920x1080: 7680x4320 samples, beyond the 4096 an OBJ scene may be
+/// loaded at, rendered in passes (each a core's rows) into the output frame. One triangle
+/// keeps it to seconds in release builds.
+#[test]
+#[cfg_attr(
+    debug_assertions,
+    ignore = "33 million samples take minutes in debug builds: cargo test --release --test cli"
+)]
+fn ssaa_4_at_1920x1080_renders_past_the_loaders_resolution_limit() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("triangle.obj"),
+        "v -1 -1 0\nv 1 -1 0\nv 0 1 0\nf 1 2 3\n",
+    )
+    .unwrap();
+    let size = ["--width", "1920", "--height", "1080", "--flat"];
+    let output = theia(
+        dir.path(),
+        &[
+            &["render", "triangle.obj", "--ssaa", "4", "-o", "big.png"],
+            &size[..],
+        ]
+        .concat(),
+    );
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    let summary = text(&output.stdout);
+    assert!(
+        summary.starts_with("big.png: 1920x1080 pixels (16 samples each, 7680x4320 rendered), "),
+        "{summary}"
+    );
+    let image = theia::image::read_image(&dir.path().join("big.png")).unwrap();
+    assert_eq!((image.width, image.height), (1920, 1080));
+    // Lit inside, black outside, and edge pixels in between (some of their 16 samples hit).
+    let levels: std::collections::BTreeSet<[u8; 3]> = (0..1920 * 1080)
+        .map(|i| image.pixel(i % 1920, i / 1920))
+        .collect();
+    assert!(levels.contains(&[0, 0, 0]), "{levels:?}");
+    assert!(levels.len() > 10, "{} levels", levels.len());
+    // The loader's own limit still holds for the output.
+    let output = theia(
+        dir.path(),
+        &["render", "triangle.obj", "--ssaa", "2", "--width", "4097"],
+    );
+    assert!(
+        text(&output.stderr).contains("resolution 4097x256 must be between 1x1 and 4096x4096"),
+        "{}",
+        text(&output.stderr)
+    );
+}
+
 /// `theia render` with `options` in `dir`, writing `out.png`; its bytes and stdout.
 fn rendered(dir: &Path, scene: &[&str], options: &[&str]) -> (Vec<u8>, String) {
     let mut args = vec!["render", "-o", "out.png"];

@@ -601,6 +601,21 @@ fn without_shader_the_starter_is_the_scenes_own_shader_and_looks_the_same() {
 }
 
 #[test]
+fn ssaa_shows_the_supersampled_frame_theia_render_makes() {
+    let obj = concat!(env!("CARGO_MANIFEST_DIR"), "/scenes/default.obj");
+    let options = [&[obj], SMALL, &["--ssaa", "2"]].concat();
+    let view = View::launch(None, &options);
+    let state = view.wait_for("the first frame", |s| frame_generation(s).is_some());
+    assert!(state.contains("\"error\":null"), "{state}");
+    let frame = png_pixels(&view.get("/frame.png"));
+    assert_eq!((frame.width, frame.height), (64, 48));
+    assert_eq!(frame, rendered_by_cli(view.dir(), &options));
+    // Not the frame without supersampling: the edges are smoothed.
+    let plain = rendered_by_cli(view.dir(), &[&[obj], SMALL].concat());
+    assert_ne!(frame, plain);
+}
+
+#[test]
 #[cfg_attr(not(conformance_data), ignore = "needs ../shared")]
 fn a_scene_directory_starts_with_its_own_program_disassembled_or_the_pass_through() {
     let scene = common::conformance("scenes_example3");

@@ -32,6 +32,11 @@ pub struct BenchArgs {
     /// Time the UV sphere and the mesh in this mode only: auto, cull or off
     #[arg(long, value_name = "MODE")]
     accel: Option<AccelMode>,
+    /// Supersample every row: each pixel the mean of K x K samples (1 to 4), as
+    /// `theia render --ssaa` renders it
+    #[arg(long, value_name = "K", default_value_t = 1,
+          conflicts_with_all = ["scaling", "thread_scaling", "hardware"])]
+    ssaa: u32,
     /// Print the cost-growth table instead: generated meshes of 5k to 1.3M triangles at
     /// 256x256 and 1920x1080 with both ROMs, each row in a process of its own (minutes)
     #[arg(long, conflicts_with_all = ["scene", "frames", "all_modes", "accel"])]
@@ -104,6 +109,7 @@ pub fn run(args: BenchArgs) -> anyhow::Result<Outcome> {
             None
         }
     });
+    theia::machine::ssaa::validate_factor(args.ssaa).map_err(anyhow::Error::msg)?;
     let frames = args.frames.unwrap_or(5);
     if frames == 0 {
         anyhow::bail!("--frames must be at least 1");
@@ -114,6 +120,7 @@ pub fn run(args: BenchArgs) -> anyhow::Result<Outcome> {
         threads: args.threads,
         mesh_all_modes: args.all_modes,
         accel: args.accel,
+        ssaa: args.ssaa,
         ..BenchOptions::default()
     };
     print!("{}", run_bench(&options)?);

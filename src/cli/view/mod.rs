@@ -59,6 +59,10 @@ pub struct ViewArgs {
     /// Port on 127.0.0.1 (0 picks a free one)
     #[arg(long, value_name = "P", default_value_t = 7878)]
     pub port: u16,
+    /// Supersampling: each pixel is the mean of K x K samples the emulated GPU renders at
+    /// K times the resolution (1 to 4)
+    #[arg(long, value_name = "K", default_value_t = 1)]
+    pub ssaa: u32,
 }
 
 /// What every request handler shares.
@@ -93,7 +97,7 @@ pub fn run(args: ViewArgs) -> anyhow::Result<Outcome> {
         }
         None => None,
     };
-    let viewer = Arc::new(Viewer::new(args.scene, args.shader));
+    let viewer = Arc::new(Viewer::new(args.scene, args.shader, args.ssaa));
 
     // Watch before the first render, so an edit made during it is not missed.
     *viewer.watcher.lock().unwrap_or_else(|p| p.into_inner()) = Some(watch(&viewer)?);

@@ -21,7 +21,8 @@ use crate::cli::shader::{Shader, ShaderArgs};
 use theia::image::{compare, marked_difference_image, png_bytes, Rgb8};
 use theia::inspect::{differences, Difference};
 use theia::isa::asm::{assemble, AsmErrors};
-use theia::machine::{Machine, Render, RenderError, RenderOptions};
+use theia::machine::ssaa::Supersampler;
+use theia::machine::{Render, RenderError, RenderOptions};
 use theia::scene::{Partition, Scene};
 use theia::timing::{self, Timing};
 use theia::trace::{trace_pixel, SourceMap, TraceOptions};
@@ -63,7 +64,7 @@ pub struct Failure {
 }
 
 /// Two renders of the current scene side by side.
-pub struct SideBySide {
+pub struct Comparison {
     pub a_png: Bytes,
     pub b_png: Bytes,
     pub diff_png: Bytes,
@@ -80,6 +81,8 @@ struct Progress {
 
 pub struct Viewer {
     pub scene: SceneArgs,
+    /// `--ssaa`: samples per pixel along each side.
+    ssaa: u32,
     /// `--shader`, or the file the starter was first saved to; no file while the starter
     /// runs from memory.
     shader: Mutex<ShaderArgs>,
@@ -91,7 +94,7 @@ pub struct Viewer {
     progress: Mutex<Progress>,
     wake: Condvar,
     subscribers: Mutex<Vec<Sender<String>>>,
-    comparison: Mutex<Option<Arc<SideBySide>>>,
+    comparison: Mutex<Option<Arc<Comparison>>>,
     /// One comparison at a time, so the images kept match the answer just given.
     comparing: Mutex<()>,
 }
@@ -105,9 +108,10 @@ fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
 }
 
 impl Viewer {
-    pub fn new(scene: SceneArgs, shader: ShaderArgs) -> Viewer {
+    pub fn new(scene: SceneArgs, shader: ShaderArgs, ssaa: u32) -> Viewer {
         Viewer {
             scene,
+            ssaa,
             shader: Mutex::new(shader),
             starter: Mutex::new(None),
             watcher: Mutex::new(None),
@@ -185,7 +189,7 @@ impl Viewer {
         lock(&self.progress).good.clone()
     }
 
-    pub fn comparison(&self) -> Option<Arc<SideBySide>> {
+    pub fn comparison(&self) -> Option<Arc<Comparison>> {
         lock(&self.comparison).clone()
     }
 
@@ -254,20 +258,15 @@ impl Viewer {
     fn render(&self, generation: u64) -> Result<Option<Rendered>, Failure> {
         let failure = |error: anyhow::Error| Failure::from_error(generation, &error);
         let inputs = self.load().map_err(failure)?;
-        let mut machine =
-            Machine::new(&inputs.scene, &inputs.options).map_err(|e| failure(anyhow!(e)))?;
+        let sampler =
+            Supersampler::new(&inputs.scene, &inputs.options).map_err(|e| failure(anyhow!(e)))?;
         let cancel = Arc::new(AtomicBool::new(false));
-        machine.set_cancel(cancel.clone());
-        let total: u64 = machine
-            .partitions()
-            .iter()
-            .map(|p| p.pixel_count() as u64)
-            .sum();
+        let total = sampler.total_samples();
         let done = AtomicU64::new(0);
         let result = std::thread::scope(|scope| {
             let worker = scope.spawn(|| {
                 crate::cli::test_hooks::hold("render");
-                machine.render(Some(&done))
+                sampler.render(Some(&done), Some(cancel.clone()), |_| Ok(()))
             });
             while !worker.is_finished() {
                 std::thread::sleep(PROGRESS_EVERY);
@@ -285,7 +284,7 @@ impl Viewer {
                 .join()
                 .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
         });
-        drop(machine);
+        drop(sampler);
         let render = match result {
             Err(RenderError::Cancelled) => return Ok(None),
             other => other.map_err(|e| failure(anyhow!(e)))?,
@@ -307,7 +306,7 @@ impl Viewer {
     }
 
     fn load(&self) -> anyhow::Result<Inputs> {
-        let loaded = self.scene.load()?;
+        let loaded = self.scene.load_frame(None, self.ssaa, false)?;
         let args = lock(&self.shader).clone();
         let shader = match &args.shader {
             None => {
@@ -323,7 +322,10 @@ impl Viewer {
             }
             _ => args.load(true)?,
         };
-        let options = self.scene.render_options(shader.as_ref())?;
+        let options = RenderOptions {
+            ssaa: self.ssaa,
+            ..self.scene.render_options(shader.as_ref())?
+        };
         let source = match shader {
             Some(Shader::Theia { source, .. }) => Some(source),
             _ => None,
@@ -375,13 +377,16 @@ impl Viewer {
     pub fn trace(&self, x: u32, y: u32) -> anyhow::Result<String> {
         let rendered = self.latest().ok_or_else(|| anyhow!("no frame yet"))?;
         let inputs = &rendered.inputs;
-        let machine = Machine::new(&inputs.scene, &inputs.options)?;
+        // With supersampling, the pixel's first (top-left) sample.
+        let sampler = Supersampler::new(&inputs.scene, &inputs.options)?;
+        let machine = sampler.machine()?;
         let options = TraceOptions {
             source: inputs.source.clone(),
             ..TraceOptions::default()
         };
         let mut text = Vec::new();
-        let trace = trace_pixel(&machine, x, y, &options, &mut text)?;
+        let k = sampler.factor();
+        let trace = trace_pixel(&machine, x * k, y * k, &options, &mut text)?;
         let mut text = String::from_utf8_lossy(&text).into_owned();
         if let Some(fault) = trace.fault {
             text.push_str(&format!("error: {fault}\n"));
@@ -390,7 +395,7 @@ impl Viewer {
     }
 
     /// Renders the frame on show's scene with two settings and keeps the images.
-    pub fn compare(&self, a: Setting, b: Setting) -> anyhow::Result<Arc<SideBySide>> {
+    pub fn compare(&self, a: Setting, b: Setting) -> anyhow::Result<Arc<Comparison>> {
         let _one_at_a_time = lock(&self.comparing);
         let rendered = self.latest().ok_or_else(|| anyhow!("no frame yet"))?;
         let inputs = &rendered.inputs;
@@ -402,12 +407,17 @@ impl Viewer {
                 rom: setting.rom,
                 ..inputs.options.clone()
             };
-            let machine = Machine::new(&inputs.scene, &options)?;
+            let sampler = Supersampler::new(&inputs.scene, &options)?;
+            let machine = sampler.machine()?;
             // As `theia render --cycles` times it, with the default (fixed) host.
-            let timing_options = CyclesArgs::default().options(&inputs.scene, &options, None);
+            let timing_options = CyclesArgs::default().options(sampler.samples(), &options, None);
             let cycles = timing::measure(&machine, &timing_options)
                 .map_or_else(|_| "null".to_string(), |timing| cycles_json(&timing));
-            Ok((machine.render(None)?, cycles))
+            let render = match sampler.factor() {
+                1 => machine.render(None)?,
+                _ => sampler.render(None, None, |_| Ok::<_, RenderError>(()))?,
+            };
+            Ok((render, cycles))
         };
         let ((ra, cycles_a), (rb, cycles_b)) = (render(a)?, render(b)?);
         let (ia, ib) = (Rgb8::from_frame(&ra.frame), Rgb8::from_frame(&rb.frame));
@@ -439,7 +449,7 @@ impl Viewer {
                 json::array(found.iter().take(MAX_LISTED).map(difference_json)),
             ),
         ]);
-        let comparison = Arc::new(SideBySide {
+        let comparison = Arc::new(Comparison {
             a_png: png_bytes(&ia).into(),
             b_png: png_bytes(&ib).into(),
             diff_png: png_bytes(&marked_difference_image(&ia, &ib)).into(),

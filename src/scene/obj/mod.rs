@@ -182,6 +182,11 @@ pub struct ObjOptions {
     /// shader; None keeps the ROM's own (black with the fixed ROM). Not with the faithful
     /// ROM, whose red is the hardware's.
     pub background: Option<[u8; 3]>,
+    /// The scene is to be rendered K x K supersampled (`RenderOptions::ssaa`): its
+    /// projection window is fitted as for K times the resolution, so that it is a whole
+    /// multiple of the samples' count (CPPU's division exact) and the samples are those of
+    /// the scene fitted at K times the resolution. 1: no supersampling.
+    pub ssaa: u32,
 }
 
 /// Where [`LIGHTING_SHADER`] lives in the repository (for messages and the viewer).
@@ -261,6 +266,7 @@ impl Default for ObjOptions {
             flat: false,
             rom: RomVariant::Fixed,
             background: None,
+            ssaa: 1,
             split_large: true,
         }
     }
@@ -689,7 +695,8 @@ fn scene_config(
     q: &dyn Fn(f64, &str) -> Result<u32, SceneError>,
 ) -> Result<[[u32; 3]; 6], SceneError> {
     let (width, height) = (options.width, options.height);
-    let k = view.half_pitch_raw;
+    // The window fitted for `ssaa` times the pixels, as half pitches of the samples.
+    let k = view.half_pitch_raw * i64::from(options.ssaa);
     let raw = |v: i64| v as i32 as u32;
     let window_x = k * width as i64;
     let window_y = k * height as i64;
@@ -854,6 +861,12 @@ fn validate_options(options: &ObjOptions) -> Result<(), String> {
     if options.cores == 0 {
         return Err("the scene needs at least one core".into());
     }
+    if !(1..=16).contains(&options.ssaa) {
+        return Err(format!(
+            "supersampling factor {} must be between 1 and 16",
+            options.ssaa
+        ));
+    }
     if options.background.is_some() && options.rom == RomVariant::Faithful {
         return Err("a background colour needs the fixed ROM: the faithful ROM paints every miss red, as the hardware does".into());
     }
@@ -985,8 +998,9 @@ fn fit_view(model: &ObjModel, options: &ObjOptions) -> Result<View, FitError> {
             view: options.view,
             inside: options.inside,
             fov_degrees: options.fov_degrees as f64,
-            width: options.width,
-            height: options.height,
+            // The same aspect, and the samples' pitch (see [`ObjOptions::ssaa`]).
+            width: options.width * options.ssaa,
+            height: options.height * options.ssaa,
             orbit_degrees: options.orbit_degrees,
             open_space: options.rom != RomVariant::Faithful,
             turntable: options.turntable,
