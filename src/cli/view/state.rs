@@ -64,7 +64,7 @@ pub struct Failure {
 }
 
 /// Two renders of the current scene side by side.
-pub struct Comparison {
+pub struct SideBySide {
     pub a_png: Bytes,
     pub b_png: Bytes,
     pub diff_png: Bytes,
@@ -94,7 +94,7 @@ pub struct Viewer {
     progress: Mutex<Progress>,
     wake: Condvar,
     subscribers: Mutex<Vec<Sender<String>>>,
-    comparison: Mutex<Option<Arc<Comparison>>>,
+    comparison: Mutex<Option<Arc<SideBySide>>>,
     /// One comparison at a time, so the images kept match the answer just given.
     comparing: Mutex<()>,
 }
@@ -189,7 +189,7 @@ impl Viewer {
         lock(&self.progress).good.clone()
     }
 
-    pub fn comparison(&self) -> Option<Arc<Comparison>> {
+    pub fn comparison(&self) -> Option<Arc<SideBySide>> {
         lock(&self.comparison).clone()
     }
 
@@ -395,7 +395,7 @@ impl Viewer {
     }
 
     /// Renders the frame on show's scene with two settings and keeps the images.
-    pub fn compare(&self, a: Setting, b: Setting) -> anyhow::Result<Arc<Comparison>> {
+    pub fn compare(&self, a: Setting, b: Setting) -> anyhow::Result<Arc<SideBySide>> {
         let _one_at_a_time = lock(&self.comparing);
         let rendered = self.latest().ok_or_else(|| anyhow!("no frame yet"))?;
         let inputs = &rendered.inputs;
@@ -449,7 +449,7 @@ impl Viewer {
                 json::array(found.iter().take(MAX_LISTED).map(difference_json)),
             ),
         ]);
-        let comparison = Arc::new(Comparison {
+        let comparison = Arc::new(SideBySide {
             a_png: png_bytes(&ia).into(),
             b_png: png_bytes(&ib).into(),
             diff_png: png_bytes(&marked_difference_image(&ia, &ib)).into(),
