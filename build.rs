@@ -65,7 +65,7 @@ fn main() {
     if required || browsers.iter().any(|file| Path::new(file).exists()) {
         println!("cargo::rustc-cfg=chromium");
     }
-    // The AVX2 paths' own tests (src/machine/accel) need the instructions: on a machine
+    // The AVX2 paths' own tests (src/emu/machine/accel) need the instructions: on a machine
     // without them they show as ignored, not passed; CI requires them.
     println!("cargo::rustc-check-cfg=cfg(avx2_host)");
     if required || (target_is_x86_64() && host_has("avx2")) {

@@ -1,6 +1,6 @@
 //! Criterion benchmarks: the interpreter's speed (emulated instructions per second on one
 //! core, culling off) and frame times on one core and on all cores for scenes_example3,
-//! the built-in OBJ scene and a 5120-triangle UV sphere. `theia::bench::run` takes the
+//! the built-in OBJ scene and a 5120-triangle UV sphere. `theia::tools::bench::run` takes the
 //! same measurements in one go and prints them as a table.
 
 use std::path::PathBuf;
@@ -9,10 +9,10 @@ use std::time::Duration;
 use criterion::{
     criterion_group, criterion_main, BenchmarkId, Criterion, SamplingMode, Throughput,
 };
-use theia::bench::{sphere_scene, Pools};
-use theia::machine::{Lockstep, Machine, RenderOptions};
-use theia::scene::obj::{default_scene, ObjOptions};
-use theia::scene::Scene;
+use theia::emu::machine::{Lockstep, Machine, RenderOptions};
+use theia::io::scene::obj::{default_scene, ObjOptions};
+use theia::io::scene::Scene;
+use theia::tools::bench::{sphere_scene, Pools};
 
 fn example3() -> Option<Scene> {
     let dir =
@@ -21,7 +21,7 @@ fn example3() -> Option<Scene> {
         eprintln!("skipping scenes_example3: {} not found", dir.display());
         return None;
     }
-    Some(theia::scene::mem::load_scene_dir(&dir).expect("scenes_example3 loads"))
+    Some(theia::io::scene::mem::load_scene_dir(&dir).expect("scenes_example3 loads"))
 }
 
 fn pools() -> Pools {

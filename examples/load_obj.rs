@@ -13,7 +13,7 @@ use std::path::PathBuf;
 use std::time::Instant;
 
 use sha2::{Digest, Sha256};
-use theia::scene::obj::{load_obj, ObjOptions};
+use theia::io::scene::obj::{load_obj, ObjOptions};
 
 /// The process's peak resident memory in kB (Linux), if it can be read.
 fn peak_kb() -> Option<u64> {
@@ -36,7 +36,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     if args.first().map(String::as_str) == Some("--icosphere") {
         let subdivisions: u32 = args.get(1).ok_or("subdivisions?")?.parse()?;
         let out = PathBuf::from(args.get(2).ok_or("output file?")?);
-        let text = theia::scene::generate::displaced_icosphere_obj(subdivisions, 0.08);
+        let text = theia::io::scene::generate::displaced_icosphere_obj(subdivisions, 0.08);
         std::fs::write(&out, &text)?;
         println!("{}: {} bytes", out.display(), text.len());
         return Ok(());

@@ -7,8 +7,8 @@
 
 use std::path::PathBuf;
 
-use theia::machine::{render, RenderOptions};
-use theia::scene::obj::{load_obj, ObjOptions};
+use theia::emu::machine::{render, RenderOptions};
+use theia::io::scene::obj::{load_obj, ObjOptions};
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut args = std::env::args_os().skip(1).map(PathBuf::from);
@@ -17,7 +17,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         Some(model) => model,
         None => {
             let model = dir.path().join("sphere.obj");
-            std::fs::write(&model, theia::scene::generate::uv_sphere_obj(24, 12))?;
+            std::fs::write(&model, theia::io::scene::generate::uv_sphere_obj(24, 12))?;
             model
         }
     };
@@ -41,7 +41,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     if let Some(parent) = png.parent().filter(|p| !p.as_os_str().is_empty()) {
         std::fs::create_dir_all(parent)?;
     }
-    theia::image::write_frame(&rendered.frame, &png)?;
+    theia::io::image::write_frame(&rendered.frame, &png)?;
     println!(
         "{}: {} triangles in {:.3} s",
         png.display(),

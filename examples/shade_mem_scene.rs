@@ -8,10 +8,10 @@
 
 use std::path::{Path, PathBuf};
 
-use theia::isa::asm::assemble;
-use theia::machine::{render, RenderOptions};
-use theia::scene::mem::{load_scene_dir, write_scene_dir};
-use theia::scene::obj::{load_obj_text, MemoryAssets, ObjOptions};
+use theia::emu::isa::asm::assemble;
+use theia::emu::machine::{render, RenderOptions};
+use theia::io::scene::mem::{load_scene_dir, write_scene_dir};
+use theia::io::scene::obj::{load_obj_text, MemoryAssets, ObjOptions};
 
 const PASSTHROUGH: &str = "ENTRYPOINT_ADRR_PIXELSHADER:
         OMWRITE OREG_PIXEL_COLOR CREG_CURRENT_OUTPUT_PIXEL CREG_TEXTURE_COLOR
@@ -24,7 +24,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let dir = match args.next() {
         Some(dir) => dir,
         None => {
-            let obj = theia::scene::generate::uv_sphere_obj(16, 8);
+            let obj = theia::io::scene::generate::uv_sphere_obj(16, 8);
             let options = ObjOptions::default();
             let sphere =
                 load_obj_text(&obj, Path::new("sphere.obj"), &MemoryAssets(&[]), &options)?;
@@ -49,7 +49,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     if let Some(parent) = png.parent().filter(|p| !p.as_os_str().is_empty()) {
         std::fs::create_dir_all(parent)?;
     }
-    theia::image::write_frame(&frame, &png)?;
+    theia::io::image::write_frame(&frame, &png)?;
     println!("{}: {}x{} pixels", png.display(), frame.width, frame.height);
     Ok(())
 }

@@ -30,8 +30,8 @@ use oracle::{
     CycleCheck, Host, RtlOutcome, MODES,
 };
 use rayon::prelude::*;
-use theia::machine::Machine;
-use theia::scene::mem::{load_scene_dir, MemFiles};
+use theia::emu::machine::Machine;
+use theia::io::scene::mem::{load_scene_dir, MemFiles};
 
 /// Cycles after which a case counts as hung: the longest equal case of the 100,000-case
 /// campaign ran 816,003 cycles (a hang costs a case the time of about 100 that finish).
@@ -67,7 +67,7 @@ fn files_of(case: &Case) -> MemFiles {
 }
 
 /// Writes `scene`, which carries its own program, as a case directory for the RTL.
-fn write_program_case(dir: &Path, scene: &theia::scene::Scene) {
+fn write_program_case(dir: &Path, scene: &theia::io::scene::Scene) {
     let program = scene
         .program
         .as_ref()
@@ -129,8 +129,8 @@ fn check(case: &Case, dir: &Path) -> Verdict {
 /// the model's live run (the functional cores driven by the modelled control units, swap
 /// flips and all) found changed by the hazards: the even-MAIN-starts effect predicted.
 fn hazard_image_predicted(
-    scene: &theia::scene::Scene,
-    model: &theia::timing::Timing,
+    scene: &theia::io::scene::Scene,
+    model: &theia::emu::timing::Timing,
     rtl: &str,
 ) -> bool {
     let Ok(ours) = emulate(scene, 3) else {
@@ -461,7 +461,8 @@ fn cycles_equal_the_rtl_with_other_core_counts() {
             .map(|seed| {
                 let mut case = case(seed, Flavor::of_seed(seed), Size::Small);
                 let (width, height) = (case.scene.width(), case.scene.height());
-                case.scene.partitions = theia::scene::Partition::bands(width, height, cores as u32);
+                case.scene.partitions =
+                    theia::io::scene::Partition::bands(width, height, cores as u32);
                 let dir = case_dir(seed * 100 + cores as u64);
                 write_case(&dir, &files_of(&case));
                 let run = run_rtl_on(build, &dir, TIMEOUT_CYCLES);
@@ -538,7 +539,7 @@ fn scenes_example3_takes_the_cycles_the_rtl_takes() {
         .collect();
     assert_eq!(finishes, EXAMPLE3_RTL_FINISHES);
     let first = timing.hazards().first().expect("the RTL shows hazards");
-    assert_eq!(first.kind, theia::timing::sim::HazardKind::Reentry);
+    assert_eq!(first.kind, theia::emu::timing::sim::HazardKind::Reentry);
     assert_eq!((first.period, first.core), EXAMPLE3_RTL_FIRST_HAZARD);
 }
 
@@ -569,7 +570,7 @@ fn scenes_example3_on_the_8_core_rtl() {
     let model_hazards: Vec<(u64, usize)> = timing
         .hazards()
         .iter()
-        .filter(|h| h.kind == theia::timing::sim::HazardKind::Reentry)
+        .filter(|h| h.kind == theia::emu::timing::sim::HazardKind::Reentry)
         .map(|h| (h.period, h.core))
         .collect();
     let mut rtl_hazards = run.hazards.clone();
@@ -630,7 +631,7 @@ fn coverage_table(uses: &BTreeSet<Use>) -> String {
 /// Every implemented opcode appears in the CI cases, with operands of every class.
 #[test]
 fn the_ci_cases_use_every_implemented_opcode() {
-    use theia::isa::{Hardware, OPCODES};
+    use theia::emu::isa::{Hardware, OPCODES};
     let mut seen: BTreeMap<&str, BTreeSet<Class>> = BTreeMap::new();
     for seed in 0..CI_CASES {
         for u in case(seed, Flavor::of_seed(seed), Size::Full).uses {
@@ -802,14 +803,14 @@ fn rule_programs() -> Vec<RuleProgram> {
 }
 
 /// The scene the rule programs run on: a small generated one with a texture.
-fn rule_scene() -> theia::scene::Scene {
+fn rule_scene() -> theia::io::scene::Scene {
     let mut scene = case(2, Flavor::Shader, Size::Small).scene;
     scene.texture = (0..256).map(|k| 0x1_0000 + k * 0x111).collect();
     scene
 }
 
-fn assembled(name: &str, source: &str) -> Vec<theia::isa::Word> {
-    theia::isa::assemble(source, Path::new(name))
+fn assembled(name: &str, source: &str) -> Vec<theia::emu::isa::Word> {
+    theia::emu::isa::assemble(source, Path::new(name))
         .unwrap_or_else(|e| panic!("{name}: {e:?}"))
         .imem
 }
@@ -909,7 +910,7 @@ fn a_scene_that_deadlocks_the_published_host_finishes_with_the_fix() {
     assert!(
         matches!(
             model.course.ending,
-            theia::timing::sim::SimEnding::Deadlock { .. }
+            theia::emu::timing::sim::SimEnding::Deadlock { .. }
         ),
         "the model predicts the published host's deadlock"
     );
@@ -965,11 +966,11 @@ ENTRYPOINT_ADRR_PIXELSHADER:\nOMWRITE OREG_PIXEL_COLOR CREG_CURRENT_OUTPUT_PIXEL
 
 /// The cores the model finds waiting for a triangle after the last one when the frame
 /// stops moving.
-fn stranded_cores(timing: &theia::timing::Timing) -> Vec<usize> {
+fn stranded_cores(timing: &theia::emu::timing::Timing) -> Vec<usize> {
     timing
         .hazards()
         .iter()
-        .filter(|h| h.kind == theia::timing::sim::HazardKind::WaitsAfterLast)
+        .filter(|h| h.kind == theia::emu::timing::sim::HazardKind::WaitsAfterLast)
         .map(|h| h.core)
         .collect()
 }
@@ -997,7 +998,7 @@ fn a_core_that_leaves_main_before_stdone_rises_hangs_the_rtl() {
     let model = predict(&dir, Host::Fixed);
     assert!(matches!(
         model.course.ending,
-        theia::timing::sim::SimEnding::Deadlock { .. }
+        theia::emu::timing::sim::SimEnding::Deadlock { .. }
     ));
     assert_eq!(stranded_cores(&model), stranded_cores_on_the_rtl(&run));
     emulate(&load_scene_dir(&dir).unwrap(), 0).expect("the emulator finishes");
@@ -1028,7 +1029,7 @@ fn a_livelock_the_model_predicts_keeps_the_rtl_running() {
     );
     assert!(out.status.success(), "{}", common::text(&out.stderr));
     let model = predict(&dir, Host::Fixed);
-    let theia::timing::sim::SimEnding::Livelock { since, .. } = model.course.ending else {
+    let theia::emu::timing::sim::SimEnding::Livelock { since, .. } = model.course.ending else {
         panic!("the model predicts a livelock: {:?}", model.course.ending)
     };
     const RUN: u64 = 1_500_000;
@@ -1038,7 +1039,7 @@ fn a_livelock_the_model_predicts_keeps_the_rtl_running() {
     let model_hazards: Vec<(u64, usize)> = model
         .hazards()
         .iter()
-        .filter(|h| h.kind == theia::timing::sim::HazardKind::Reentry && h.period < RUN)
+        .filter(|h| h.kind == theia::emu::timing::sim::HazardKind::Reentry && h.period < RUN)
         .map(|h| (h.period, h.core))
         .collect();
     let mut rtl_hazards = run.hazards.clone();

@@ -286,7 +286,7 @@ fn slurm_array_jobs_render_bands_and_orbits_identical_to_one_process() {
     );
 
     // An 8-frame turntable of a small generated mesh, one task per frame, assembled.
-    let mesh = theia::scene::generate::displaced_icosphere_obj(3, 0.15);
+    let mesh = theia::io::scene::generate::displaced_icosphere_obj(3, 0.15);
     std::fs::write(dir.join("mesh.obj"), mesh).unwrap();
     let size = ["--width", "80", "--height", "60"];
     let mut args = vec![

@@ -6,8 +6,8 @@
 use std::path::Path;
 
 use libfuzzer_sys::fuzz_target;
-use theia::isa::{asm, disasm};
-use theia::scene::mem::parse_instructions;
+use theia::emu::isa::{asm, disasm};
+use theia::io::scene::mem::parse_instructions;
 
 fuzz_target!(|data: &[u8]| {
     let Ok(text) = std::str::from_utf8(data) else {

@@ -5,7 +5,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use theia::image::{decode_image, image_size};
+use theia::io::image::{decode_image, image_size};
 
 fuzz_target!(|data: &[u8]| {
     let size = image_size(data);

@@ -9,11 +9,11 @@ use std::path::Path;
 use std::sync::OnceLock;
 
 use libfuzzer_sys::fuzz_target;
-use theia::isa::registers::IMEM_WORDS;
-use theia::isa::Word;
-use theia::machine::{render, Lockstep, RenderOptions};
-use theia::scene::mem::{parse_params, parse_vertices};
-use theia::scene::Scene;
+use theia::emu::isa::registers::IMEM_WORDS;
+use theia::emu::isa::Word;
+use theia::emu::machine::{render, Lockstep, RenderOptions};
+use theia::io::scene::mem::{parse_params, parse_vertices};
+use theia::io::scene::Scene;
 
 /// 4 x 4 pixels in two bands, one triangle, an all-black 256 x 256 texture.
 fn scene() -> &'static Scene {

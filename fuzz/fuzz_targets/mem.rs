@@ -5,8 +5,8 @@
 use std::path::Path;
 
 use libfuzzer_sys::fuzz_target;
-use theia::image::parse_p3;
-use theia::scene::mem::{parse_instructions, parse_params, parse_vertices, read_hex_words};
+use theia::io::image::parse_p3;
+use theia::io::scene::mem::{parse_instructions, parse_params, parse_vertices, read_hex_words};
 
 fuzz_target!(|data: &[u8]| {
     // `read_image` decodes PPM text lossily; the .mem readers refuse non-UTF-8 files.

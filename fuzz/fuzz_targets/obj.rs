@@ -5,8 +5,8 @@
 use std::path::Path;
 
 use libfuzzer_sys::fuzz_target;
-use theia::machine::{render, RenderOptions};
-use theia::scene::obj::{load_obj_text, MemoryAssets, ObjOptions};
+use theia::emu::machine::{render, RenderOptions};
+use theia::io::scene::obj::{load_obj_text, MemoryAssets, ObjOptions};
 
 fuzz_target!(|data: &[u8]| {
     let Ok(text) = std::str::from_utf8(data) else {

@@ -6,7 +6,7 @@
 use std::path::Path;
 
 use libfuzzer_sys::fuzz_target;
-use theia::scene::obj::{load_obj_text, MemoryAssets, ObjOptions};
+use theia::io::scene::obj::{load_obj_text, MemoryAssets, ObjOptions};
 
 /// A library with a flat and a textured material (the texture is missing: a warning).
 const ASSETS: MemoryAssets = MemoryAssets(&[(
@@ -14,7 +14,7 @@ const ASSETS: MemoryAssets = MemoryAssets(&[(
     b"newmtl a\nKd 1 0 0\nnewmtl b\nmap_Kd t.png\n",
 )]);
 
-fn load(text: &str) -> Result<(Vec<theia::scene::Triangle>, Vec<String>, u64), String> {
+fn load(text: &str) -> Result<(Vec<theia::io::scene::Triangle>, Vec<String>, u64), String> {
     let options = ObjOptions {
         width: 16,
         height: 16,

@@ -7,7 +7,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use theia::image::partial::{merge, PartialHeader, PartialImage};
+use theia::io::image::partial::{merge, PartialHeader, PartialImage};
 
 fuzz_target!(|data: &[u8]| {
     if let Ok(text) = std::str::from_utf8(data) {

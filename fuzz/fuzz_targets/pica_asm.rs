@@ -6,8 +6,8 @@
 use std::path::Path;
 
 use libfuzzer_sys::fuzz_target;
-use theia::pica200::asm::{assemble, assemble_with, Options};
-use theia::pica200::{disasm, shbin, PicaShader};
+use theia::stage::pica200::asm::{assemble, assemble_with, Options};
+use theia::stage::pica200::{disasm, shbin, PicaShader};
 
 fuzz_target!(|data: &[u8]| {
     let Ok(text) = std::str::from_utf8(data) else {

@@ -3,7 +3,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use theia::pica200::{disasm, shbin, PicaShader};
+use theia::stage::pica200::{disasm, shbin, PicaShader};
 
 fuzz_target!(|data: &[u8]| {
     let Ok(program) = shbin::read(data, 0) else {

@@ -5,9 +5,9 @@
 use std::path::Path;
 
 use libfuzzer_sys::fuzz_target;
-use theia::machine::{render, RenderOptions};
-use theia::scene::obj::ObjOptions;
-use theia::scene::ply::load_ply_from;
+use theia::emu::machine::{render, RenderOptions};
+use theia::io::scene::obj::ObjOptions;
+use theia::io::scene::ply::load_ply_from;
 
 fuzz_target!(|data: &[u8]| {
     let options = ObjOptions {

@@ -7,7 +7,7 @@
 use std::path::Path;
 
 use libfuzzer_sys::fuzz_target;
-use theia::r500::{self, Constants, R500Program, Words};
+use theia::stage::r500::{self, Constants, R500Program, Words};
 use theia::stage::ForeignProgram;
 
 fn check(program: &[Words]) {

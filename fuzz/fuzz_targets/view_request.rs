@@ -5,7 +5,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use theia::viewer::{admit, declared_length, Route, MAX_BODY_BYTES};
+use theia::tools::viewer::{admit, declared_length, Route, MAX_BODY_BYTES};
 
 const PORT: u16 = 7878;
 

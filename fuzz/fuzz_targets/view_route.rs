@@ -4,7 +4,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use theia::viewer::Route;
+use theia::tools::viewer::Route;
 
 const PATHS: [&str; 10] = [
     "/",

@@ -7,7 +7,7 @@
 use std::path::Component;
 
 use libfuzzer_sys::fuzz_target;
-use theia::viewer::{percent_decode, save_path, Route};
+use theia::tools::viewer::{percent_decode, save_path, Route};
 
 fuzz_target!(|data: &[u8]| {
     let Ok(query) = std::str::from_utf8(data) else {
@@ -32,7 +32,7 @@ fuzz_target!(|data: &[u8]| {
         "accepted {query}"
     );
     // The route's path is the decoded query value, checked as such.
-    let raw = theia::viewer::query_value(query, "path").unwrap();
+    let raw = theia::tools::viewer::query_value(query, "path").unwrap();
     let decoded = percent_decode(raw).unwrap();
     assert_eq!(save_path(&decoded).as_ref(), Ok(path));
 });

@@ -7,13 +7,13 @@ use clap::Args;
 
 use super::shader::{load_pica200, load_r500_words, Isa};
 use super::Outcome;
-use theia::core::{rom, RomVariant};
-use theia::image::write_atomically;
-use theia::isa::asm::{assemble, assemble_rom};
-use theia::isa::disasm::{listing, rom_listing};
-use theia::pica200;
-use theia::r500;
-use theia::scene::mem::read_instructions;
+use theia::emu::core::{rom, RomVariant};
+use theia::emu::isa::asm::{assemble, assemble_rom};
+use theia::emu::isa::disasm::{listing, rom_listing};
+use theia::io::image::write_atomically;
+use theia::io::scene::mem::read_instructions;
+use theia::stage::pica200;
+use theia::stage::r500;
 
 #[derive(Args)]
 pub struct AsmArgs {
@@ -74,7 +74,7 @@ pub fn run_asm(args: AsmArgs) -> anyhow::Result<Outcome> {
         }
         return Ok(Outcome::Success);
     }
-    let source = theia::input::read_to_string(&args.source)
+    let source = theia::io::input::read_to_string(&args.source)
         .with_context(|| args.source.display().to_string())?;
     let (text, warnings) = if args.rom {
         let rom = assemble_rom(&source, &args.source)?;

@@ -7,11 +7,11 @@ use anyhow::Context;
 use clap::Args;
 
 use super::Outcome;
-use theia::image::{
+use theia::io::image::{
     compare, marked_difference_image, png_bytes, read_image, write_atomically, Comparison, Rgb8,
 };
-use theia::inspect::differences;
-use theia::scene::Partition;
+use theia::io::scene::Partition;
+use theia::tools::inspect::differences;
 
 /// Differing pixels listed on stdout; the rest are only counted.
 const LISTED: usize = 20;

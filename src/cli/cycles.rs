@@ -1,14 +1,14 @@
-//! `--cycles`: how long the hardware itself takes for the frame (`theia::timing`).
+//! `--cycles`: how long the hardware itself takes for the frame (`theia::emu::timing`).
 
 use std::path::Path;
 
 use clap::{Args, ValueEnum};
 
-use theia::core::Program;
-use theia::machine::{Machine, RenderOptions};
-use theia::scene::Scene;
-use theia::timing::sim::{HazardKind, SimEnding};
-use theia::timing::{self, HostKind, Timing, TimingOptions, DEFAULT_CLOCK_MHZ};
+use theia::emu::core::Program;
+use theia::emu::machine::{Machine, RenderOptions};
+use theia::emu::timing::sim::{HazardKind, SimEnding};
+use theia::emu::timing::{self, HostKind, Timing, TimingOptions, DEFAULT_CLOCK_MHZ};
+use theia::io::scene::Scene;
 
 #[derive(Args, Clone, Debug, Default)]
 pub struct CyclesArgs {

@@ -11,11 +11,11 @@ use super::render::print_notes;
 use super::scene_args::SceneArgs;
 use super::shader::ShaderArgs;
 use super::Outcome;
-use theia::core::RomVariant;
-use theia::image::write_atomically;
-use theia::machine::Machine;
-use theia::scene::mem::MemFiles;
-use theia::scene::TRIANGLE_VECTORS;
+use theia::emu::core::RomVariant;
+use theia::emu::machine::Machine;
+use theia::io::image::write_atomically;
+use theia::io::scene::mem::MemFiles;
+use theia::io::scene::TRIANGLE_VECTORS;
 
 /// The published RTL's core count (aDefinitions.v `MAX_CORES`).
 const RTL_CORES: usize = 4;
@@ -55,7 +55,7 @@ pub fn run(mut args: ExportArgs) -> anyhow::Result<Outcome> {
     // The machine settles the partitions and the instruction memory as a render would.
     let machine = Machine::new(
         &loaded.scene,
-        &theia::machine::AccelMode::Off.apply(options),
+        &theia::emu::machine::AccelMode::Off.apply(options),
     )?;
     let files = MemFiles::new(
         &loaded.scene,
@@ -80,8 +80,8 @@ pub fn run(mut args: ExportArgs) -> anyhow::Result<Outcome> {
 
 /// What the published RTL and its test bench cannot run as exported.
 fn rtl_warnings(
-    scene: &theia::scene::Scene,
-    partitions: &[theia::scene::Partition],
+    scene: &theia::io::scene::Scene,
+    partitions: &[theia::io::scene::Partition],
 ) -> Vec<String> {
     let mut warnings = Vec::new();
     let counts: Vec<usize> = partitions.iter().map(|p| p.pixel_count()).collect();

@@ -9,9 +9,9 @@ use clap::Args;
 
 use super::render::create_parent;
 use super::Outcome;
-use theia::image::animation::{apng_stream, gif_stream};
-use theia::image::partial::{is_partial, merge_files};
-use theia::image::{decode_image, image_size, write_atomically, write_merged, Rgb8};
+use theia::io::image::animation::{apng_stream, gif_stream};
+use theia::io::image::partial::{is_partial, merge_files};
+use theia::io::image::{decode_image, image_size, write_atomically, write_merged, Rgb8};
 
 #[derive(Args)]
 pub struct MergeArgs {
@@ -40,7 +40,7 @@ pub fn run(args: MergeArgs) -> anyhow::Result<Outcome> {
         return animate(&args);
     }
     // The output's format before any part is read.
-    theia::image::OutputFormat::from_path(&args.output)?;
+    theia::io::image::OutputFormat::from_path(&args.output)?;
     let merged = merge_files(&args.inputs).map_err(anyhow::Error::msg)?;
     create_parent(&args.output)?;
     write_merged(&merged, &args.output)?;
@@ -116,7 +116,8 @@ fn animate(args: &MergeArgs) -> anyhow::Result<Outcome> {
 
 /// A whole frame's bytes; a band of one is refused (its bands are merged first).
 fn frame_bytes(path: &Path) -> anyhow::Result<Vec<u8>> {
-    let bytes = theia::input::read(path).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
+    let bytes =
+        theia::io::input::read(path).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
     if is_partial(&bytes) {
         bail!(
             "{}: a band of a frame, not a frame: merge the frame's bands first (theia merge PARTS... -o FRAME.png)",

@@ -21,7 +21,7 @@ use std::process::ExitCode;
 use std::sync::Mutex;
 
 use clap::{Parser, Subcommand};
-use theia::isa::asm::AsmErrors;
+use theia::emu::isa::asm::AsmErrors;
 
 /// Exit status of a command that failed (bad input, I/O, a core fault).
 const EXIT_ERROR: u8 = 2;
@@ -128,7 +128,7 @@ fn interrupted() {
         action();
         return;
     }
-    theia::image::remove_unfinished_writes();
+    theia::io::image::remove_unfinished_writes();
     eprintln!("interrupted");
     std::process::exit(EXIT_INTERRUPTED);
 }

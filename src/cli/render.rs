@@ -15,12 +15,12 @@ use super::frames::{AnimationArgs, FrameJob};
 use super::scene_args::{LoadedScene, SceneArgs};
 use super::shader::{Shader, ShaderArgs};
 use super::Outcome;
-use theia::core::RomVariant;
-use theia::image::partial::{PartialHeader, PartialImage};
-use theia::image::{write_atomically, write_frame};
-use theia::machine::speculate::ChunkStats;
-use theia::machine::ssaa::Supersampler;
-use theia::machine::{Band, Machine, Render, RenderOptions};
+use theia::emu::core::RomVariant;
+use theia::emu::machine::speculate::ChunkStats;
+use theia::emu::machine::ssaa::Supersampler;
+use theia::emu::machine::{Band, Machine, Render, RenderOptions};
+use theia::io::image::partial::{PartialHeader, PartialImage};
+use theia::io::image::{write_atomically, write_frame};
 
 #[derive(Args)]
 pub struct RenderArgs {
@@ -73,7 +73,7 @@ pub fn run(args: RenderArgs) -> anyhow::Result<Outcome> {
         .jobs(args.output.as_deref(), &args.default_output())?;
     // Every output name is checked before the first render, not after it.
     for job in &jobs {
-        theia::image::OutputFormat::from_path(&job.output)?;
+        theia::io::image::OutputFormat::from_path(&job.output)?;
     }
     if args.band.is_some() {
         for job in &jobs {
@@ -166,7 +166,7 @@ fn render_frame(
         false => None,
     };
     if let Some(machine) = &timed {
-        theia::timing::timeable(machine)?;
+        theia::emu::timing::timeable(machine)?;
     }
     let mut first = true;
     let render = render_with_progress(&sampler, !args.quiet, |machine| {

@@ -12,16 +12,16 @@ use anyhow::bail;
 use clap::Args;
 
 use super::shader::Shader;
-use theia::core::RomVariant;
-use theia::machine::ssaa::validate_factor;
-use theia::machine::{AccelMode, RenderOptions};
-use theia::scene::mem::load_scene_dir;
-use theia::scene::obj::{
+use theia::emu::core::RomVariant;
+use theia::emu::machine::ssaa::validate_factor;
+use theia::emu::machine::{AccelMode, RenderOptions};
+use theia::io::scene::mem::load_scene_dir;
+use theia::io::scene::obj::{
     default_scene, load_obj_with_progress, LoadProgress, ObjOptions, UpAxis, ViewPreset,
     DEFAULT_MEMORY_SIDE, INSIDE_FOV_DEGREES,
 };
-use theia::scene::ply::load_ply;
-use theia::scene::Scene;
+use theia::io::scene::ply::load_ply;
+use theia::io::scene::Scene;
 
 /// Row bands an OBJ scene is split into when `--cores` is not given: the hardware's four
 /// cores, so the image does not depend on the host's thread count.
@@ -166,7 +166,7 @@ impl SceneArgs {
     }
 
     /// Loads the scene the arguments name, to be rendered `--ssaa factor` supersampled
-    /// ([`theia::machine::ssaa`]): an OBJ scene's window is fitted as for `factor` times
+    /// ([`theia::emu::machine::ssaa`]): an OBJ scene's window is fitted as for `factor` times
     /// the resolution (so CPPU's division stays exact for the samples), an original scene
     /// is as it is. `orbit_degrees`: the camera turned about the vertical axis (`--orbit`;
     /// OBJ scenes only). `progress`: draw a progress bar on stderr while an OBJ file loads

@@ -7,12 +7,12 @@ use std::sync::Arc;
 
 use anyhow::{bail, Context};
 use clap::{Args, ValueEnum};
-use theia::isa::asm::{assemble, Assembly};
-use theia::isa::Word;
-use theia::machine::fingerprint::Fingerprint;
-use theia::r500;
+use theia::emu::isa::asm::{assemble, Assembly};
+use theia::emu::isa::Word;
+use theia::emu::machine::fingerprint::Fingerprint;
+use theia::stage::r500;
 use theia::stage::{ForeignProgram, NamedVec4, PixelStage};
-use theia::trace::SourceMap;
+use theia::tools::trace::SourceMap;
 
 /// The instruction sets a pixel shader can be written in.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -131,7 +131,7 @@ impl ShaderArgs {
             return Ok(());
         };
         let read =
-            |path: &Path| theia::input::read(path).with_context(|| path.display().to_string());
+            |path: &Path| theia::io::input::read(path).with_context(|| path.display().to_string());
         print.add("shader", &read(path)?);
         let consts_path = consts_path(path);
         if consts_path.exists() {
@@ -158,15 +158,15 @@ pub fn load_foreign(
         ),
         Isa::R500 => Ok(Arc::new(load_r500(path, consts)?)),
         Isa::Pica200 => {
-            let program = load_pica200(path, theia::pica200::asm::Options::default())?;
-            let shader = theia::pica200::PicaShader::new(program, consts)
+            let program = load_pica200(path, theia::stage::pica200::asm::Options::default())?;
+            let shader = theia::stage::pica200::PicaShader::new(program, consts)
                 .map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
             Ok(Arc::new(shader))
         }
     }
 }
 
-/// An R500 program's words; assembler errors stay [`AsmErrors`](theia::isa::asm::AsmErrors), so that they print as
+/// An R500 program's words; assembler errors stay [`AsmErrors`](theia::emu::isa::asm::AsmErrors), so that they print as
 /// every assembler's do.
 pub fn load_r500_words(path: &Path) -> anyhow::Result<Vec<r500::Words>> {
     r500::load_words(path).map_err(|error| match error {
@@ -182,7 +182,7 @@ pub fn load_r500(path: &Path, consts: &[NamedVec4]) -> anyhow::Result<r500::R500
     let mut constants = r500::Constants::default();
     let consts_path = consts_path(path);
     if consts_path.exists() {
-        let text = theia::input::read_to_string(&consts_path)
+        let text = theia::io::input::read_to_string(&consts_path)
             .with_context(|| consts_path.display().to_string())?;
         constants
             .apply_text(&text, &consts_path.display().to_string())
@@ -207,18 +207,18 @@ fn consts_path(program: &Path) -> PathBuf {
 /// Reads a PICA200 program: a SHBIN binary (`.shbin`, its first DVLE) or picasso source.
 pub fn load_pica200(
     path: &Path,
-    options: theia::pica200::asm::Options,
-) -> anyhow::Result<theia::pica200::PicaProgram> {
-    let bytes = theia::input::read(path).with_context(|| path.display().to_string())?;
+    options: theia::stage::pica200::asm::Options,
+) -> anyhow::Result<theia::stage::pica200::PicaProgram> {
+    let bytes = theia::io::input::read(path).with_context(|| path.display().to_string())?;
     let name = path.to_string_lossy().to_ascii_lowercase();
     // A SHBIN by its name or its magic, whatever `--isa pica200` was given.
     if name.ends_with(".shbin") || bytes.starts_with(b"DVLB") {
-        return theia::pica200::shbin::read(&bytes, 0)
+        return theia::stage::pica200::shbin::read(&bytes, 0)
             .map_err(|e| anyhow::anyhow!("{}: {e}", path.display()));
     }
     let source = String::from_utf8(bytes)
         .map_err(|_| anyhow::anyhow!("{}: not UTF-8 text (nor a SHBIN)", path.display()))?;
-    let assembly = theia::pica200::asm::assemble_with(&source, path, options)?;
+    let assembly = theia::stage::pica200::asm::assemble_with(&source, path, options)?;
     for warning in &assembly.warnings {
         eprintln!("{warning}");
     }
@@ -228,7 +228,8 @@ pub fn load_pica200(
 /// Assembles THEIA source; `Assembly::imem` is the instruction memory image (entry table +
 /// user code) the host loads. Prints the assembler's warnings on stderr unless `quiet`.
 pub fn load_theia(path: &Path, quiet: bool) -> anyhow::Result<Assembly> {
-    let source = theia::input::read_to_string(path).with_context(|| path.display().to_string())?;
+    let source =
+        theia::io::input::read_to_string(path).with_context(|| path.display().to_string())?;
     let assembly = assemble(&source, path)?;
     if !quiet {
         for warning in &assembly.warnings {

@@ -21,7 +21,7 @@ fn hold_dir() -> Option<PathBuf> {
 /// Installs the hooks the library offers when the variable is set.
 pub fn install() {
     if hold_dir().is_some() {
-        theia::image::set_before_rename_hook(|temporary| hold_at("write", temporary));
+        theia::io::image::set_before_rename_hook(|temporary| hold_at("write", temporary));
     }
 }
 

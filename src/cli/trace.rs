@@ -1,5 +1,5 @@
 //! `theia trace [SCENE] --pixel X,Y [--shader FILE] [--stats]`: one pixel, instruction by
-//! instruction, on stdout (format: [`theia::trace`]).
+//! instruction, on stdout (format: [`theia::tools::trace`]).
 
 use std::io::Write;
 
@@ -9,9 +9,9 @@ use super::render::print_notes;
 use super::scene_args::SceneArgs;
 use super::shader::{Shader, ShaderArgs};
 use super::Outcome;
-use theia::isa::EntryPoint;
-use theia::machine::Machine;
-use theia::trace::{trace_pixel, TraceError, TraceOptions};
+use theia::emu::isa::EntryPoint;
+use theia::emu::machine::Machine;
+use theia::tools::trace::{trace_pixel, TraceError, TraceOptions};
 
 #[derive(Args)]
 pub struct TraceArgs {

@@ -197,10 +197,10 @@ impl Browser {
         }
     }
 
-    fn screenshot(&mut self) -> Result<theia::image::Rgb8, String> {
+    fn screenshot(&mut self) -> Result<theia::io::image::Rgb8, String> {
         let shot = self.call("Page.captureScreenshot", json!({"format": "png"}))?;
         let bytes = base64(shot["data"].as_str().ok_or("no screenshot data")?);
-        theia::image::decode_image(&bytes)
+        theia::io::image::decode_image(&bytes)
     }
 }
 
@@ -233,7 +233,7 @@ fn base64(text: &str) -> Vec<u8> {
 }
 
 /// Screenshot pixels within 40 of `rgb` in every channel.
-fn count_near(image: &theia::image::Rgb8, rgb: [u8; 3]) -> usize {
+fn count_near(image: &theia::io::image::Rgb8, rgb: [u8; 3]) -> usize {
     image
         .data
         .chunks(3)

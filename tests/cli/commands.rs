@@ -20,7 +20,7 @@ fn render_without_a_scene_writes_the_built_in_scene_to_out_default_png() {
     assert!(stdout.contains(" cores, "), "{stdout}");
     // No progress bar when stderr is not a terminal.
     assert!(!text(&output.stderr).contains("pixels (ETA"));
-    let image = theia::image::read_image(&dir.path().join("out/default.png")).unwrap();
+    let image = theia::io::image::read_image(&dir.path().join("out/default.png")).unwrap();
     assert_eq!((image.width, image.height), (256, 256));
 }
 
@@ -92,7 +92,7 @@ fn compare_follows_cmp_exit_codes() {
         "1 of 2 pixels differ, largest channel difference 7\n  (1, 0): 10 20 30 vs 10 27 30\n"
     );
     // A dimmed to a quarter where equal, magenta where different.
-    let diff = theia::image::read_image(&dir.path().join("d.png")).unwrap();
+    let diff = theia::io::image::read_image(&dir.path().join("d.png")).unwrap();
     assert_eq!(diff.data, vec![0, 0, 0, 255, 0, 255]);
 
     let missing = theia(dir.path(), &["compare", "a.ppm", "nope.png"]);
@@ -277,7 +277,7 @@ fn watch_re_renders_when_the_shader_changes() {
 
     std::fs::write(&shader, black).unwrap();
     wait_for("the second image", &|| watching(3));
-    let second = theia::image::read_image(&image).unwrap();
+    let second = theia::io::image::read_image(&image).unwrap();
     child.kill().unwrap();
     child.wait().unwrap();
     assert_ne!(std::fs::read(&image).unwrap(), first);
@@ -290,9 +290,9 @@ fn watch_re_renders_when_the_shader_changes() {
 /// With several cores failing, the error names the lowest-numbered one, every time.
 #[test]
 fn a_runaway_shader_on_every_core_reports_core_0() {
-    use theia::isa::asm::assemble;
-    use theia::machine::{render, RenderOptions};
-    use theia::scene::obj::{default_scene, ObjOptions};
+    use theia::emu::isa::asm::assemble;
+    use theia::emu::machine::{render, RenderOptions};
+    use theia::io::scene::obj::{default_scene, ObjOptions};
 
     let spin = "ENTRYPOINT_ADRR_PIXELSHADER:\nSPIN:\n JMP SPIN\n";
     let imem = assemble(spin, Path::new("spin.shdr")).unwrap().imem;
@@ -324,10 +324,10 @@ fn a_runaway_shader_on_every_core_reports_core_0() {
 
 #[test]
 fn ssaa_averages_the_samples_of_a_render_at_k_times_the_resolution() {
-    use theia::machine::{render, RenderOptions};
-    use theia::scene::obj::{load_obj_text, MemoryAssets, ObjOptions};
+    use theia::emu::machine::{render, RenderOptions};
+    use theia::io::scene::obj::{load_obj_text, MemoryAssets, ObjOptions};
 
-    let obj = theia::scene::generate::uv_sphere_obj(16, 8);
+    let obj = theia::io::scene::generate::uv_sphere_obj(16, 8);
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("sphere.obj"), &obj).unwrap();
     let output = theia(
@@ -353,7 +353,7 @@ fn ssaa_averages_the_samples_of_a_render_at_k_times_the_resolution() {
         summary.starts_with("ssaa.png: 40x30 pixels (4 samples each, 80x60 rendered), "),
         "{summary}"
     );
-    let image = theia::image::read_image(&dir.path().join("ssaa.png")).unwrap();
+    let image = theia::io::image::read_image(&dir.path().join("ssaa.png")).unwrap();
 
     // The samples: the same model at 80x60 through the library (the fixed ROM's images do
     // not depend on the bands), each output word the rounded mean of its four samples'
@@ -369,7 +369,7 @@ fn ssaa_averages_the_samples_of_a_render_at_k_times_the_resolution() {
     let samples = render(
         &scene,
         &RenderOptions {
-            rom: theia::core::RomVariant::Fixed,
+            rom: theia::emu::core::RomVariant::Fixed,
             ..RenderOptions::default()
         },
     )
@@ -388,7 +388,7 @@ fn ssaa_averages_the_samples_of_a_render_at_k_times_the_resolution() {
                     }
                 };
                 let sum = sample(0, 0) + sample(1, 0) + sample(0, 1) + sample(1, 1);
-                theia::image::channel_byte((sum + 2) / 4)
+                theia::io::image::channel_byte((sum + 2) / 4)
             });
             lit += usize::from(expected != [0; 3]);
             assert_eq!(image.pixel(x as u32, y as u32), expected, "({x}, {y})");
@@ -434,7 +434,7 @@ fn ssaa_4_at_1920x1080_renders_past_the_loaders_resolution_limit() {
         summary.starts_with("big.png: 1920x1080 pixels (16 samples each, 7680x4320 rendered), "),
         "{summary}"
     );
-    let image = theia::image::read_image(&dir.path().join("big.png")).unwrap();
+    let image = theia::io::image::read_image(&dir.path().join("big.png")).unwrap();
     assert_eq!((image.width, image.height), (1920, 1080));
     // Lit inside, black outside, and edge pixels in between (some of their 16 samples hit).
     let levels: std::collections::BTreeSet<[u8; 3]> = (0..1920 * 1080)
@@ -504,7 +504,7 @@ fn the_fixed_rom_is_the_same_image_on_any_number_of_cores_for_a_mem_scene() {
 fn accel_modes_and_no_cull_give_the_same_image() {
     let dir = tempfile::tempdir().unwrap();
     // Enough triangles (AccelUse::AUTO_TRIANGLES) for auto to build the structure.
-    let sphere = theia::scene::generate::uv_sphere_obj(32, 16);
+    let sphere = theia::io::scene::generate::uv_sphere_obj(32, 16);
     std::fs::write(dir.path().join("sphere.obj"), sphere).unwrap();
     let scene = ["sphere.obj", "--width", "48", "--height", "36"];
     let (auto, summary) = rendered(dir.path(), &scene, &["--accel", "auto"]);
@@ -594,7 +594,7 @@ fn bench_scaling_row_names_what_it_expected() {
 #[test]
 fn up_z_renders_a_z_up_copy_as_the_y_up_original() {
     let dir = tempfile::tempdir().unwrap();
-    let obj = theia::scene::generate::displaced_icosphere_obj(2, 0.08);
+    let obj = theia::io::scene::generate::displaced_icosphere_obj(2, 0.08);
     let negated = |c: &str| c.strip_prefix('-').map_or(format!("-{c}"), str::to_string);
     let z_up: String = obj
         .lines()

@@ -7,7 +7,7 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use common::{text, theia};
-use theia::scene::obj::{load_obj, ObjOptions};
+use theia::io::scene::obj::{load_obj, ObjOptions};
 
 /// Runs theia in `dir`, expecting exit status 2 within `seconds`; returns stderr.
 fn fails_within(dir: &Path, seconds: u64, args: &[&str]) -> String {

@@ -7,7 +7,7 @@ use crate::common;
 use std::path::Path;
 
 use common::{text, theia, theia_ok as ok};
-use theia::image::partial::PartialImage;
+use theia::io::image::partial::PartialImage;
 
 /// Runs theia in `dir`, expecting exit status 2; returns stderr.
 fn fails(dir: &Path, args: &[&str]) -> String {
@@ -103,7 +103,7 @@ fn bands_with_the_acceleration_structure_merge_identically_whatever_their_first_
     // 1,280 triangles: the structure is built (512 or more), per band for its own rows;
     // 5 cores of 9 rows in 3 bands start at rows 0, 18 and 36, not on the 4-row tiles of the
     // whole frame.
-    let mesh = theia::scene::generate::displaced_icosphere_obj(3, 0.15);
+    let mesh = theia::io::scene::generate::displaced_icosphere_obj(3, 0.15);
     std::fs::write(dir.join("mesh.obj"), mesh).unwrap();
     render_split(
         dir,
@@ -492,7 +492,7 @@ fn overlapping_partition_lines_are_refused_at_once() {
     );
     let mut part = PartialImage::from_png(&read(dir, "b.png")).unwrap();
     part.header.partitions = vec![part.header.partitions[0]; 100_000];
-    part.header.partitions[0] = theia::scene::Partition::rows(64, 0, 64);
+    part.header.partitions[0] = theia::io::scene::Partition::rows(64, 0, 64);
     // to_png writes whatever header it is given; the reader must refuse it.
     let crafted = part.to_png();
     std::fs::write(dir.join("crafted.png"), &crafted).unwrap();

@@ -171,7 +171,7 @@ fn sigterm_or_sigint_while_writing_removes_the_temporary_file() {
             temporary.parent().unwrap(),
             dir.path().canonicalize().unwrap()
         );
-        assert!(theia::image::read_image(&temporary).is_ok());
+        assert!(theia::io::image::read_image(&temporary).is_ok());
         held.signal(signal);
         let output = held.wait();
         assert_eq!(output.status.code(), Some(130), "signal {signal}");
@@ -204,7 +204,7 @@ fn released_holds_write_the_image() {
     std::fs::write(held.hold.path().join("write.release"), "").unwrap();
     let output = held.wait();
     assert!(output.status.success(), "{}", text(&output.stderr));
-    let image = theia::image::read_image(&dir.path().join("out.png")).unwrap();
+    let image = theia::io::image::read_image(&dir.path().join("out.png")).unwrap();
     assert_eq!((image.width, image.height), (32, 24));
     assert_eq!(names_in(dir.path()), ["out.png"]);
 }
@@ -222,7 +222,7 @@ fn a_full_disk_leaves_the_old_output_and_no_temporary_file() {
             std::env::var("THEIA_REQUIRE_CONFORMANCE").as_deref() != Ok("1"),
             "CI needs `unshare --map-root-user --mount` for the full-disk test"
         );
-        eprintln!("no mount namespaces here: the full disk is only simulated (src/image.rs)");
+        eprintln!("no mount namespaces here: the full disk is only simulated (src/io/image.rs)");
         return;
     }
     let dir = tempfile::tempdir().unwrap();

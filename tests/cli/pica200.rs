@@ -6,12 +6,12 @@ use crate::common;
 
 use serde_json::Value;
 use std::path::Path;
-use theia::pica200::interp::State;
+use theia::stage::pica200::interp::State;
 
-use theia::pica200::asm::{self, Options};
-use theia::pica200::decode::PicaWord;
-use theia::pica200::{disasm, shbin};
-use theia::pica200::{f24, PicaProgram, PicaShader};
+use theia::stage::pica200::asm::{self, Options};
+use theia::stage::pica200::decode::PicaWord;
+use theia::stage::pica200::{disasm, shbin};
+use theia::stage::pica200::{f24, PicaProgram, PicaShader};
 
 fn json(relative: &str) -> Value {
     let path = common::shared_path(&format!("conformance/pica200/{relative}"));
@@ -589,10 +589,10 @@ mod render {
 
     use super::*;
     use std::sync::Arc;
-    use theia::core::alu::ONE;
-    use theia::machine::{render, Frame, RenderOptions};
-    use theia::scene::obj::{default_scene, ObjOptions};
-    use theia::scene::Scene;
+    use theia::emu::core::alu::ONE;
+    use theia::emu::machine::{render, Frame, RenderOptions};
+    use theia::io::scene::obj::{default_scene, ObjOptions};
+    use theia::io::scene::Scene;
 
     const SIZE: u32 = 96;
 
@@ -948,7 +948,7 @@ mod words {
 
     use super::*;
     use proptest::prelude::*;
-    use theia::pica200::opcodes::{by_opcode, Format, PicaOp};
+    use theia::stage::pica200::opcodes::{by_opcode, Format, PicaOp};
 
     /// The bits a word's format defines.
     fn defined_bits(word: u32) -> u32 {

@@ -6,7 +6,7 @@ use crate::model;
 
 use std::path::{Path, PathBuf};
 
-use theia::r500::{self, Words};
+use theia::stage::r500::{self, Words};
 
 fn r500_dir(folder: &str) -> PathBuf {
     common::shared_path(&format!("conformance/r500/{folder}"))
@@ -33,7 +33,7 @@ fn round_trip(program: &[Words], name: &str) {
 
 /// The fields where two encodings of one instruction differ, as `NAME a -> b`.
 fn differing_fields(a: &Words, b: &Words) -> Vec<String> {
-    use theia::r500::fields as f;
+    use theia::stage::r500::fields as f;
     let ty = f::TYPE.get(a);
     f::CMN
         .iter()
@@ -118,7 +118,7 @@ fn every_mesa_program_round_trips_words_text_words() {
 // ---------------------------------------------------------------------------------------
 // The interpreter, op by op. Expected values are closed forms worked by hand.
 
-use theia::r500::interp::{Constants, Pixel, R500Program, Texture};
+use theia::stage::r500::interp::{Constants, Pixel, R500Program, Texture};
 use theia::stage::{ForeignProgram, NamedVec4};
 
 fn program(source: &str, constants: Constants) -> R500Program {
@@ -603,11 +603,11 @@ fn assembler_errors_name_file_line_and_column() {
 // position and the independent model of the ROM's closest hit (tests/model).
 
 use std::sync::Arc;
-use theia::core::alu::{Vec3, ONE};
-use theia::machine::{render, Frame, RenderOptions};
-use theia::scene::generate::uv_sphere_obj;
-use theia::scene::obj::{default_scene, load_obj_text, MemoryAssets, ObjOptions};
-use theia::scene::Scene;
+use theia::emu::core::alu::{Vec3, ONE};
+use theia::emu::machine::{render, Frame, RenderOptions};
+use theia::io::scene::generate::uv_sphere_obj;
+use theia::io::scene::obj::{default_scene, load_obj_text, MemoryAssets, ObjOptions};
+use theia::io::scene::Scene;
 
 fn example(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -775,7 +775,7 @@ fn checker_example_halves_the_colour_on_dark_squares() {
 /// so every field has a way into the text and back (a fixed-seed xorshift, no new crate).
 #[test]
 fn random_valid_instructions_round_trip_through_the_text() {
-    use theia::r500::fields as f;
+    use theia::stage::r500::fields as f;
     let mut state = 0x9E37_79B9_7F4A_7C15u64;
     let mut random = move || {
         state ^= state << 13;

@@ -6,12 +6,12 @@ use crate::model;
 
 use std::path::Path;
 
-use theia::core::rom::RomVariant;
-use theia::machine::hits::{isolated_hits, Artifact, PixelHit};
-use theia::machine::{render, AccelUse, Frame, RenderOptions};
-use theia::scene::generate::{displaced_icosphere_obj, uv_sphere_obj};
-use theia::scene::obj::ObjOptions;
-use theia::scene::Scene;
+use theia::emu::core::rom::RomVariant;
+use theia::emu::machine::hits::{isolated_hits, Artifact, PixelHit};
+use theia::emu::machine::{render, AccelUse, Frame, RenderOptions};
+use theia::io::scene::generate::{displaced_icosphere_obj, uv_sphere_obj};
+use theia::io::scene::obj::ObjOptions;
+use theia::io::scene::Scene;
 
 fn scene(obj: &str, size: u32) -> Scene {
     let options = ObjOptions {
@@ -109,7 +109,7 @@ fn assert_classes_follow_the_model(
     pixels: impl Iterator<Item = usize>,
 ) -> usize {
     let width = mesh.width() as usize;
-    let one = model::as_f64(theia::core::alu::ONE);
+    let one = model::as_f64(theia::emu::core::alu::ONE);
     let mut artifacts = 0;
     for k in pixels {
         let (x, y) = ((k % width) as u32, (k / width) as u32);
@@ -176,10 +176,10 @@ fn theia_ok(dir: &Path, args: &[&str]) -> String {
 /// trace` marks one such pixel's hit `ARTIFACT:`.
 #[test]
 fn the_summary_counts_artifacts_and_trace_marks_one() {
-    use theia::machine::hits::PixelHit;
-    use theia::scene::obj::{load_obj_text, MemoryAssets, ObjOptions};
+    use theia::emu::machine::hits::PixelHit;
+    use theia::io::scene::obj::{load_obj_text, MemoryAssets, ObjOptions};
     let dir = tempfile::tempdir().unwrap();
-    let obj = theia::scene::generate::displaced_icosphere_obj(6, 0.08);
+    let obj = theia::io::scene::generate::displaced_icosphere_obj(6, 0.08);
     std::fs::write(dir.path().join("mesh.obj"), &obj).unwrap();
     let options = ObjOptions {
         width: 64,
@@ -189,7 +189,7 @@ fn the_summary_counts_artifacts_and_trace_marks_one() {
     let scene = load_obj_text(&obj, Path::new("mesh.obj"), &MemoryAssets(&[]), &options)
         .unwrap()
         .scene;
-    let frame = theia::machine::render(&scene, &Default::default())
+    let frame = theia::emu::machine::render(&scene, &Default::default())
         .unwrap()
         .frame;
     let artifacts = frame.artifact_pixels();
@@ -246,7 +246,7 @@ fn the_summary_counts_artifacts_and_trace_marks_one() {
 /// third of each neighbour's brightness: a ray through a crack meets the far side from
 /// inside) in `frame`.
 fn cracks(frame: &Frame) -> (usize, usize) {
-    let image = theia::image::Rgb8::from_frame(frame);
+    let image = theia::io::image::Rgb8::from_frame(frame);
     let (w, h) = (frame.width, frame.height);
     let brightness = |x: u32, y: u32| image.pixel(x, y).iter().map(|&c| u32::from(c)).sum::<u32>();
     let hit = |x: u32, y: u32| frame.hits[(y * w + x) as usize].is_hit();

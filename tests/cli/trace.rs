@@ -6,13 +6,13 @@ use crate::common;
 use crate::model;
 
 use model::{as_f64, closest_hit, primary_ray};
-use theia::core::alu::Vec3;
-use theia::isa::registers::register_address;
-use theia::isa::EntryPoint;
-use theia::machine::{render, Machine, RenderOptions};
-use theia::scene::mem::load_scene_dir;
-use theia::scene::{config_row, Scene};
-use theia::trace::{trace_pixel, PixelTrace, TraceError, TraceOptions};
+use theia::emu::core::alu::Vec3;
+use theia::emu::isa::registers::register_address;
+use theia::emu::isa::EntryPoint;
+use theia::emu::machine::{render, Machine, RenderOptions};
+use theia::io::scene::mem::load_scene_dir;
+use theia::io::scene::{config_row, Scene};
+use theia::tools::trace::{trace_pixel, PixelTrace, TraceError, TraceOptions};
 
 fn example3() -> Scene {
     load_scene_dir(&common::conformance("scenes_example3")).expect("scenes_example3 loads")
@@ -131,7 +131,7 @@ fn traced_pixels_match_the_full_render() {
         assert_eq!(traced.output.to_vec(), words, "pixel ({x}, {y})");
         let bytes = traced
             .output
-            .map(|w| theia::image::channel_byte(w.unwrap()));
+            .map(|w| theia::io::image::channel_byte(w.unwrap()));
         if let Some(rgb) = rgb {
             assert_eq!(bytes, rgb, "pixel ({x}, {y})");
         }
@@ -345,7 +345,7 @@ total                                      2561         31923
     );
     assert_eq!(text(&output.stdout), expected);
     // The pixel's colour is the reference image's.
-    let reference = theia::image::read_image(&dir.join("Reference.ppm")).unwrap();
+    let reference = theia::io::image::read_image(&dir.join("Reference.ppm")).unwrap();
     assert_eq!(reference.pixel(80, 80), [76, 45, 20]);
 }
 
@@ -417,7 +417,7 @@ fn max_steps_is_a_per_pixel_budget() {
     assert!(output.status.success(), "{}", text(&output.stderr));
     let plain = theia(dir.path(), &["render", scene, "-o", "plain.png", "-q"]);
     assert!(plain.status.success());
-    let read = |name: &str| theia::image::read_image(&dir.path().join(name)).unwrap();
+    let read = |name: &str| theia::io::image::read_image(&dir.path().join(name)).unwrap();
     assert_eq!(read("counted.png"), read("plain.png"));
 
     let output = render("500", "short.png");

@@ -228,10 +228,10 @@ fn frame_generation(state: &str) -> Option<u64> {
     number(&state[state.find("\"frame\":{")?..], "generation")
 }
 
-fn png_pixels(reply: &Reply) -> theia::image::Rgb8 {
+fn png_pixels(reply: &Reply) -> theia::io::image::Rgb8 {
     assert_eq!(reply.status, 200, "{}", reply.text());
     assert_eq!(reply.content_type(), "image/png");
-    theia::image::decode_image(&reply.body).unwrap()
+    theia::io::image::decode_image(&reply.body).unwrap()
 }
 
 #[test]
@@ -559,11 +559,11 @@ fn repository_file(path: &str) -> String {
 }
 
 /// The frame `theia render` makes of the same scene, in `dir`.
-fn rendered_by_cli(dir: &std::path::Path, options: &[&str]) -> theia::image::Rgb8 {
+fn rendered_by_cli(dir: &std::path::Path, options: &[&str]) -> theia::io::image::Rgb8 {
     let mut args = vec!["render", "--output", "cli.png"];
     args.extend_from_slice(options);
     common::theia_ok(dir, &args);
-    theia::image::decode_image(&std::fs::read(dir.join("cli.png")).unwrap()).unwrap()
+    theia::io::image::decode_image(&std::fs::read(dir.join("cli.png")).unwrap()).unwrap()
 }
 
 #[test]
@@ -622,8 +622,8 @@ fn a_scene_directory_starts_with_its_own_program_disassembled_or_the_pass_throug
     let view = View::launch(None, &[scene.to_str().unwrap()]);
     let source = view.starter();
     assert!(source.starts_with("// The program of"), "{source}");
-    let words = theia::scene::mem::read_instructions(&scene.join("Instructions.mem")).unwrap();
-    let assembled = theia::isa::asm::assemble(&source, std::path::Path::new("starter"))
+    let words = theia::io::scene::mem::read_instructions(&scene.join("Instructions.mem")).unwrap();
+    let assembled = theia::emu::isa::asm::assemble(&source, std::path::Path::new("starter"))
         .unwrap_or_else(|e| panic!("{e}\n{source}"))
         .imem;
     assert_eq!(assembled, words);

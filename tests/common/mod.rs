@@ -61,9 +61,9 @@ pub fn theia_fails(dir: &std::path::Path, args: &[&str]) -> String {
 /// Generated OBJ text (named `generated.obj`, no MTL or textures) loaded with `options`.
 pub fn generated_scene(
     text: &str,
-    options: &::theia::scene::obj::ObjOptions,
-) -> ::theia::scene::Scene {
-    use ::theia::scene::obj::{load_obj_text, MemoryAssets};
+    options: &::theia::io::scene::obj::ObjOptions,
+) -> ::theia::io::scene::Scene {
+    use ::theia::io::scene::obj::{load_obj_text, MemoryAssets};
     load_obj_text(
         text,
         std::path::Path::new("generated.obj"),

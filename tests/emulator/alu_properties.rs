@@ -1,9 +1,9 @@
 //! Properties of the bit-exact ALU against the closed forms of the spec (alu_semantics.md §2,
-//! §4 and §6), each computed here independently of `theia::core::alu`: wide integer
+//! §4 and §6), each computed here independently of `theia::emu::core::alu`: wide integer
 //! arithmetic, a separate radix-4 multiplier model and the spec's tables.
 
 use proptest::prelude::*;
-use theia::core::alu::*;
+use theia::emu::core::alu::*;
 
 const ONE_Q: i64 = 1 << 17;
 

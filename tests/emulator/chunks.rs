@@ -8,14 +8,14 @@ use crate::common;
 
 use std::path::Path;
 
-use theia::core::RomVariant;
-use theia::isa::asm::assemble;
-use theia::machine::speculate::{ChunkStats, Chunking};
-use theia::machine::{render, AccelUse, Band, Lockstep, Machine, Render, RenderOptions};
-use theia::scene::generate::displaced_icosphere_obj;
-use theia::scene::mem::load_scene_dir;
-use theia::scene::obj::{default_scene, ObjOptions};
-use theia::scene::Scene;
+use theia::emu::core::RomVariant;
+use theia::emu::isa::asm::assemble;
+use theia::emu::machine::speculate::{ChunkStats, Chunking};
+use theia::emu::machine::{render, AccelUse, Band, Lockstep, Machine, Render, RenderOptions};
+use theia::io::scene::generate::displaced_icosphere_obj;
+use theia::io::scene::mem::load_scene_dir;
+use theia::io::scene::obj::{default_scene, ObjOptions};
+use theia::io::scene::Scene;
 
 /// `options` rendered on `threads` host threads, with chunks of `pixels` (`None`: the
 /// default cut).
@@ -87,7 +87,7 @@ fn obj_scene(obj: &str, size: u32, cores: u32) -> Scene {
     common::generated_scene(obj, &options)
 }
 
-fn shader(source: &str) -> Vec<theia::isa::Word> {
+fn shader(source: &str) -> Vec<theia::emu::isa::Word> {
     assemble(source, Path::new("test.shdr"))
         .expect("the shader assembles")
         .imem

@@ -4,11 +4,11 @@ use crate::common;
 
 use std::collections::BTreeSet;
 
-use theia::core::RomVariant;
-use theia::image::{compare, parse_p3, read_image, test_bench_ppm, Rgb8};
-use theia::machine::{render, RenderOptions};
-use theia::scene::mem::load_scene_dir;
-use theia::scene::{Partition, Scene};
+use theia::emu::core::RomVariant;
+use theia::emu::machine::{render, RenderOptions};
+use theia::io::image::{compare, parse_p3, read_image, test_bench_ppm, Rgb8};
+use theia::io::scene::mem::load_scene_dir;
+use theia::io::scene::{Partition, Scene};
 
 fn load(name: &str) -> (Scene, std::path::PathBuf) {
     let dir = common::conformance(name);

@@ -7,18 +7,18 @@ use crate::common;
 use crate::model;
 
 use std::sync::Arc;
-use theia::core::RomVariant;
-use theia::image::{read_image, Rgb8};
-use theia::isa::registers::{register_address, EntryPoint};
-use theia::isa::{Opcode, Word};
+use theia::emu::core::RomVariant;
+use theia::emu::isa::registers::{register_address, EntryPoint};
+use theia::emu::isa::{Opcode, Word};
+use theia::io::image::{read_image, Rgb8};
 
-use theia::machine::accel::{check_tile_claims, Accel, Tile};
-use theia::machine::cull::{Culler, Refusal};
-use theia::machine::hits::{Artifact, PixelHit};
-use theia::machine::{render, AccelUse, Machine, Render, RenderOptions};
-use theia::scene::generate::{displaced_icosphere_obj, uv_sphere_obj};
-use theia::scene::obj::{default_scene, ObjOptions};
-use theia::scene::Scene;
+use theia::emu::machine::accel::{check_tile_claims, Accel, Tile};
+use theia::emu::machine::cull::{Culler, Refusal};
+use theia::emu::machine::hits::{Artifact, PixelHit};
+use theia::emu::machine::{render, AccelUse, Machine, Render, RenderOptions};
+use theia::io::scene::generate::{displaced_icosphere_obj, uv_sphere_obj};
+use theia::io::scene::obj::{default_scene, ObjOptions};
+use theia::io::scene::Scene;
 
 const CONFORMANCE_SCENES: [&str; 4] = [
     "scenes_example1",
@@ -113,7 +113,7 @@ fn assert_identical(scene: &Scene, options: &RenderOptions, label: &str) -> Rend
 
 fn conformance_scene(name: &str) -> Scene {
     let dir = common::conformance(name);
-    theia::scene::mem::load_scene_dir(&dir).expect("conformance scene loads")
+    theia::io::scene::mem::load_scene_dir(&dir).expect("conformance scene loads")
 }
 
 #[test]
@@ -511,7 +511,7 @@ fn scene_of(triangles: &[[[f64; 3]; 3]], size: u32) -> Scene {
 /// and radius), in world units.
 fn template_view() -> ([f64; 3], [f64; 3], f64) {
     let scene = generated(&uv_sphere_obj(8, 4), 8, true);
-    let camera = scene.config[theia::scene::config_row::CAMERA_POSITION]
+    let camera = scene.config[theia::io::scene::config_row::CAMERA_POSITION]
         .map(|w| f64::from(w as i32) / 131072.0);
     let (mut lo, mut hi) = ([f64::MAX; 3], [f64::MIN; 3]);
     for triangle in &scene.triangles {
@@ -563,7 +563,7 @@ fn a_hit_through_wrap_around_is_the_same_in_every_mode() {
         let machine = Machine::new(&scene, &RenderOptions::default()).expect("starts");
         let culler = machine.culler().expect("culling applies");
         let biu = culler.reject_state(0, raw_ray);
-        if theia::machine::cull::exact_verdict(biu.h2, biu.h3, biu.delta).is_none()
+        if theia::emu::machine::cull::exact_verdict(biu.h2, biu.h3, biu.delta).is_none()
             && (biu.u as i32) > (1 << 17)
         {
             found = Some(scene);
@@ -688,7 +688,7 @@ proptest::proptest! {
             .map(|&t| random_triangle(t, camera, centre, radius))
             .collect();
         let mut scene = scene_of(&vertices, 8);
-        scene.config[theia::scene::config_row::CAMERA_POSITION] = camera.map(q);
+        scene.config[theia::io::scene::config_row::CAMERA_POSITION] = camera.map(q);
         let options = RenderOptions {
             rom: if fixed_rom { RomVariant::Fixed } else { RomVariant::Faithful },
             imem: reads_biu.then(biu_reading_shader),
@@ -745,7 +745,7 @@ fn batches_of_tile_rows_change_nothing() {
             "5 cores, the second band of 2",
             RenderOptions {
                 cores: Some(5),
-                band: Some(theia::machine::Band { index: 1, count: 2 }),
+                band: Some(theia::emu::machine::Band { index: 1, count: 2 }),
                 ..Default::default()
             },
         ),

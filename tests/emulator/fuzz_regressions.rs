@@ -4,9 +4,9 @@
 
 use std::path::Path;
 
-use theia::image::{decode_image, parse_p3};
-use theia::scene::mem::{parse_params, read_hex_words};
-use theia::scene::obj::{load_obj_text, MemoryAssets, ObjOptions};
+use theia::io::image::{decode_image, parse_p3};
+use theia::io::scene::mem::{parse_params, read_hex_words};
+use theia::io::scene::obj::{load_obj_text, MemoryAssets, ObjOptions};
 
 fn hex_error(text: &str) -> String {
     match read_hex_words(text, Path::new("Params.mem")) {
@@ -147,7 +147,7 @@ fn decoded_ppm_bytes_get_the_same_checks() {
 /// obj target: a texture or normal index reaching before the first `vt`/`vn` overflows
 /// `vt * 2` / `vn * 3` inside tobj 4.0.5 (lib.rs:852 and :860, "attempt to multiply with
 /// overflow") in builds with overflow checks (release builds wrap and then refuse the
-/// index). The OBJ validator (src/scene/obj/parse.rs) refuses a bad `vt` index before tobj
+/// index). The OBJ validator (src/io/scene/obj/parse.rs) refuses a bad `vt` index before tobj
 /// sees it, and drops every `vn` index (normals are not used).
 #[test]
 fn obj_relative_index_before_the_first_vt_or_vn_is_an_error_or_a_warning() {
@@ -175,7 +175,7 @@ fn obj_relative_index_before_the_first_vt_or_vn_is_an_error_or_a_warning() {
 /// PICA200 sources that once could panic or reserve huge memory: each is a located error.
 #[test]
 fn pica200_sizes_out_of_range_are_errors() {
-    use theia::pica200::asm::assemble;
+    use theia::stage::pica200::asm::assemble;
     for (source, expected) in [
         (
             ".constfa big[99999999999]\n",
@@ -198,7 +198,7 @@ fn pica200_sizes_out_of_range_are_errors() {
         assert!(error.starts_with(expected), "{source:?}: {error}");
     }
     // A --const name starting with a multibyte character is refused, not split mid-char.
-    let program = theia::pica200::PicaProgram {
+    let program = theia::stage::pica200::PicaProgram {
         code: vec![0x88000000],
         ..Default::default()
     };
@@ -206,18 +206,18 @@ fn pica200_sizes_out_of_range_are_errors() {
         name: "ç1".to_string(),
         value: [0.0; 4],
     };
-    assert!(theia::pica200::PicaShader::new(program, &[named]).is_err());
+    assert!(theia::stage::pica200::PicaShader::new(program, &[named]).is_err());
 }
 
 /// Found by fuzz target `pica_asm`: an empty `.proc main` assembles to no words, and its
 /// listing left `main` out, so the listing did not re-assemble.
 #[test]
 fn pica200_an_empty_main_s_listing_reassembles() {
-    use theia::pica200::asm::{assemble, assemble_with, Options};
+    use theia::stage::pica200::asm::{assemble, assemble_with, Options};
     let file = Path::new("t.pica");
     let program = assemble(".proc main\n.end\n", file).unwrap().program;
     assert!(program.code.is_empty());
-    let listing = theia::pica200::disasm::listing(&program);
+    let listing = theia::stage::pica200::disasm::listing(&program);
     let options = Options {
         allow_input_pairs: true,
         auto_nop: false,

@@ -6,10 +6,10 @@ use crate::common;
 use std::path::Path;
 
 use proptest::prelude::*;
-use theia::core::rom::{rom, RomVariant, ROM_LEN, ROM_SOURCE};
-use theia::isa::asm::{assemble, assemble_rom, Assembly, Severity};
-use theia::isa::registers::EntryPoint;
-use theia::isa::{disassemble, listing, rom_listing, Word, OPCODES};
+use theia::emu::core::rom::{rom, RomVariant, ROM_LEN, ROM_SOURCE};
+use theia::emu::isa::asm::{assemble, assemble_rom, Assembly, Severity};
+use theia::emu::isa::registers::EntryPoint;
+use theia::emu::isa::{disassemble, listing, rom_listing, Word, OPCODES};
 
 const EXAMPLES: [(&str, &str, &str); 3] = [
     (
@@ -456,7 +456,7 @@ fn faithful_rom_equals_the_spec_rom_words() {
         // The file also lists the first undefined address (280).
         let ours = faithful
             .get(address)
-            .map_or(theia::isa::UNDEFINED_ROM_WORD, |w| *w);
+            .map_or(theia::emu::isa::UNDEFINED_ROM_WORD, |w| *w);
         assert_eq!(
             ours,
             Word(word),
@@ -536,7 +536,7 @@ fn rom_mode_immediates_and_entry_addresses() {
 #[cfg_attr(not(conformance_data), ignore = "needs ../shared")]
 fn example1_equals_the_scenes_instructions_mem() {
     let dir = common::conformance("scenes_example3");
-    let shipped = theia::scene::mem::read_instructions(&dir.join("Instructions.mem")).unwrap();
+    let shipped = theia::io::scene::mem::read_instructions(&dir.join("Instructions.mem")).unwrap();
     assert_eq!(asm(EXAMPLES[0].1).imem, shipped);
     let text = std::fs::read_to_string(dir.join("Instructions.mem")).unwrap();
     assert_eq!(

@@ -9,12 +9,12 @@ use crate::model;
 
 use std::path::Path;
 
-use theia::core::RomVariant;
-use theia::image::{read_image, Rgb8};
-use theia::isa::asm::assemble;
-use theia::machine::{render, Lockstep, Render, RenderOptions};
-use theia::scene::obj::{default_scene, ObjOptions};
-use theia::scene::Scene;
+use theia::emu::core::RomVariant;
+use theia::emu::isa::asm::assemble;
+use theia::emu::machine::{render, Lockstep, Render, RenderOptions};
+use theia::io::image::{read_image, Rgb8};
+use theia::io::scene::obj::{default_scene, ObjOptions};
+use theia::io::scene::Scene;
 
 fn render_with(scene: &Scene, options: &RenderOptions, lockstep: Lockstep) -> Render {
     render(
@@ -68,7 +68,7 @@ fn every_conformance_scene_is_identical_with_both_roms() {
         "shaders_example1",
     ] {
         let dir = common::conformance(name);
-        let scene = theia::scene::mem::load_scene_dir(&dir).expect("conformance scene loads");
+        let scene = theia::io::scene::mem::load_scene_dir(&dir).expect("conformance scene loads");
         for rom in [RomVariant::Faithful, RomVariant::Fixed] {
             let options = RenderOptions {
                 rom,
@@ -86,7 +86,7 @@ fn every_conformance_scene_is_identical_with_both_roms() {
 #[cfg_attr(not(conformance_data), ignore = "needs ../shared")]
 fn other_core_counts_are_identical() {
     let dir = common::conformance("scenes_example3");
-    let scene = theia::scene::mem::load_scene_dir(&dir).expect("conformance scene loads");
+    let scene = theia::io::scene::mem::load_scene_dir(&dir).expect("conformance scene loads");
     for cores in [3, 8, 11, 16] {
         let options = RenderOptions {
             cores: Some(cores),
@@ -102,7 +102,7 @@ fn other_core_counts_are_identical() {
 #[cfg_attr(not(conformance_data), ignore = "needs ../shared")]
 fn example3_in_lockstep_is_its_reference() {
     let dir = common::conformance("scenes_example3");
-    let scene = theia::scene::mem::load_scene_dir(&dir).expect("conformance scene loads");
+    let scene = theia::io::scene::mem::load_scene_dir(&dir).expect("conformance scene loads");
     let reference = read_image(&dir.join("Reference.ppm")).expect("the reference reads");
     let options = RenderOptions {
         culling: false,
@@ -213,7 +213,7 @@ fn a_fault_in_a_group_is_reported_as_alone() {
 fn a_raised_cancel_flag_stops_the_render() {
     use std::sync::atomic::AtomicBool;
     use std::sync::Arc;
-    use theia::machine::{Machine, RenderError};
+    use theia::emu::machine::{Machine, RenderError};
 
     let scene = default_scene::load(&ObjOptions {
         width: 32,

@@ -6,12 +6,12 @@ use std::time::Instant;
 
 use crate::model;
 
-use theia::core::RomVariant;
-use theia::image::Rgb8;
-use theia::machine::{render, RenderOptions};
-use theia::scene::generate::uv_sphere_obj;
-use theia::scene::obj::{default_scene, load_obj, load_obj_text, ObjOptions, ViewPreset};
-use theia::scene::{Partition, Scene};
+use theia::emu::core::RomVariant;
+use theia::emu::machine::{render, RenderOptions};
+use theia::io::image::Rgb8;
+use theia::io::scene::generate::uv_sphere_obj;
+use theia::io::scene::obj::{default_scene, load_obj, load_obj_text, ObjOptions, ViewPreset};
+use theia::io::scene::{Partition, Scene};
 
 const RED: [u8; 3] = [255, 0, 0];
 const BLACK: [u8; 3] = [0, 0, 0];
@@ -31,7 +31,7 @@ fn cores(n: u32) -> RenderOptions {
 fn preview(image: &Rgb8, name: &str) {
     if let Some(dir) = std::env::var_os("THEIA_PREVIEW_DIR") {
         let path = PathBuf::from(dir).join(format!("{name}.png"));
-        std::fs::write(&path, theia::image::png_bytes(image)).unwrap();
+        std::fs::write(&path, theia::io::image::png_bytes(image)).unwrap();
     }
 }
 
@@ -59,7 +59,9 @@ fn uniform(side: u32, rgb: [u8; 3]) -> Vec<u8> {
     png(&image::RgbImage::from_pixel(side, side, image::Rgb(rgb)))
 }
 
-fn error_of(result: Result<theia::scene::obj::ObjScene, theia::scene::SceneError>) -> String {
+fn error_of(
+    result: Result<theia::io::scene::obj::ObjScene, theia::io::scene::SceneError>,
+) -> String {
     result.expect_err("an error").to_string()
 }
 
@@ -223,7 +225,7 @@ fn quad_options() -> ObjOptions {
 /// the texels weighed left to right. The fit's scale is not a power of two, so the hit is
 /// near, not at, u = v = 1/4 and F near (2.25, 4.5).
 fn expected_centre(scene: &Scene, texture: &image::RgbImage, rom: RomVariant) -> [u8; 3] {
-    use theia::core::alu::{add, frac, mul, sub, ONE};
+    use theia::emu::core::alu::{add, frac, mul, sub, ONE};
     let ray = model::primary_ray(scene, 32, 32);
     let hit = model::closest_hit(scene, ray).expect("the centre pixel hits the quad");
     let quarter = |w: u32| (model::as_f64(w) - 0.25).abs() < 1e-3;
@@ -479,7 +481,7 @@ fn parse_errors_name_file_line_column_and_what_was_expected() {
         error_of(load_obj_text(
             text,
             Path::new("t.obj"),
-            &theia::scene::obj::DirAssets(".".into()),
+            &theia::io::scene::obj::DirAssets(".".into()),
             &ObjOptions::default()
         )),
         "t.obj:4:7: v index 4 does not exist: 3 `v` lines so far"
@@ -499,7 +501,7 @@ fn normal_indices_without_normals_load_with_a_warning_and_render_the_same() {
         load_obj_text(
             text,
             Path::new("t.obj"),
-            &theia::scene::obj::DirAssets(".".into()),
+            &theia::io::scene::obj::DirAssets(".".into()),
             &options,
         )
         .expect("loads")
@@ -564,7 +566,7 @@ fn a_missing_material_library_warns_and_shows_white() {
 #[test]
 fn a_camera_too_far_for_q15_17_is_refused() {
     let text = "v -1 -1 0\nv 1 -1 0\nv 0 1 0\nf 1 2 3\n";
-    let assets = theia::scene::obj::DirAssets(".".into());
+    let assets = theia::io::scene::obj::DirAssets(".".into());
     let at = |z: f32| ObjOptions {
         camera: Some([0.0, 0.0, z]),
         look_at: Some([0.0, 0.0, 0.0]),
@@ -665,7 +667,7 @@ fn a_texture_too_large_for_texture_memory_is_resampled_or_refused() {
 
 #[test]
 fn an_obj_without_triangles_is_refused() {
-    let assets = theia::scene::obj::DirAssets(".".into());
+    let assets = theia::io::scene::obj::DirAssets(".".into());
     let text = "v 0 0 0\nv 1 0 0\nv 0 1 0\nl 1 2\n";
     assert_eq!(
         error_of(load_obj_text(
@@ -684,7 +686,7 @@ fn an_obj_without_triangles_is_refused() {
 /// The 5,120-triangle sphere, unlit (`--flat`): white where it is hit.
 fn sphere() -> Scene {
     let text = uv_sphere_obj(64, 41);
-    let assets = theia::scene::obj::DirAssets(".".into());
+    let assets = theia::io::scene::obj::DirAssets(".".into());
     let options = ObjOptions {
         flat: true,
         ..ObjOptions::default()
@@ -797,7 +799,7 @@ fn a_5120_triangle_obj_renders_at_256x256_timed() {
 
 #[test]
 fn geometry_behind_the_camera_and_clamped_atlas_coordinates_warn() {
-    let assets = theia::scene::obj::DirAssets(".".into());
+    let assets = theia::io::scene::obj::DirAssets(".".into());
     let behind = ObjOptions {
         camera: Some([0.0, 0.0, 1.0]),
         look_at: Some([0.0, 0.0, 2.0]),
@@ -959,7 +961,7 @@ fn textured_obj_scenes_are_lit_unless_flat() {
         load_obj_text(
             QUAD_OBJ,
             Path::new("quad.obj"),
-            &theia::scene::obj::MemoryAssets(&[]),
+            &theia::io::scene::obj::MemoryAssets(&[]),
             &options,
         )
         .unwrap()
@@ -968,7 +970,7 @@ fn textured_obj_scenes_are_lit_unless_flat() {
     assert_eq!(scene(true).program, None);
     assert_eq!(
         scene(false).program.as_deref(),
-        Some(theia::scene::obj::lighting_program())
+        Some(theia::io::scene::obj::lighting_program())
     );
 }
 
@@ -979,7 +981,7 @@ fn textured_obj_scenes_are_lit_unless_flat() {
 /// inside the ball's silhouette shows the ball.
 #[test]
 fn a_huge_floor_does_not_cost_a_small_model_its_triangles() {
-    let ball = theia::scene::generate::displaced_icosphere_obj(3, 0.0);
+    let ball = theia::io::scene::generate::displaced_icosphere_obj(3, 0.0);
     let mut obj = String::from("mtllib m.mtl\nusemtl ball\n");
     let mut count = 0;
     for line in ball.lines() {
@@ -1030,7 +1032,7 @@ fn a_huge_floor_does_not_cost_a_small_model_its_triangles() {
     // Cut, only the model's radius (half the bounds' diagonal) limits the scale; whole,
     // the floor's |T|·|E1|·|E2| holds it to (4096 / |T|·|E1|·|E2|)^(1/3), 5.7 times less.
     let radius = glam::DVec3::new(100.0, 1.0, 100.0).length() / 2.0;
-    assert_eq!(cut.scale, theia::scene::obj::MAX_FIT_RADIUS / radius);
+    assert_eq!(cut.scale, theia::io::scene::obj::MAX_FIT_RADIUS / radius);
     assert!(
         cut.scale > 5.0 * whole.scale,
         "{} vs {}",

@@ -12,11 +12,11 @@ use std::fmt::Write as _;
 use std::path::Path;
 
 use sha2::{Digest, Sha256};
-use theia::scene::generate::{displaced_icosphere_obj, uv_sphere_obj};
-use theia::scene::obj::{
+use theia::io::scene::generate::{displaced_icosphere_obj, uv_sphere_obj};
+use theia::io::scene::obj::{
     default_scene, load_obj, load_obj_text, Assets, ObjOptions, ObjScene, ViewPreset,
 };
-use theia::scene::SceneError;
+use theia::io::scene::SceneError;
 
 const FINGERPRINTS: &str = "tests/data/obj_fingerprints.txt";
 

@@ -7,7 +7,7 @@ use crate::common;
 
 use std::collections::BTreeMap;
 
-use theia::isa::{Hardware, Opcode, OpcodeInfo, OPCODES};
+use theia::emu::isa::{Hardware, Opcode, OpcodeInfo, OPCODES};
 
 /// The body rows of the markdown table whose header line starts with `header`, split into
 /// trimmed cells.

@@ -6,11 +6,11 @@
 
 use crate::common;
 
-use theia::core::OutputMemory;
-use theia::core::{rom, Core, CoreState, Fault, NoObserver, Program, RomVariant};
-use theia::isa::registers::{register_address, EntryPoint};
-use theia::isa::{Opcode, Word, OPCODES};
-use theia::trace::{RoutineStats, Stats, TraceOptions, Tracer};
+use theia::emu::core::OutputMemory;
+use theia::emu::core::{rom, Core, CoreState, Fault, NoObserver, Program, RomVariant};
+use theia::emu::isa::registers::{register_address, EntryPoint};
+use theia::emu::isa::{Opcode, Word, OPCODES};
+use theia::tools::trace::{RoutineStats, Stats, TraceOptions, Tracer};
 
 type Vec3 = [u32; 3];
 

@@ -3,10 +3,10 @@
 
 use std::path::Path;
 
-use theia::machine::{render, RenderOptions};
-use theia::scene::generate::{displaced_icosphere, Mesh};
-use theia::scene::obj::{load_obj_text, MemoryAssets, ObjOptions, ObjScene};
-use theia::scene::ply::load_ply_from;
+use theia::emu::machine::{render, RenderOptions};
+use theia::io::scene::generate::{displaced_icosphere, Mesh};
+use theia::io::scene::obj::{load_obj_text, MemoryAssets, ObjOptions, ObjScene};
+use theia::io::scene::ply::load_ply_from;
 
 fn options() -> ObjOptions {
     ObjOptions {

@@ -9,15 +9,15 @@ use crate::model;
 use std::path::{Path, PathBuf};
 
 use model::{as_f64, hits, lanes2, primary_ray, texture_coordinates, Hit, START_T};
-use theia::core::alu::{self, Vec3, ONE};
-use theia::image::channel_byte;
-use theia::isa::asm::{assemble, Assembly, MAX_USER_INSTRUCTIONS};
-use theia::isa::{EntryPoint, Word};
-use theia::machine::{render, Frame, RenderOptions};
-use theia::scene::generate::{displaced_icosphere_obj, uv_sphere_obj};
-use theia::scene::mem::load_scene_dir;
-use theia::scene::obj::{default_scene, load_obj_text, MemoryAssets, ObjOptions};
-use theia::scene::Scene;
+use theia::emu::core::alu::{self, Vec3, ONE};
+use theia::emu::isa::asm::{assemble, Assembly, MAX_USER_INSTRUCTIONS};
+use theia::emu::isa::{EntryPoint, Word};
+use theia::emu::machine::{render, Frame, RenderOptions};
+use theia::io::image::channel_byte;
+use theia::io::scene::generate::{displaced_icosphere_obj, uv_sphere_obj};
+use theia::io::scene::mem::load_scene_dir;
+use theia::io::scene::obj::{default_scene, load_obj_text, MemoryAssets, ObjOptions};
+use theia::io::scene::Scene;
 
 fn shader_path(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -906,7 +906,7 @@ fn key_fill_interpolates_vn_normals_with_u_and_v() {
 #[test]
 fn a_background_colour_paints_the_misses_only() {
     let fixed = RenderOptions {
-        rom: theia::core::RomVariant::Fixed,
+        rom: theia::emu::core::RomVariant::Fixed,
         ..RenderOptions::default()
     };
     let obj = uv_sphere_obj(24, 12);
@@ -939,7 +939,7 @@ fn a_background_colour_paints_the_misses_only() {
     // The faithful ROM's red is the hardware's.
     let options = ObjOptions {
         background: Some([1, 2, 3]),
-        rom: theia::core::RomVariant::Faithful,
+        rom: theia::emu::core::RomVariant::Faithful,
         ..ObjOptions::default()
     };
     let error = load_obj_text(&obj, Path::new("s.obj"), &MemoryAssets(&[]), &options)

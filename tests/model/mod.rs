@@ -4,8 +4,8 @@
 //! CREG_LAST_t/u/v without running the microcode.
 #![allow(dead_code)]
 
-use theia::core::alu::{self, Vec3};
-use theia::scene::{config_row, Scene, Triangle};
+use theia::emu::core::alu::{self, Vec3};
+use theia::io::scene::{config_row, Scene, Triangle};
 
 /// The value RGU gives CREG_LAST_t.x before the triangles: 0x1F40000 (250.0 in Q15.17).
 pub const START_T: u32 = 0x1F4_0000;
@@ -145,8 +145,8 @@ ENTRYPOINT_ADRR_PIXELSHADER:
 ";
 
 /// [`HIT_SHADER`] assembled.
-pub fn hit_shader() -> Vec<theia::isa::Word> {
-    theia::isa::asm::assemble(HIT_SHADER, std::path::Path::new("hits.shdr"))
+pub fn hit_shader() -> Vec<theia::emu::isa::Word> {
+    theia::emu::isa::asm::assemble(HIT_SHADER, std::path::Path::new("hits.shdr"))
         .expect("the hit shader assembles")
         .imem
 }

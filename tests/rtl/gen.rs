@@ -13,12 +13,12 @@
 
 use std::collections::BTreeSet;
 
-use theia::core::rom::{rom, RomVariant};
-use theia::core::{NoObserver, Observer, Step};
-use theia::isa::registers::{core_writable, EntryPoint, IMEM_WORDS};
-use theia::isa::{Opcode, Word, OPCODES};
-use theia::machine::{Machine, PixelAccel, RenderOptions};
-use theia::scene::{Partition, Scene, Triangle};
+use theia::emu::core::rom::{rom, RomVariant};
+use theia::emu::core::{NoObserver, Observer, Step};
+use theia::emu::isa::registers::{core_writable, EntryPoint, IMEM_WORDS};
+use theia::emu::isa::{Opcode, Word, OPCODES};
+use theia::emu::machine::{Machine, PixelAccel, RenderOptions};
+use theia::io::scene::{Partition, Scene, Triangle};
 
 /// splitmix64: small, fast and the same on every machine.
 pub struct Rng(u64);
@@ -165,17 +165,19 @@ fn rom_registers() -> BTreeSet<u16> {
         let Some(op) = word.opcode() else { continue };
         let info = op.info();
         if op.is_type2() {
-            if info.b != theia::isa::InputB::Unused || info.writes != theia::isa::Writes::Nothing {
+            if info.b != theia::emu::isa::InputB::Unused
+                || info.writes != theia::emu::isa::Writes::Nothing
+            {
                 used.insert(word.dst() & 0x7F);
             }
         } else {
-            if info.a == theia::isa::InputA::Src1 {
+            if info.a == theia::emu::isa::InputA::Src1 {
                 used.insert(word.src1() & 0x7F);
             }
-            if info.b == theia::isa::InputB::Src2 {
+            if info.b == theia::emu::isa::InputB::Src2 {
                 used.insert(word.src2() & 0x7F);
             }
-            if info.writes != theia::isa::Writes::Nothing {
+            if info.writes != theia::emu::isa::Writes::Nothing {
                 used.insert(word.dst() & 0x7F);
             }
         }
@@ -188,7 +190,7 @@ fn rom_registers() -> BTreeSet<u16> {
 /// The implemented opcodes random code computes with (control flow, OMWRITE and TMREAD are
 /// placed by the generator itself).
 fn alu_opcodes() -> Vec<Opcode> {
-    use theia::isa::Hardware;
+    use theia::emu::isa::Hardware;
     OPCODES
         .iter()
         .filter(|row| row.hardware == Hardware::Implemented)
@@ -410,20 +412,20 @@ impl Gen<'_> {
                 _ => self.rng.next() as u32,
             };
             self.record(op, dst_class, self.distance(dst));
-            let writes = (info.writes == theia::isa::Writes::Dst).then_some(dst);
+            let writes = (info.writes == theia::emu::isa::Writes::Dst).then_some(dst);
             self.emit(Word::type2(op, dst, imm), writes);
             return;
         }
         let (a, a_class, a_distance) = self.source();
         let (b, b_class, b_distance) = self.source();
-        if info.a != theia::isa::InputA::Unused {
+        if info.a != theia::emu::isa::InputA::Unused {
             self.record(op, a_class, a_distance);
         }
-        if info.b != theia::isa::InputB::Unused {
+        if info.b != theia::emu::isa::InputB::Unused {
             self.record(op, b_class, b_distance);
         }
         self.record(op, dst_class, 0);
-        let writes = (info.writes == theia::isa::Writes::Dst).then_some(dst);
+        let writes = (info.writes == theia::emu::isa::Writes::Dst).then_some(dst);
         self.emit(Word::type1(op, dst, a, b), writes);
     }
 
@@ -852,7 +854,7 @@ fn user_main(gen: &mut Gen<'_>, address_register: u16, entries: &mut Vec<(EntryP
 
 /// One unfinished opcode, operands from scratch registers.
 fn unfinished_instruction(gen: &mut Gen<'_>) -> (Opcode, u32) {
-    use theia::isa::Hardware;
+    use theia::emu::isa::Hardware;
     let mut choices: Vec<(Opcode, u32)> = OPCODES
         .iter()
         .filter(|row| row.hardware == Hardware::Unfinished)

@@ -13,9 +13,9 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::{Arc, Mutex, OnceLock};
 
-use theia::machine::{render, AccelUse, Lockstep, RenderOptions};
-use theia::scene::mem::{load_scene_dir, MemFiles};
-use theia::scene::Scene;
+use theia::emu::machine::{render, AccelUse, Lockstep, RenderOptions};
+use theia::io::scene::mem::{load_scene_dir, MemFiles};
+use theia::io::scene::Scene;
 
 /// Which host the bench's RTL streams the scene with.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -399,7 +399,7 @@ pub fn parse_run(stdout: &str, dir: &Path) -> RtlRun {
     }
     let scene = load_scene_dir(dir).expect("the case reads back");
     pixels.sort_by_key(|&(x, y, _)| (y, x));
-    let mut text = theia::image::words_header(scene.width(), scene.height());
+    let mut text = theia::io::image::words_header(scene.width(), scene.height());
     for (x, y, words) in pixels {
         text.push_str(&format!("{x} {y} {words}\n"));
     }
@@ -445,7 +445,7 @@ pub fn emulate(scene: &Scene, mode: usize) -> Result<String, String> {
         ..RenderOptions::default()
     };
     render(scene, &options)
-        .map(|r| theia::image::words_text(&r.frame))
+        .map(|r| theia::io::image::words_text(&r.frame))
         .map_err(|e| e.to_string())
 }
 
@@ -472,20 +472,21 @@ pub fn differences(emulator: &str, rtl: &str, limit: usize) -> Vec<String> {
 
 /// What the cycle model predicts for the scene in `dir` (read as `theia render DIR
 /// --cycles` reads it), with `host`.
-pub fn predict(dir: &Path, host: Host) -> theia::timing::Timing {
+pub fn predict(dir: &Path, host: Host) -> theia::emu::timing::Timing {
     let scene = load_scene_dir(dir).expect("the case reads back");
-    let machine = theia::machine::Machine::new(&scene, &RenderOptions::default()).expect("valid");
+    let machine =
+        theia::emu::machine::Machine::new(&scene, &RenderOptions::default()).expect("valid");
     let imem_len = scene.program.as_ref().map_or(12, Vec::len);
-    let mut options = theia::timing::TimingOptions::new(imem_len);
-    if let Some(words) = theia::timing::instruction_words_in(dir) {
+    let mut options = theia::emu::timing::TimingOptions::new(imem_len);
+    if let Some(words) = theia::emu::timing::instruction_words_in(dir) {
         options.instruction_words = words;
     }
     options.host = match host {
-        Host::Fixed => theia::timing::HostKind::Fixed,
-        Host::Published => theia::timing::HostKind::Published,
+        Host::Fixed => theia::emu::timing::HostKind::Fixed,
+        Host::Published => theia::emu::timing::HostKind::Published,
     };
     options.limit = 200_000_000;
-    theia::timing::measure(&machine, &options).expect("the model times every generated case")
+    theia::emu::timing::measure(&machine, &options).expect("the model times every generated case")
 }
 
 /// How the model's cycles compare with the RTL's.
@@ -537,7 +538,7 @@ impl CycleCheck {
 }
 
 /// Compares the RTL's run of a case with the model's prediction.
-pub fn compare_cycles(run: &RtlRun, timing: &theia::timing::Timing) -> CycleCheck {
+pub fn compare_cycles(run: &RtlRun, timing: &theia::emu::timing::Timing) -> CycleCheck {
     let course = &timing.course;
     let mut model_finishes: Vec<(usize, u64)> = course
         .cores
@@ -576,7 +577,7 @@ pub fn compare_cycles(run: &RtlRun, timing: &theia::timing::Timing) -> CycleChec
         model_hazard: timing
             .hazards()
             .iter()
-            .find(|h| h.kind == theia::timing::sim::HazardKind::Reentry)
+            .find(|h| h.kind == theia::emu::timing::sim::HazardKind::Reentry)
             .map(|h| (h.period, h.core)),
     }
 }

@@ -7,8 +7,8 @@ use clap::Args;
 mod threads;
 
 use super::Outcome;
-use theia::bench::{run as run_bench, BenchOptions};
-use theia::machine::AccelMode;
+use theia::emu::machine::AccelMode;
+use theia::tools::bench::{run as run_bench, BenchOptions};
 
 /// Where `scenes_example3` lives in the project's layout.
 const CONFORMANCE_SCENE: &str = "../shared/conformance/scenes_example3";
@@ -76,7 +76,7 @@ pub struct BenchArgs {
 
 pub fn run(args: BenchArgs) -> anyhow::Result<Outcome> {
     if let Some(scene) = &args.hardware {
-        let clock = args.clock.unwrap_or(theia::timing::DEFAULT_CLOCK_MHZ);
+        let clock = args.clock.unwrap_or(theia::emu::timing::DEFAULT_CLOCK_MHZ);
         print!(
             "{}",
             hardware::table(scene.as_deref(), args.plot.as_deref(), clock)?
@@ -109,7 +109,7 @@ pub fn run(args: BenchArgs) -> anyhow::Result<Outcome> {
             None
         }
     });
-    theia::machine::ssaa::validate_factor(args.ssaa).map_err(anyhow::Error::msg)?;
+    theia::emu::machine::ssaa::validate_factor(args.ssaa).map_err(anyhow::Error::msg)?;
     let frames = args.frames.unwrap_or(5);
     if frames == 0 {
         anyhow::bail!("--frames must be at least 1");
@@ -136,7 +136,7 @@ mod hardware {
 
     use super::super::cycles::CyclesArgs;
     use super::super::scene_args::SceneArgs;
-    use theia::timing::hardware::{self, HardwareRow, CORE_COUNTS};
+    use theia::emu::timing::hardware::{self, HardwareRow, CORE_COUNTS};
 
     /// The table (and the terminal plot) for `scene` (`None`: the built-in scene); the
     /// SVG plot to `plot` when given.
@@ -167,7 +167,7 @@ mod hardware {
         );
         let mut out = text(&rows, &title, clock_mhz);
         if let Some(file) = plot {
-            theia::image::write_atomically(file, hardware::svg(&rows, &title).as_bytes())?;
+            theia::io::image::write_atomically(file, hardware::svg(&rows, &title).as_bytes())?;
             let _ = writeln!(out, "plot written to {}", file.display());
         }
         Ok(out)
@@ -230,8 +230,10 @@ mod scaling {
     use std::process::{Command, Stdio};
     use std::time::{Duration, Instant};
 
-    use theia::bench::{icosphere_triangles, scaling_row, SCALING_SIZES, SCALING_SUBDIVISIONS};
-    use theia::core::RomVariant;
+    use theia::emu::core::RomVariant;
+    use theia::tools::bench::{
+        icosphere_triangles, scaling_row, SCALING_SIZES, SCALING_SUBDIVISIONS,
+    };
 
     /// Rows estimated (from the row before, scaled by the triangle count) to take longer
     /// than this are skipped. (Memory needs no limit: the acceleration structure is built

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Instant;
 
-use theia::scene::generate::displaced_icosphere_obj;
+use theia::io::scene::generate::displaced_icosphere_obj;
 
 /// One scene of the table: `theia render` arguments, the OBJ mesh among them generated.
 struct Case {

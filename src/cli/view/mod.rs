@@ -35,8 +35,8 @@ use super::Outcome;
 use save::SaveRoot;
 use server::{read_body, BodyError, Reply};
 use state::Viewer;
-use theia::inspect::pixel_info;
-use theia::viewer::{admit, CompareImage, Route, SaveAs, MAX_BODY_BYTES};
+use theia::tools::inspect::pixel_info;
+use theia::tools::viewer::{admit, CompareImage, Route, SaveAs, MAX_BODY_BYTES};
 
 /// The page: HTML, CSS and script in one file, built into the binary.
 const PAGE: &str = include_str!("page.html");
@@ -321,7 +321,7 @@ fn read_shader(viewer: &Viewer) -> Answer {
             None => text(503, "the starter is made once the scene has loaded"),
         };
     };
-    match theia::input::read(&path) {
+    match theia::io::input::read(&path) {
         Ok(source) => match String::from_utf8(source) {
             Ok(source) => text(200, &source),
             Err(_) => text(415, "the shader is a binary file"),

@@ -157,7 +157,7 @@ fn declared_length(request: &Request<Incoming>) -> Option<u64> {
     Some(
         value
             .to_str()
-            .map_or(u64::MAX, theia::viewer::declared_length),
+            .map_or(u64::MAX, theia::tools::viewer::declared_length),
     )
 }
 

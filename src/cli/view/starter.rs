@@ -1,13 +1,16 @@
 //! The shader `theia view` opens when no `--shader` is given: THEIA source that reproduces
 //! the scene's own look, held in memory until the page saves it to a file.
 
-use theia::isa::disasm::listing;
-use theia::isa::Word;
-use theia::scene::obj::{lighting_program, LIGHTING_SHADER, LIGHTING_SHADER_PATH};
+use theia::emu::isa::disasm::listing;
+use theia::emu::isa::Word;
+use theia::io::scene::obj::{lighting_program, LIGHTING_SHADER, LIGHTING_SHADER_PATH};
 
 /// `shaders/passthrough.shdr`: the ROM's own pixel shader written out (the texture or
 /// material colour as it is).
-const PASSTHROUGH_SHADER: &str = include_str!("../../../shaders/passthrough.shdr");
+const PASSTHROUGH_SHADER: &str = include_str!(concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/shaders/passthrough.shdr"
+));
 
 /// An in-memory shader and where it came from.
 #[derive(Clone)]

@@ -18,15 +18,15 @@ use crate::cli::cycles::CyclesArgs;
 use crate::cli::error_message;
 use crate::cli::scene_args::SceneArgs;
 use crate::cli::shader::{Shader, ShaderArgs};
-use theia::image::{compare, marked_difference_image, png_bytes, Rgb8};
-use theia::inspect::{differences, Difference};
-use theia::isa::asm::{assemble, AsmErrors};
-use theia::machine::ssaa::Supersampler;
-use theia::machine::{Render, RenderError, RenderOptions};
-use theia::scene::{Partition, Scene};
-use theia::timing::{self, Timing};
-use theia::trace::{trace_pixel, SourceMap, TraceOptions};
-use theia::viewer::Setting;
+use theia::emu::isa::asm::{assemble, AsmErrors};
+use theia::emu::machine::ssaa::Supersampler;
+use theia::emu::machine::{Render, RenderError, RenderOptions};
+use theia::emu::timing::{self, Timing};
+use theia::io::image::{compare, marked_difference_image, png_bytes, Rgb8};
+use theia::io::scene::{Partition, Scene};
+use theia::tools::inspect::{differences, Difference};
+use theia::tools::trace::{trace_pixel, SourceMap, TraceOptions};
+use theia::tools::viewer::Setting;
 
 /// Events a page's queue holds before newer ones are dropped (a page that stops reading
 /// must not make the server hoard memory); a page catches up from `/state` anyway.
@@ -477,7 +477,7 @@ fn cycles_json(timing: &Timing) -> String {
 }
 
 /// Differing pixels a compare answer lists (the count covers all).
-const MAX_LISTED: usize = theia::image::KEPT_DIFFERENCES;
+const MAX_LISTED: usize = theia::io::image::KEPT_DIFFERENCES;
 
 /// How many pixels that start a partition of either render differ (counted over the
 /// partitions, not the differences, which are kept only up to [`MAX_LISTED`]).
@@ -492,7 +492,7 @@ fn first_pixels_differing(a: &Rgb8, b: &Rgb8, pa: &[Partition], pb: &[Partition]
 }
 
 fn difference_json(difference: &Difference) -> String {
-    let core = |location: Option<theia::trace::PixelLocation>| {
+    let core = |location: Option<theia::tools::trace::PixelLocation>| {
         json::or_null(location.map(|l| l.core.to_string()))
     };
     json::object(&[

@@ -1,0 +1,1054 @@
+//! The acceleration structure: for each 4 x 4 tile of pixels, the triangles whose BIU
+//! verdict is not settled for every ray of the tile. All other triangles are rejected by
+//! the ROM's **Q15.17** arithmetic at a known exit, so the pixel skips them without looking
+//! at them, and the core ends each pixel in exactly the state brute force leaves.
+//!
+//! # The bound
+//!
+//! BIU computes P = R × E2, Δ = P·E1, H2 = P·T and H3 = Q·R (E1, E2, T, Q are constant per
+//! triangle; [`super::cull`]). In real numbers Δ = R·(E2 × E1), H2 = R·(E2 × T) and
+//! H3 = R·Q are linear in the ray R, so over a box of rays each lies between the sums of
+//! its coefficients times the box's corners: exactly in i128, or, for a triangle whose
+//! coefficients are small enough, in double precision with every span widened by a proven
+//! rounding margin (`float`, four nodes per call). The ALU truncates
+//! each product toward zero (all first operands are exact multiplicands, checked, so the
+//! multiplier is exact before truncating), so each of P's lanes is within 2 raw units of
+//! the real value, and Δ within `3 + 2·Σ|E1|/2^17` raw units (three truncated products plus
+//! P's error times E1), H2 within `3 + 2·Σ|T|/2^17`, H3 within 3. No sum overflows: every
+//! |P| and every DOT is checked below 2^30 over all the frame's rays.
+//!
+//! With those intervals and s = sign(Δ) fixed over the tile (Δ's interval excludes 0),
+//! A = s·H2, B = s·H3 and D = |Δ|, BIU exits for every ray of the tile
+//! - at `u < 0` when A < 0 and |A|·2^17 >= D (a nonzero quotient) and |A| < 2^14·D (DIV
+//!   does not wrap);
+//! - at `v < 0` when A >= 0 (u >= 0 whatever the quotient) and the same holds for B;
+//! - at `u + v > 1` when A, B >= 0, (A + B)·2^17 >= (2^17 + 2)·D (the truncated quotients
+//!   still sum past 1.0) and A + B < 2^14·D (neither DIV nor ADD wraps).
+//!
+//! Anything else (a ray nearly parallel to the plane, Δ's sign unsettled, a possible
+//! wrap-around) leaves the triangle a candidate, tested per pixel exactly (BIU's own
+//! integer arithmetic, for the four pixels of a tile row at once: `accel/rows.rs`) or
+//! interpreted. Where a triangle cannot be bounded at all (coordinates that
+//! could overflow), it is a candidate everywhere.
+//!
+//! # The fixed ROM
+//!
+//! The fixed ROM's BIU tests edge values before anything can wrap, so its verdicts need
+//! no wrap reasoning and prune every triangle that is not under a tile (`accel/fixed.rs`): on
+//! a 1.3M-triangle sphere at 256x256, 940 candidates per tile where the faithful ROM keeps
+//! 26,111.
+//!
+//! # Premises, per frame and per pixel
+//!
+//! The culler's premises (ROM MAIN, the reject path's words). The rays of every pixel are
+//! computed before the frame by running each core's boot routines, RGU and NPG; a pixel
+//! uses the structure only when its CREG_RAY_DIRECTION equals that ray (a user shader could
+//! change what RGU reads), CREG_ZERO lets a rejecting MAIN return FALSE, and its budget
+//! covers every skipped exit and [`MAX_MAIN_INSTRUCTIONS`] per candidate, so the watchdog
+//! cannot stop the triangle loop. Otherwise that pixel runs with per-triangle culling.
+//!
+//! # State and counts
+//!
+//! Skipped MAINs leave only the last one's registers (and R2 of the last one that reached
+//! `u + v`); [`Culler::write_skipped`] writes them before every interpreted MAIN and at the
+//! end of the loop, finding that R2 by testing the skipped run backwards. Each tile knows
+//! the exits of the triangles it skips, so the instruction counts stay exact.
+//!
+//! # Batches of tile rows
+//!
+//! The frame's rays and the quadtree of tiles over them ([`RayTree`]) are kept for the
+//! frame; the tiles' candidates, which grow with triangles times pixels, are built for a
+//! set of tile rows at a time ([`RayTree::build`], an [`Accel`]) and dropped once the
+//! cores have rendered those rows (`Machine::render`). A batch descends the whole tree,
+//! pruned to its rows: every node it judges sits in the same group with the same siblings
+//! as in the whole build, so every tile gets the same candidates and skipped exits, and
+//! the frame, the instruction count (or its bound) and the watchdog's stops cannot depend
+//! on how the rows were batched. What a batch costs beyond its rows is the descent from
+//! the top of the tree for every triangle again.
+
+use std::sync::Arc;
+
+use rayon::prelude::*;
+
+mod fixed;
+mod float;
+mod rows;
+
+pub use rows::{Open, RowVerdicts};
+
+use super::cull::{Biu, Culler, Exit, TriangleConstants};
+use crate::emu::core::alu::{self, Vec3};
+use fixed::FixedForms;
+use float::{Collector, FloatForms, Found};
+
+/// Pixels per tile side.
+pub const TILE: u32 = 4;
+
+/// More instructions than one interpreted MAIN can execute: MAIN, BIU and TCC are the ROM's
+/// (a premise of culling) and run each ROM word at most twice.
+pub const MAX_MAIN_INSTRUCTIONS: u64 = 1024;
+
+/// A tile: its candidates (a range of `Accel::candidates`, ascending) and the triangles
+/// it skips without testing: those whose exit is known, with their instructions, and
+/// those rejected at an exit that depends on the pixel.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Tile {
+    pub start: u32,
+    pub len: u32,
+    pub skipped_instructions: u64,
+    pub skipped: u32,
+    pub skipped_unknown: u32,
+    /// What the `skipped_unknown` triangles cost at most: each the BIU's costliest exit.
+    pub unknown_instructions: u64,
+}
+
+impl Tile {
+    /// The most instructions the triangles this tile skips can cost.
+    pub fn skipped_instructions_at_most(&self) -> u64 {
+        self.skipped_instructions + self.unknown_instructions
+    }
+}
+
+/// Per node during the build: how many triangles it skips, by [`Verdict::code`] (place 0
+/// stays unused).
+type Skipped = [u32; 8];
+
+/// [`Verdict::code`] of no verdict.
+const UNSETTLED: u8 = 0;
+
+/// One build task's result: its candidate triangles by tile (ascending within each) and
+/// how many each tile got.
+/// The frame's rays and the quadtree of tiles over them: what the structure of any set of
+/// tile rows is built from ([`RayTree::build`]). Its size grows with the pixels only.
+#[derive(Clone, Debug)]
+pub struct RayTree {
+    width: u32,
+    /// The image row the first row of rays is (a band's first row; tiles start there).
+    first_row: u32,
+    tiles_x: u32,
+    tiles_y: u32,
+    nodes: Vec<Node>,
+    /// Per node, the tile rows it covers: the first and the one past the last.
+    node_rows: Vec<[u32; 2]>,
+    root: u32,
+    /// Each pixel's ray as RGU computes it, row-major.
+    rays: Arc<Vec<Vec3>>,
+}
+
+/// The structure for some tile rows of a [`RayTree`]: their tiles and candidates.
+#[derive(Clone, Debug)]
+pub struct Accel {
+    width: u32,
+    first_row: u32,
+    /// Per tile row of the tree, where its tiles start in `tiles` ([`NOT_BUILT`]: nowhere).
+    row_starts: Vec<u32>,
+    tiles: Vec<Tile>,
+    candidates: Vec<u32>,
+    rays: Arc<Vec<Vec3>>,
+}
+
+/// [`Accel::row_starts`] of a tile row the structure was not built for.
+const NOT_BUILT: u32 = u32::MAX;
+
+/// Why a frame renders without the structure.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum AccelRefusal {
+    /// The per-pixel rays could not be computed before the frame.
+    Rays(String),
+    /// Some ray's lanes are too large for the multiplier to be exact.
+    LargeRays,
+}
+
+impl std::fmt::Display for AccelRefusal {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            AccelRefusal::Rays(why) => write!(f, "acceleration refused: {why}"),
+            AccelRefusal::LargeRays => write!(
+                f,
+                "acceleration refused: ray directions beyond ±10922 (the multiplier is not exact there)"
+            ),
+        }
+    }
+}
+
+/// A closed interval of raw Q15.17 values.
+#[derive(Clone, Copy, Debug)]
+struct Span {
+    lo: i128,
+    hi: i128,
+}
+
+impl Span {
+    fn neg(self) -> Span {
+        Span {
+            lo: -self.hi,
+            hi: -self.lo,
+        }
+    }
+
+    /// The greatest magnitude in the interval.
+    fn magnitude(self) -> i128 {
+        self.lo.abs().max(self.hi.abs())
+    }
+}
+
+/// The rays of a node: per lane, the least and greatest raw value.
+#[derive(Clone, Copy, Debug)]
+struct RayBox {
+    lo: [i32; 3],
+    hi: [i32; 3],
+}
+
+impl RayBox {
+    const EMPTY: RayBox = RayBox {
+        lo: [i32::MAX; 3],
+        hi: [i32::MIN; 3],
+    };
+
+    fn add(&mut self, ray: Vec3) {
+        for (i, &lane) in ray.iter().enumerate() {
+            self.lo[i] = self.lo[i].min(lane as i32);
+            self.hi[i] = self.hi[i].max(lane as i32);
+        }
+    }
+
+    fn union(a: RayBox, b: RayBox) -> RayBox {
+        RayBox {
+            lo: std::array::from_fn(|i| a.lo[i].min(b.lo[i])),
+            hi: std::array::from_fn(|i| a.hi[i].max(b.hi[i])),
+        }
+    }
+
+    /// The box as twice its centre and twice its half-extent, per lane.
+    fn around(&self) -> Around {
+        Around {
+            mid2: std::array::from_fn(|i| i64::from(self.lo[i]) + i64::from(self.hi[i])),
+            half2: std::array::from_fn(|i| i64::from(self.hi[i]) - i64::from(self.lo[i])),
+        }
+    }
+
+    /// Per lane, the greatest |R|.
+    fn magnitude(&self) -> [i128; 3] {
+        std::array::from_fn(|i| {
+            i128::from(self.lo[i])
+                .abs()
+                .max(i128::from(self.hi[i]).abs())
+        })
+    }
+}
+
+/// A ray box as the verdict reads it: over the box, c·R lies in
+/// [(c·mid2 − |c|·half2) / 2, (c·mid2 + |c|·half2) / 2], exactly (both numerators are even),
+/// with three products for the centre and three for the extent and no comparisons.
+#[derive(Clone, Copy, Debug)]
+struct Around {
+    mid2: [i64; 3],
+    half2: [i64; 3],
+}
+
+impl Around {
+    /// Twice the least and twice the greatest of c·R over the box.
+    #[inline(always)]
+    fn linear2(&self, c: [i128; 3], c_abs: [i128; 3]) -> (i128, i128) {
+        let (mut mid, mut half) = (0, 0);
+        for i in 0..3 {
+            mid += c[i] * i128::from(self.mid2[i]);
+            half += c_abs[i] * i128::from(self.half2[i]);
+        }
+        (mid - half, mid + half)
+    }
+}
+
+/// A quadtree node over a rectangle of tiles; leaves are single tiles. (Four children per
+/// node rather than two halve the verdicts a triangle costs along a line of undecided
+/// tiles, the near-parallel triangles' typical shape; measured.)
+#[derive(Clone, Debug)]
+struct Node {
+    rays: RayBox,
+    around: Around,
+    /// Children, or the tile index for a leaf.
+    kind: NodeKind,
+}
+
+#[derive(Clone, Copy, Debug)]
+enum NodeKind {
+    Leaf(u32),
+    /// The first `count` entries are the children.
+    Split([u32; 4], u8),
+}
+
+impl NodeKind {
+    fn children(&self) -> &[u32] {
+        match self {
+            NodeKind::Leaf(_) => &[],
+            NodeKind::Split(children, count) => &children[..*count as usize],
+        }
+    }
+}
+
+/// A triangle BIU rejects for every ray of a node: at a known exit, or at one that depends
+/// on the ray.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Verdict {
+    Exit(Exit),
+    Rejected,
+}
+
+impl Verdict {
+    /// A small number for each verdict, [`UNSETTLED`] being none: the build counts and
+    /// judges four nodes at a time by these.
+    const fn code(self) -> u8 {
+        match self {
+            Verdict::Exit(exit) => exit.code(),
+            Verdict::Rejected => 7,
+        }
+    }
+}
+
+/// What BIU computes of one triangle, as linear forms of the ray.
+#[derive(Clone, Copy, Debug)]
+struct Forms {
+    /// Δ = R·delta / 2^34, H2 = R·h2 / 2^34, H3 = R·h3 / 2^17 (raw units).
+    delta: [i128; 3],
+    h2: [i128; 3],
+    h3: [i128; 3],
+    /// The coefficients' magnitudes.
+    delta_abs: [i128; 3],
+    h2_abs: [i128; 3],
+    h3_abs: [i128; 3],
+    /// Truncation error bounds, raw units.
+    delta_error: i128,
+    h2_error: i128,
+}
+
+const H3_ERROR: i128 = 3;
+/// Every |P| lane and DOT is kept below this, far from pack's 2^31.
+const SAFE: i128 = 1 << 30;
+/// Forms whose |c|·|R| sums stay below this are evaluated in double precision (the bound
+/// the rounding argument of `float` starts from; every span then stays below 2^45 raw
+/// units).
+const NARROW: i128 = 1 << 60;
+
+fn floor_div(a: i128, shift: u32) -> i128 {
+    a >> shift
+}
+
+fn ceil_div(a: i128, shift: u32) -> i128 {
+    -((-a) >> shift)
+}
+
+impl Forms {
+    /// The forms of a triangle, or `None` when it cannot be bounded over `all` rays.
+    fn new(k: &TriangleConstants, all: &RayBox) -> Option<Forms> {
+        let wide = |v: Vec3| v.map(|w| i128::from(w as i32));
+        // H3 = DOT(Q, R): Q is the multiplier's first operand.
+        if !alu::exact_multiplicands(k.q) || !alu::exact_multiplicands(k.t) {
+            return None;
+        }
+        let (e1w, e2w, tw, qw) = (wide(k.e1), wide(k.e2), wide(k.t), wide(k.q));
+        let cross = |a: [i128; 3], b: [i128; 3]| {
+            [
+                a[1] * b[2] - a[2] * b[1],
+                a[2] * b[0] - a[0] * b[2],
+                a[0] * b[1] - a[1] * b[0],
+            ]
+        };
+        // |P| per lane over every ray: |R_j||E2_k| + |R_k||E2_j|, scaled, plus truncation.
+        let r = all.magnitude();
+        let p_max = [
+            (r[1] * e2w[2].abs() + r[2] * e2w[1].abs()) / (1 << 17) + 2,
+            (r[2] * e2w[0].abs() + r[0] * e2w[2].abs()) / (1 << 17) + 2,
+            (r[0] * e2w[1].abs() + r[1] * e2w[0].abs()) / (1 << 17) + 2,
+        ];
+        let dot_max = |a: [i128; 3], b: [i128; 3]| {
+            (0..3).map(|i| a[i] * b[i].abs()).sum::<i128>() / (1 << 17) + 3
+        };
+        if p_max.iter().any(|&p| p >= SAFE)
+            || dot_max(p_max, e1w) >= SAFE
+            || dot_max(p_max, tw) >= SAFE
+            || dot_max(r, qw.map(i128::abs)) >= SAFE
+        {
+            return None;
+        }
+        let sum_abs = |v: [i128; 3]| v.iter().map(|c| c.abs()).sum::<i128>();
+        let (delta, h2) = (cross(e2w, e1w), cross(e2w, tw));
+        Some(Forms {
+            delta,
+            h2,
+            h3: qw,
+            delta_abs: delta.map(i128::abs),
+            h2_abs: h2.map(i128::abs),
+            h3_abs: qw.map(i128::abs),
+            delta_error: 3 + ceil_div(2 * sum_abs(e1w), 17),
+            h2_error: 3 + ceil_div(2 * sum_abs(tw), 17),
+        })
+    }
+
+    /// Whether every |c|·|R| sum over `all` rays is below [`NARROW`] and the error bounds
+    /// below 2^31: the premises of [`FloatForms`].
+    fn narrow(&self, all: &RayBox) -> bool {
+        let r = all.magnitude();
+        let fits = |c: [i128; 3]| (0..3).map(|i| c[i].abs() * r[i]).sum::<i128>() < NARROW;
+        let small = |e: i128| e < 1 << 31;
+        fits(self.delta)
+            && fits(self.h2)
+            && fits(self.h3)
+            && small(self.delta_error)
+            && small(self.h2_error)
+    }
+
+    /// What BIU does for every ray of `rays`, if that is certain.
+    #[inline(always)]
+    fn verdict(&self, rays: &Around) -> Option<Verdict> {
+        let span = |c: [i128; 3], c_abs: [i128; 3], shift: u32, error: i128| {
+            // Twice the bounds: one more bit of shift.
+            let (lo, hi) = rays.linear2(c, c_abs);
+            let shift = shift + 1;
+            Span {
+                lo: floor_div(lo, shift) - error,
+                hi: ceil_div(hi, shift) + error,
+            }
+        };
+        let zero = 0;
+        // Δ first: near-parallel triangles, the bulk of the undecided ones, stop here.
+        let delta = span(self.delta, self.delta_abs, 34, self.delta_error);
+        let sign_of_delta = if delta.lo > zero {
+            false
+        } else if delta.hi < zero {
+            true
+        } else {
+            return None;
+        };
+        let (h2, h3) = (
+            span(self.h2, self.h2_abs, 34, self.h2_error),
+            span(self.h3, self.h3_abs, 17, H3_ERROR),
+        );
+        let (d, a, b) = if sign_of_delta {
+            (delta.neg(), h2.neg(), h3.neg())
+        } else {
+            (delta, h2, h3)
+        };
+        let wrap = d.lo << 14;
+        let negative_quotient = |x: Span| x.hi < zero && (-x.hi) << 17 >= d.hi && -x.lo < wrap;
+        let no_wrap = |x: Span| x.magnitude() < wrap;
+        let beyond_sum = (a.lo + b.lo) << 17 >= ((1 << 17) + 2) * d.hi
+            && no_wrap(a)
+            && no_wrap(b)
+            && a.magnitude() + b.magnitude() < wrap;
+        if negative_quotient(a) {
+            Some(Verdict::Exit(Exit::U))
+        } else if a.lo >= zero && negative_quotient(b) {
+            Some(Verdict::Exit(Exit::V))
+        } else if a.lo >= zero && b.lo >= zero && beyond_sum {
+            Some(Verdict::Exit(Exit::Sum))
+        } else if negative_quotient(b) || beyond_sum {
+            // v < 0 rejects whatever u is; u + v > 1 rejects whatever the signs are (a
+            // negative u or v either exits first or is a zero quotient, and then the other
+            // is above 1.0 on its own). Which exit depends on the ray.
+            Some(Verdict::Rejected)
+        } else {
+            None
+        }
+    }
+}
+
+impl RayTree {
+    /// The tree over `rays` (row-major, one per pixel of `height` rows of a `width`-pixel
+    /// image from row `first_row` on).
+    pub fn new(
+        width: u32,
+        first_row: u32,
+        height: u32,
+        rays: Vec<Vec3>,
+    ) -> Result<RayTree, AccelRefusal> {
+        if rays.par_iter().any(|&ray| !alu::exact_multiplicands(ray)) {
+            return Err(AccelRefusal::LargeRays);
+        }
+        let (tiles_x, tiles_y) = (width.div_ceil(TILE), height.div_ceil(TILE));
+        let tiles = tile_boxes(&rays, width, height);
+        let mut nodes = Vec::with_capacity(2 * tiles.len());
+        let root = build_node(&mut nodes, &tiles, tiles_x, [0, 0, tiles_x, tiles_y]);
+        // Children come before their parent.
+        let mut node_rows: Vec<[u32; 2]> = Vec::with_capacity(nodes.len());
+        for node in &nodes {
+            let rows = match node.kind {
+                NodeKind::Leaf(tile) => [tile / tiles_x, tile / tiles_x + 1],
+                NodeKind::Split(..) => {
+                    node.kind
+                        .children()
+                        .iter()
+                        .fold([u32::MAX, 0], |[first, end], &child| {
+                            let [a, b] = node_rows[child as usize];
+                            [first.min(a), end.max(b)]
+                        })
+                }
+            };
+            node_rows.push(rows);
+        }
+        Ok(RayTree {
+            width,
+            first_row,
+            tiles_x,
+            tiles_y,
+            nodes,
+            node_rows,
+            root,
+            // Shared, not copied: a 1080p frame's rays are 25 MB.
+            rays: Arc::new(rays),
+        })
+    }
+
+    /// Rows of tiles (of [`TILE`] image rows from the tree's first row on).
+    pub fn tile_rows(&self) -> u32 {
+        self.tiles_y
+    }
+
+    /// The tile row image row `y` lies in, if the tree holds it.
+    pub fn tile_row(&self, y: u32) -> Option<u32> {
+        let row = y.checked_sub(self.first_row)? / TILE;
+        (row < self.tiles_y).then_some(row)
+    }
+
+    /// The tile rows (one flag each, as [`RayTree::build`] takes them) that image rows
+    /// `rows` lie in.
+    pub fn tile_rows_of(&self, rows: impl IntoIterator<Item = std::ops::Range<u32>>) -> Vec<bool> {
+        let mut wanted = vec![false; self.tiles_y as usize];
+        for row in rows.into_iter().flatten().filter_map(|y| self.tile_row(y)) {
+            wanted[row as usize] = true;
+        }
+        wanted
+    }
+
+    /// Whether image row `y` is the first of a tile row.
+    pub fn starts_tile_row(&self, y: u32) -> bool {
+        y.checked_sub(self.first_row)
+            .is_some_and(|row| row % TILE == 0)
+    }
+
+    /// Tiles per tile row.
+    pub fn tiles_per_row(&self) -> u32 {
+        self.tiles_x
+    }
+
+    /// The structure for the whole tree.
+    pub fn build_all(&self, culler: &Culler) -> Accel {
+        self.build(culler, &vec![true; self.tiles_y as usize])
+    }
+
+    /// The structure for the tile rows `wanted` marks (one flag per tile row). Every
+    /// triangle descends the whole tree's nodes, pruned to those rows, so each tile gets
+    /// exactly the candidates and skipped exits it gets when the whole tree is built:
+    /// building in batches of rows changes no verdict, only how much is held at once.
+    pub fn build(&self, culler: &Culler, wanted: &[bool]) -> Accel {
+        let nodes = &self.nodes;
+        let root = self.root;
+        // Wanted rows before each row, to tell in O(1) whether a node covers any.
+        let before: Vec<u32> = std::iter::once(0)
+            .chain(wanted.iter().scan(0, |count, &w| {
+                *count += u32::from(w);
+                Some(*count)
+            }))
+            .collect();
+        let keep = |node: u32| {
+            let [first, end] = self.node_rows[node as usize];
+            before[end as usize] > before[first as usize]
+        };
+        let mut row_starts = vec![NOT_BUILT; self.tiles_y as usize];
+        let mut tile_count = 0;
+        for (start, _) in row_starts.iter_mut().zip(wanted).filter(|(_, &w)| w) {
+            *start = tile_count;
+            tile_count += self.tiles_x;
+        }
+        let tiles_x = self.tiles_x;
+        let local = |tile: u32| (row_starts[(tile / tiles_x) as usize] + tile % tiles_x) as usize;
+        let tile_count = tile_count as usize;
+        // The whole tree's ray box: it decides which triangles can be bounded, as it does
+        // for the whole tree's build.
+        let all = nodes[root as usize].rays;
+        let groups = float::groups(nodes, root, keep);
+        let parts = visit_all(&groups, nodes, &all, culler, tile_count, &local);
+        let mut tiles = vec![Tile::default(); tile_count];
+        tiles
+            .par_iter_mut()
+            .enumerate()
+            .for_each(|(tile, counts)| counts.len = parts.iter().map(|p| p.per_tile[tile]).sum());
+        let per_node = skipped_per_node(&groups, &parts, nodes.len());
+        push_down(
+            nodes,
+            root,
+            [0; 8],
+            &per_node,
+            culler.biu(),
+            &|tile| {
+                let kept = wanted[(tile / tiles_x) as usize];
+                kept.then(|| local(tile))
+            },
+            &mut tiles,
+        );
+        let mut at = 0;
+        for tile in &mut tiles {
+            tile.start = at;
+            at += tile.len;
+        }
+        let candidates = gather(&tiles, &parts, at as usize);
+        Accel {
+            width: self.width,
+            first_row: self.first_row,
+            row_starts,
+            tiles,
+            candidates,
+            rays: self.rays.clone(),
+        }
+    }
+
+    /// About how many candidates each tile row will hold, from every `stride`-th triangle
+    /// (for planning batches of rows; 1 counts them all).
+    pub fn estimate(&self, culler: &Culler, stride: usize) -> Vec<u64> {
+        let nodes = &self.nodes;
+        let all = nodes[self.root as usize].rays;
+        let groups = float::groups(nodes, self.root, |_| true);
+        let stride = stride.max(1);
+        let sampled = culler.constants().len().div_ceil(stride);
+        let rows = self.tiles_y as usize;
+        let count = |collector: Collector| {
+            let mut per_row = vec![0; rows];
+            for tile in collector.finish().0.tiles {
+                per_row[(tile / self.tiles_x) as usize] += stride as u64;
+            }
+            per_row
+        };
+        (0..sampled)
+            .into_par_iter()
+            .with_min_len(256)
+            .fold(
+                || Collector::new(&groups),
+                |mut collector, k| {
+                    visit(&groups, nodes, &all, culler, k * stride, &mut collector);
+                    collector
+                },
+            )
+            .map(count)
+            .reduce(
+                || vec![0; rows],
+                |a, b| a.iter().zip(&b).map(|(a, b)| a + b).collect(),
+            )
+    }
+}
+
+impl Accel {
+    /// Builds the structure for `rays` (row-major, one per pixel of `height` rows of a
+    /// `width`-pixel image from row `first_row` on) over the triangles of `culler` (BIU's
+    /// per-triangle constants), for every tile at once.
+    pub fn build(
+        culler: &Culler,
+        width: u32,
+        first_row: u32,
+        height: u32,
+        rays: Vec<Vec3>,
+    ) -> Result<Accel, AccelRefusal> {
+        Ok(RayTree::new(width, first_row, height, rays)?.build_all(culler))
+    }
+
+    /// The precomputed ray of pixel (x, y).
+    pub fn ray(&self, x: u32, y: u32) -> Option<Vec3> {
+        if x >= self.width || y < self.first_row {
+            return None;
+        }
+        let y = y - self.first_row;
+        self.rays.get((y * self.width + x) as usize).copied()
+    }
+
+    /// The last image row with rays.
+    fn last_row(&self) -> u32 {
+        self.first_row + (self.rays.len() as u32 / self.width) - 1
+    }
+
+    /// Whether the structure holds the tile of pixel (x, y).
+    pub fn covers(&self, x: u32, y: u32) -> bool {
+        x < self.width
+            && y >= self.first_row
+            && self
+                .row_starts
+                .get(((y - self.first_row) / TILE) as usize)
+                .is_some_and(|&start| start != NOT_BUILT)
+    }
+
+    /// The tile pixel (x, y) lies in, and its candidates (the structure must cover it).
+    pub fn tile(&self, x: u32, y: u32) -> (&Tile, &[u32]) {
+        let index = self.tile_index(x, y);
+        (&self.tiles[index], self.candidates_of(index))
+    }
+
+    fn tile_index(&self, x: u32, y: u32) -> usize {
+        (self.row_starts[((y - self.first_row) / TILE) as usize] + x / TILE) as usize
+    }
+
+    fn candidates_of(&self, tile: usize) -> &[u32] {
+        let tile = &self.tiles[tile];
+        let start = tile.start as usize;
+        &self.candidates[start..start + tile.len as usize]
+    }
+
+    /// Candidate tests per pixel, on average over tiles (for summaries).
+    pub fn mean_candidates(&self) -> f64 {
+        self.candidates.len() as f64 / self.tiles.len().max(1) as f64
+    }
+
+    /// Tiles built.
+    pub fn tile_count(&self) -> usize {
+        self.tiles.len()
+    }
+
+    /// Candidates held, over all tiles.
+    pub fn candidate_count(&self) -> usize {
+        self.candidates.len()
+    }
+}
+
+/// Descends `groups` with one triangle: in double precision where its forms allow, else
+/// exactly; a triangle that cannot be bounded over `all` rays is a candidate everywhere.
+#[inline(always)]
+fn visit(
+    groups: &[float::Group],
+    nodes: &[Node],
+    all: &RayBox,
+    culler: &Culler,
+    triangle: usize,
+    collector: &mut Collector,
+) {
+    let constants = &culler.constants()[triangle];
+    if culler.biu() == Biu::Fixed {
+        let fixed = &culler.fixed_constants()[triangle];
+        match FixedForms::new(constants, fixed, all) {
+            Some(forms) => {
+                float::visit_nodes(groups, nodes, |around| forms.verdict(around), collector)
+            }
+            None => float::mark_all(groups, collector),
+        }
+        return;
+    }
+    match Forms::new(constants, all) {
+        Some(forms) if forms.narrow(all) => {
+            float::visit(groups, &FloatForms::new(&forms), collector)
+        }
+        Some(wide) => float::visit_exact(groups, nodes, &wide, collector),
+        None => float::mark_all(groups, collector),
+    }
+}
+
+/// The box of each tile's rays, tile rows top to bottom, on all threads.
+fn tile_boxes(rays: &[Vec3], width: u32, height: u32) -> Vec<RayBox> {
+    let tiles_x = width.div_ceil(TILE);
+    let tiles = tiles_x * height.div_ceil(TILE);
+    (0..tiles)
+        .into_par_iter()
+        .map(|tile| {
+            let (x0, y0) = (tile % tiles_x * TILE, tile / tiles_x * TILE);
+            let mut rays_box = RayBox::EMPTY;
+            for y in y0..(y0 + TILE).min(height) {
+                let row = (y * width) as usize;
+                let xs = row + x0 as usize..row + (x0 + TILE).min(width) as usize;
+                rays[xs].iter().for_each(|&ray| rays_box.add(ray));
+            }
+            rays_box
+        })
+        .collect()
+}
+
+/// Adds the node over tiles `[x0, y0, x1, y1)` (whose rays' boxes are `tiles`, `tiles_x`
+/// to a row) and its descendants to `nodes`, children first; returns its index.
+fn build_node(
+    nodes: &mut Vec<Node>,
+    tiles: &[RayBox],
+    tiles_x: u32,
+    [x0, y0, x1, y1]: [u32; 4],
+) -> u32 {
+    let (w, h) = (x1 - x0, y1 - y0);
+    let node = if w == 1 && h == 1 {
+        let tile = y0 * tiles_x + x0;
+        let rays_box = tiles[tile as usize];
+        Node {
+            rays: rays_box,
+            around: rays_box.around(),
+            kind: NodeKind::Leaf(tile),
+        }
+    } else {
+        let halves = |a: u32, b: u32| {
+            let m = a + (b - a) / 2;
+            if b - a > 1 {
+                ([[a, m], [m, b]], 2)
+            } else {
+                ([[a, b], [a, b]], 1)
+            }
+        };
+        let ((xs, x_count), (ys, y_count)) = (halves(x0, x1), halves(y0, y1));
+        let (mut children, mut count, mut rays_box) = ([0; 4], 0, RayBox::EMPTY);
+        for &[ya, yb] in &ys[..y_count] {
+            for &[xa, xb] in &xs[..x_count] {
+                let child = build_node(nodes, tiles, tiles_x, [xa, ya, xb, yb]);
+                rays_box = RayBox::union(rays_box, nodes[child as usize].rays);
+                children[count] = child;
+                count += 1;
+            }
+        }
+        Node {
+            rays: rays_box,
+            around: rays_box.around(),
+            kind: NodeKind::Split(children, count as u8),
+        }
+    };
+    nodes.push(node);
+    nodes.len() as u32 - 1
+}
+
+/// One build task's share of the triangles, sorted by tile: its candidates (triangle
+/// numbers) tile after tile in ascending order, how many each tile has and where each
+/// tile's start, and what it skipped per group of nodes.
+struct Part {
+    by_tile: Vec<u32>,
+    per_tile: Vec<u32>,
+    starts: Vec<u32>,
+    skipped: Vec<[[u32; 8]; 4]>,
+}
+
+/// Descends the groups with every triangle: in small runs of consecutive triangles over
+/// the threads (triangles cost very differently), each thread's consecutive runs
+/// gathered in one collector, so that the parts, which cost memory and merging per tile,
+/// number about as many as the threads, not the runs.
+fn visit_all(
+    groups: &[float::Group],
+    nodes: &[Node],
+    all: &RayBox,
+    culler: &Culler,
+    tile_count: usize,
+    local: &(impl Fn(u32) -> usize + Sync),
+) -> Vec<Part> {
+    let triangles = culler.constants().len();
+    let run = triangles.div_ceil(rayon::current_num_threads() * 8).max(64);
+    let collected: Vec<(usize, Collector)> = (0..triangles.div_ceil(run))
+        .into_par_iter()
+        .fold(
+            || None,
+            |part: Option<(usize, Collector)>, r| {
+                let (first, mut collector) =
+                    part.unwrap_or_else(|| (r * run, Collector::new(groups)));
+                for triangle in r * run..((r + 1) * run).min(triangles) {
+                    visit(groups, nodes, all, culler, triangle, &mut collector);
+                }
+                Some((first, collector))
+            },
+        )
+        .flatten()
+        .collect();
+    collected
+        .into_par_iter()
+        .map(|(first, collector)| {
+            let (found, skipped) = collector.finish();
+            sort_by_tile(first, found, tile_count, local, skipped)
+        })
+        .collect()
+}
+
+/// A part's candidates sorted by tile (`first` the number of its first triangle): a
+/// counting sort, so each tile keeps its triangles in ascending order.
+fn sort_by_tile(
+    first: usize,
+    mut found: Found,
+    tile_count: usize,
+    local: &impl Fn(u32) -> usize,
+    skipped: Vec<[[u32; 8]; 4]>,
+) -> Part {
+    for tile in &mut found.tiles {
+        *tile = local(*tile) as u32;
+    }
+    let mut per_tile = vec![0; tile_count];
+    for &tile in &found.tiles {
+        per_tile[tile as usize] += 1;
+    }
+    let starts: Vec<u32> = per_tile
+        .iter()
+        .scan(0, |at, &count| {
+            *at += count;
+            Some(*at - count)
+        })
+        .collect();
+    let mut next = starts.clone();
+    let mut by_tile = vec![0; found.tiles.len()];
+    let mut start = 0;
+    for (k, &end) in found.ends.iter().enumerate() {
+        let triangle = (first + k) as u32;
+        for &tile in &found.tiles[start..end as usize] {
+            let slot = &mut next[tile as usize];
+            by_tile[*slot as usize] = triangle;
+            *slot += 1;
+        }
+        start = end as usize;
+    }
+    Part {
+        by_tile,
+        per_tile,
+        starts,
+        skipped,
+    }
+}
+
+/// What every node skips, added up over the parts (group by group, in parallel: each
+/// node belongs to one group).
+fn skipped_per_node(groups: &[float::Group], parts: &[Part], nodes: usize) -> Vec<Skipped> {
+    let sums: Vec<[[u32; 8]; 4]> = (0..groups.len())
+        .into_par_iter()
+        .map(|group| {
+            let mut sum = [[0; 8]; 4];
+            for part in parts {
+                for (place, counts) in sum.iter_mut().zip(&part.skipped[group]) {
+                    for (total, count) in place.iter_mut().zip(counts) {
+                        *total += count;
+                    }
+                }
+            }
+            sum
+        })
+        .collect();
+    let mut per_node = vec![[0; 8]; nodes];
+    for (group, sum) in groups.iter().zip(&sums) {
+        for (k, &node) in group.members().iter().enumerate() {
+            per_node[node as usize] = sum[k];
+        }
+    }
+    per_node
+}
+
+/// The candidates of every tile, each tile's from the parts in part order (ascending,
+/// since parts hold consecutive triangles), in parallel over ranges of tiles.
+fn gather(tiles: &[Tile], parts: &[Part], total: usize) -> Vec<u32> {
+    let mut candidates = vec![0; total];
+    let ranges = tiles.len().div_ceil(256).max(1);
+    let per_range = tiles.len().div_ceil(ranges);
+    let mut slices = Vec::with_capacity(ranges);
+    let mut rest = candidates.as_mut_slice();
+    for range in tiles.chunks(per_range) {
+        let len: usize = range.iter().map(|tile| tile.len as usize).sum();
+        let (slice, tail) = std::mem::take(&mut rest).split_at_mut(len);
+        slices.push(slice);
+        rest = tail;
+    }
+    slices
+        .into_par_iter()
+        .enumerate()
+        .for_each(|(range, slice)| {
+            let mut at = 0;
+            for tile in range * per_range..((range + 1) * per_range).min(tiles.len()) {
+                for part in parts {
+                    let (start, len) = (part.starts[tile] as usize, part.per_tile[tile] as usize);
+                    slice[at..at + len].copy_from_slice(&part.by_tile[start..start + len]);
+                    at += len;
+                }
+            }
+        });
+    candidates
+}
+
+/// Adds up what each node skips along the paths to the leaves; `local` gives a leaf's place
+/// in `tiles`, `None` for leaves not built.
+fn push_down(
+    nodes: &[Node],
+    at: u32,
+    above: Skipped,
+    per_node: &[Skipped],
+    biu: Biu,
+    local: &impl Fn(u32) -> Option<usize>,
+    tiles: &mut [Tile],
+) {
+    let here = per_node[at as usize];
+    let total: Skipped = std::array::from_fn(|code| above[code] + here[code]);
+    match nodes[at as usize].kind {
+        NodeKind::Leaf(tile) => {
+            let Some(tile) = local(tile) else {
+                return;
+            };
+            let tile = &mut tiles[tile];
+            tile.skipped_instructions = 0;
+            tile.skipped = 0;
+            for &exit in biu.exits() {
+                let count = total[Verdict::Exit(exit).code() as usize];
+                tile.skipped_instructions += u64::from(count) * exit.instructions();
+                tile.skipped += count;
+            }
+            tile.skipped_unknown = total[Verdict::Rejected.code() as usize];
+            tile.unknown_instructions =
+                u64::from(tile.skipped_unknown) * biu.worst_exit().instructions();
+        }
+        NodeKind::Split(..) => {
+            for &child in nodes[at as usize].kind.children() {
+                push_down(nodes, child, total, per_node, biu, local, tiles);
+            }
+        }
+    }
+}
+
+/// Whether `culler` and a tile agree: for tests, the exit a tile claims for a triangle
+/// is the exact verdict for every ray of the tile.
+pub fn check_tile_claims(
+    culler: &Culler,
+    accel: &Accel,
+    triangles: usize,
+    height: u32,
+) -> Result<(), String> {
+    for y in 0..height {
+        for x in 0..accel.width {
+            if !accel.covers(x, y) {
+                continue;
+            }
+            let ray = accel.ray(x, y).expect("in the image");
+            let (tile, candidates) = accel.tile(x, y);
+            let mut skipped = 0u32;
+            for index in 0..triangles {
+                if candidates.binary_search(&(index as u32)).is_ok() {
+                    continue;
+                }
+                match culler.rejects(index, ray) {
+                    Some(_) => skipped += 1,
+                    None => {
+                        return Err(format!(
+                            "pixel ({x}, {y}): triangle {index} skipped but BIU does not reject it"
+                        ))
+                    }
+                }
+            }
+            if skipped != tile.skipped + tile.skipped_unknown {
+                return Err(format!(
+                    "pixel ({x}, {y}): {skipped} skipped, the tile says {} + {}",
+                    tile.skipped, tile.skipped_unknown
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod test_rng {
+    /// xorshift64*: a fixed sequence, so a failure reproduces.
+    pub struct Rng(pub u64);
+
+    impl Rng {
+        pub fn next(&mut self) -> u64 {
+            self.0 ^= self.0 >> 12;
+            self.0 ^= self.0 << 25;
+            self.0 ^= self.0 >> 27;
+            self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
+        }
+        /// A raw value of about `bits` bits, either sign.
+        pub fn raw(&mut self, bits: u32) -> i32 {
+            let magnitude = (self.next() >> (64 - bits)) as i32;
+            if self.next() & 1 == 0 {
+                magnitude
+            } else {
+                -magnitude
+            }
+        }
+        pub fn vec(&mut self, bits: u32) -> [u32; 3] {
+            std::array::from_fn(|_| self.raw(bits) as u32)
+        }
+    }
+}

@@ -1,0 +1,227 @@
+//! The structure's verdicts for the fixed ROM's BIU (`shaders/rom/fixed.shdr`), which tests
+//! edge values before anything can wrap: every triangle whose edge tests fail for all
+//! rays of a node is pruned there, so a tile keeps only the triangles real geometry (plus
+//! the tolerance) puts under it, and a triangle's descent stops where its edges leave the
+//! node: about O(log n) work per ray, as in any ray tracer's hierarchy.
+//!
+//! # The bound
+//!
+//! The fixed BIU computes g2 = DOT(R, c2), g3 = DOT(Q, R) and D' = DOT(R, c_delta) with
+//! c2 = E2 × T, c_delta = E2 × E1 and Q constant per triangle, and g1 = D' − (g2 + g3).
+//! Each DOT is the sum of three products truncated toward zero, exact before truncating
+//! (R's lanes are exact multiplicands: a frame premise; Q's are checked here), so it lies
+//! within 3 raw units of the real c·R / 2^17, and g1 within 9 of (c_delta − c2 − Q)·R / 2^17.
+//! Over a box of rays each real value lies between the sums of its coefficients times the
+//! box's corners, computed exactly in i64: every |c|·|R| sum over the frame's rays is
+//! checked below 2^46, so no sum overflows and no DOT, ADD or SUB result wraps.
+//!
+//! With those intervals BIU's path is followed as far as it is certain: the orientation
+//! (`D' <= 0`), then each test (|D'| above 32, g2 and g3 against ∓14, g1 against ∓28).
+//! Where every ray fails the same test the exit is known; where each ray fails some test
+//! but which one depends on the ray, the triangle is still skipped
+//! ([`Verdict::Rejected`]); otherwise it stays a candidate, tested per pixel exactly
+//! ([`crate::emu::machine::cull::fixed_verdict`]).
+
+use super::{Around, RayBox, Verdict};
+use crate::emu::core::alu;
+use crate::emu::machine::cull::{
+    Exit, FixedConstants, TriangleConstants, FIXED_FLAT, FIXED_TOLERANCE, FIXED_TOLERANCE_G1,
+};
+
+/// A closed interval of a computed value, raw units.
+#[derive(Clone, Copy, Debug)]
+struct Interval {
+    lo: i64,
+    hi: i64,
+}
+
+/// Whether a test holds for every ray, for none, or for some.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Holds {
+    Always,
+    Never,
+    Sometimes,
+}
+
+/// Every |c|·|R| sum stays below this (raw units times 2^17).
+const LIMIT: i128 = 1 << 46;
+
+/// The fixed BIU's values of one triangle as linear forms of the ray.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct FixedForms {
+    /// g2, g3, D' and g1: value = c·R / 2^17 within `ERRORS` raw units.
+    c: [[i64; 3]; 4],
+    c_abs: [[i64; 3]; 4],
+}
+
+/// Each form's truncation error bound, raw units: three truncated products per DOT, and
+/// g1 the difference of three DOTs.
+const ERRORS: [i64; 4] = [3, 3, 3, 9];
+
+impl FixedForms {
+    /// The forms of a triangle, or `None` when they cannot be bounded over `all` rays.
+    pub(super) fn new(
+        k: &TriangleConstants,
+        f: &FixedConstants,
+        all: &RayBox,
+    ) -> Option<FixedForms> {
+        if !alu::exact_multiplicands(k.q) {
+            return None;
+        }
+        let wide = |v: [u32; 3]| v.map(|w| i64::from(w as i32));
+        let (c2, q, cd) = (wide(f.c2), wide(k.q), wide(f.c_delta));
+        let g1: [i64; 3] = std::array::from_fn(|i| cd[i] - c2[i] - q[i]);
+        let c = [c2, q, cd, g1];
+        let r = all.magnitude();
+        let fits =
+            |c: &[i64; 3]| (0..3).map(|i| i128::from(c[i]).abs() * r[i]).sum::<i128>() < LIMIT;
+        if !c.iter().all(fits) {
+            return None;
+        }
+        Some(FixedForms {
+            c,
+            c_abs: c.map(|c| c.map(i64::abs)),
+        })
+    }
+
+    /// The interval of form `f` over the box.
+    #[inline(always)]
+    fn interval(&self, f: usize, rays: &Around) -> Interval {
+        let (mut mid, mut half) = (0i64, 0i64);
+        for i in 0..3 {
+            mid += self.c[f][i] * rays.mid2[i];
+            half += self.c_abs[f][i] * rays.half2[i];
+        }
+        // Twice the bounds of c·R: one more bit of shift than 2^17.
+        Interval {
+            lo: ((mid - half) >> 18) - ERRORS[f],
+            hi: -((-(mid + half)) >> 18) + ERRORS[f],
+        }
+    }
+
+    /// What the fixed BIU does for every ray of `rays`, if that is certain.
+    #[inline(always)]
+    pub(super) fn verdict(&self, rays: &Around) -> Option<Verdict> {
+        let [g2, g3, delta, g1] = [0, 1, 2, 3].map(|f| self.interval(f, rays));
+        // `JLX D', 0`: D' <= 0 takes the back-facing tests; each side's tests concern only
+        // its own rays, which the whole box's intervals bound.
+        let front = (delta.hi > 0).then(|| path([delta, g2, g3, g1], false));
+        let back = (delta.lo <= 0).then(|| path([delta, g2, g3, g1], true));
+        match (front, back) {
+            (Some(v), None) | (None, Some(v)) => v,
+            (Some(Some(a)), Some(Some(b))) if a == b => Some(a),
+            (Some(Some(_)), Some(Some(_))) => Some(Verdict::Rejected),
+            _ => None,
+        }
+    }
+}
+
+/// Whether `value >= -bound` (front) or `value <= bound` (back) holds over the interval:
+/// fixed.shdr's JGEX/JLEX, whose magnitude tie (|x| = bound) agrees with >= and <= here,
+/// and its JGZ (> 32, that is >= 33) and JLZ (<= -33).
+fn holds(value: Interval, bound: i64, back: bool) -> Holds {
+    let (always, never) = if back {
+        (value.hi <= bound, value.lo > bound)
+    } else {
+        (value.lo >= -bound, value.hi < -bound)
+    };
+    match (always, never) {
+        (true, _) => Holds::Always,
+        (_, true) => Holds::Never,
+        _ => Holds::Sometimes,
+    }
+}
+
+/// BIU's tests in order for one orientation, on the intervals of D', g2, g3 and g1: the
+/// exit if every ray takes the same one, [`Verdict::Rejected`] if every ray fails some
+/// test, otherwise `None`.
+fn path([delta, g2, g3, g1]: [Interval; 4], back: bool) -> Option<Verdict> {
+    // Not flat: D' > 32, that is D' >= 33 (front), or D' <= -33 (back).
+    let not_flat = -(i64::from(FIXED_FLAT) + 1);
+    let tests = [
+        (holds(delta, not_flat, back), Exit::Flat),
+        (holds(g2, FIXED_TOLERANCE.into(), back), Exit::G2),
+        (holds(g3, FIXED_TOLERANCE.into(), back), Exit::G3),
+        (holds(g1, FIXED_TOLERANCE_G1.into(), back), Exit::G1),
+    ];
+    // The first test no ray passes ends every path that gets there; tests before it that
+    // some rays fail send those rays out earlier.
+    let mut earlier_fail = false;
+    for (holds, exit) in tests {
+        match holds {
+            Holds::Never if !earlier_fail => return Some(Verdict::Exit(exit)),
+            Holds::Never => return Some(Verdict::Rejected),
+            Holds::Sometimes => earlier_fail = true,
+            Holds::Always => {}
+        }
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::test_rng::Rng;
+    use super::*;
+    use crate::emu::machine::cull::fixed_verdict;
+
+    /// A random triangle seen from a random camera, and a small box of rays around a
+    /// random one: whatever the structure claims for the box holds for every ray in it,
+    /// checked on the box's corners and random rays inside.
+    #[test]
+    fn claims_hold_for_every_ray_of_the_box() {
+        let mut rng = Rng(0x5EED_F1C5);
+        let (mut claimed, mut cases) = (0, 0);
+        while cases < 20_000 {
+            let size = [8, 12, 16, 20][(rng.next() % 4) as usize];
+            let vertex = |rng: &mut Rng| rng.vec(size);
+            let k = TriangleConstants::new(
+                vertex(&mut rng),
+                vertex(&mut rng),
+                vertex(&mut rng),
+                rng.vec(20),
+            );
+            let ray = rng.vec(17);
+            let spread = [1, 4, 8, 12][(rng.next() % 4) as usize];
+            let mut rays = RayBox::EMPTY;
+            rays.add(ray);
+            let other: [u32; 3] =
+                std::array::from_fn(|i| (ray[i] as i32).wrapping_add(rng.raw(spread)) as u32);
+            rays.add(other);
+            let f = FixedConstants::new(&k);
+            let Some(forms) = FixedForms::new(&k, &f, &rays) else {
+                continue;
+            };
+            cases += 1;
+            let Some(verdict) = forms.verdict(&rays.around()) else {
+                continue;
+            };
+            claimed += 1;
+            for sample in 0..16 {
+                let ray: [u32; 3] = std::array::from_fn(|i| {
+                    let (lo, hi) = (rays.lo[i], rays.hi[i]);
+                    let pick = if sample < 8 {
+                        if sample >> i & 1 == 0 {
+                            lo
+                        } else {
+                            hi
+                        }
+                    } else {
+                        lo + (rng.next() % (hi - lo + 1) as u64) as i32
+                    };
+                    pick as u32
+                });
+                let exact = fixed_verdict(
+                    alu::dot(ray, f.c2),
+                    alu::dot(k.q, ray),
+                    alu::dot(ray, f.c_delta),
+                );
+                match verdict {
+                    Verdict::Exit(exit) => assert_eq!(exact, Some(exit), "{k:?} {ray:?}"),
+                    Verdict::Rejected => assert!(exact.is_some(), "{k:?} {ray:?}"),
+                }
+            }
+        }
+        // The test means something only if the structure often settles.
+        assert!(claimed > cases / 4, "{claimed} of {cases} settled");
+    }
+}

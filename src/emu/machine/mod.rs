@@ -1,0 +1,315 @@
+//! The whole machine: the host configures every core, streams the triangles through the
+//! swap memory for every pixel, and the control unit sequences the microcode routines.
+//! Each core renders its own partition; partitions run on rayon workers and share nothing
+//! writable, as in the hardware. Triangles BIU provably rejects can skip MAIN with
+//! identical results ([`cull`]).
+//!
+//! Where things are: the options a frame runs with (`options.rs`); the pixel sequence from
+//! boot to NPG, written once for every width (`pixel.rs`) over the triangle loop and its
+//! sources ([`triangles`]); cores in lock-step groups (`lockstep.rs`) or each core's pixels
+//! cut into chunks run in parallel ([`speculate`]); the acceleration structure's batches
+//! (`batches.rs`, [`accel`]); the frame put together from the output memories
+//! (`frame.rs`); progress and cancellation (`progress.rs`).
+
+pub mod accel;
+pub mod band;
+mod batches;
+pub mod cull;
+pub mod fingerprint;
+mod frame;
+pub mod hits;
+mod lockstep;
+mod options;
+mod pixel;
+mod progress;
+pub mod speculate;
+pub mod ssaa;
+pub mod triangles;
+
+use std::ops::Range;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Instant;
+
+use crate::emu::core::exec::Fault;
+use crate::emu::core::program::Program;
+use crate::emu::core::rom::rom;
+use crate::emu::isa::registers::EntryPoint;
+use crate::io::scene::{Partition, Scene};
+use crate::stage::{PixelStage, TheiaPixelShader};
+use accel::AccelRefusal;
+pub use band::Band;
+pub use batches::{
+    batch_candidates, FrameAccel, PixelAccel, StructureUse, BATCH_CANDIDATES,
+    BATCH_CANDIDATES_PER_TRIANGLE, MIN_BATCH_CANDIDATES,
+};
+use cull::{Culler, Refusal};
+pub use frame::{Frame, Render, Stages};
+pub use options::{AccelMode, AccelUse, Lockstep, RenderOptions};
+pub use pixel::PixelDone;
+use speculate::{ChunkStats, Chunking};
+
+/// A core stopped: which core, at which pixel, in which routine, and why.
+#[derive(Debug, thiserror::Error)]
+pub enum RenderError {
+    #[error("core {core}, pixel ({x}, {y}), routine {routine}: {fault}", routine = entry.name())]
+    Core {
+        core: usize,
+        x: u32,
+        y: u32,
+        entry: EntryPoint,
+        fault: Fault,
+    },
+    #[error("core {core}: NPG kept asking for pixels after the {pixels} of its partition")]
+    Runaway { core: usize, pixels: usize },
+    #[error("{0}")]
+    Config(String),
+    /// [`Machine::set_cancel`]'s flag was raised before every core finished.
+    #[error("the render was cancelled")]
+    Cancelled,
+}
+
+/// The budget the watchdog allows one pixel when none is given: the ROM needs at most
+/// about 80 instructions per triangle, so this leaves room for long shaders.
+pub fn default_max_steps(triangles: usize) -> u64 {
+    100_000 + 1_000 * triangles as u64
+}
+
+/// Everything that stays the same for all cores of a frame.
+#[derive(Clone)]
+pub struct Machine<'a> {
+    scene: &'a Scene,
+    program: Program,
+    /// Every partition of the frame, whether this machine renders it or not.
+    partitions: Vec<Partition>,
+    /// The partitions this machine renders: all, or a band's ([`RenderOptions::band`]).
+    active: Range<usize>,
+    max_steps: u64,
+    /// The culling tables, or why this frame is rendered without culling.
+    culler: Result<Culler, Refusal>,
+    /// Whether partitions run as lock-step groups ([`RenderOptions::lockstep`]).
+    lockstep: Lockstep,
+    /// The program that shades each pixel ([`RenderOptions::stage`]).
+    stage: Arc<dyn PixelStage>,
+    /// The acceleration structure (`Ok(None)`: not wanted for this frame).
+    accel: Result<Option<FrameAccel>, AccelRefusal>,
+    /// How long preparing the structure took, stage by stage ([`Stages::preparation`]).
+    stages: Stages,
+    /// About how many candidates one batch of the structure may hold (4 bytes each):
+    /// [`batch_candidates`] unless a test asks for smaller batches.
+    batch_candidates: u64,
+    /// How each core's pixels are cut into chunks ([`RenderOptions::chunking`]).
+    chunking: Chunking,
+    /// Raised by another thread to stop a render early ([`Machine::set_cancel`]).
+    cancel: Option<Arc<AtomicBool>>,
+}
+
+impl<'a> Machine<'a> {
+    pub fn new(scene: &'a Scene, options: &RenderOptions) -> Result<Machine<'a>, RenderError> {
+        Machine::with_batches(scene, options, batch_candidates(scene.triangles.len()))
+    }
+
+    /// [`Machine::new`] with batches of the acceleration structure of about
+    /// `batch_candidates` candidates (for tests: batches never change a frame).
+    pub fn with_batches(
+        scene: &'a Scene,
+        options: &RenderOptions,
+        batch_candidates: u64,
+    ) -> Result<Machine<'a>, RenderError> {
+        let imem = options
+            .imem
+            .clone()
+            .or_else(|| scene.program.clone())
+            .unwrap_or_else(Program::default_imem);
+        let partitions = frame_partitions(scene, options.cores)?;
+        let active = match options.band {
+            Some(band) => band.cores(partitions.len()).map_err(RenderError::Config)?,
+            None => 0..partitions.len(),
+        };
+        let program = Program::new(rom(options.rom), &imem);
+        let culler = if options.culling {
+            Culler::new(&program, &scene.triangles, &scene.config)
+        } else {
+            Err(Refusal::Disabled)
+        };
+        let mut machine = Machine {
+            scene,
+            program,
+            culler,
+            accel: Ok(None),
+            stages: Stages::default(),
+            batch_candidates,
+            partitions,
+            active,
+            lockstep: options.lockstep,
+            stage: options
+                .stage
+                .clone()
+                .unwrap_or_else(|| Arc::new(TheiaPixelShader)),
+            max_steps: options
+                .max_steps
+                .unwrap_or_else(|| default_max_steps(scene.triangles.len())),
+            chunking: options.chunking,
+            cancel: None,
+        };
+        machine.prepare_structure(options.accel);
+        Ok(machine)
+    }
+
+    pub fn scene(&self) -> &'a Scene {
+        self.scene
+    }
+
+    /// The ROM and instruction memory every core runs.
+    pub fn program(&self) -> &Program {
+        &self.program
+    }
+
+    /// Every partition of the frame, whether this machine renders it or not.
+    pub fn partitions(&self) -> &[Partition] {
+        &self.partitions
+    }
+
+    /// The partitions this machine renders: all, or a band's ([`RenderOptions::band`]).
+    pub fn active(&self) -> Range<usize> {
+        self.active.clone()
+    }
+
+    /// The per-pixel instruction budget.
+    pub fn max_steps(&self) -> u64 {
+        self.max_steps
+    }
+
+    /// The culling tables, or why this frame is rendered without culling.
+    pub fn culler(&self) -> Result<&Culler, &Refusal> {
+        self.culler.as_ref()
+    }
+
+    /// The program that shades each pixel.
+    pub fn stage(&self) -> &dyn PixelStage {
+        &*self.stage
+    }
+
+    /// The acceleration structure (`Ok(None)`: not wanted for this frame), or why it was
+    /// refused.
+    pub fn accel(&self) -> Result<Option<&FrameAccel>, &AccelRefusal> {
+        self.accel.as_ref().map(Option::as_ref)
+    }
+
+    /// The partitions this machine renders, with their core numbers.
+    pub fn active_partitions(&self) -> impl Iterator<Item = (usize, &Partition)> {
+        self.partitions
+            .iter()
+            .enumerate()
+            .skip(self.active.start)
+            .take(self.active.len())
+    }
+
+    /// The image rows the active partitions touch.
+    pub fn active_rows(&self) -> Range<u32> {
+        let partitions = &self.partitions[self.active.clone()];
+        let first = partitions.iter().map(|p| p.start_pixel().1).min();
+        let end = partitions.iter().map(|p| p.end_pixel().1).max();
+        first.unwrap_or(0)..end.unwrap_or(0)
+    }
+
+    /// Renders every partition in parallel and assembles the frame. `progress` counts
+    /// finished pixels across all cores.
+    pub fn render(&self, progress: Option<&AtomicU64>) -> Result<Render, RenderError> {
+        self.render_rows(progress, 0..self.scene.height())
+    }
+
+    /// [`Machine::render`] with a frame of image rows `rows` only (those of the active
+    /// partitions, for a frame rendered in passes: [`ssaa`]).
+    fn render_rows(
+        &self,
+        progress: Option<&AtomicU64>,
+        rows: Range<u32>,
+    ) -> Result<Render, RenderError> {
+        let start = Instant::now();
+        // Where the counter stood: a frame rendered in passes counts on from there.
+        let counted = progress.map_or(0, |counter| counter.load(Ordering::Relaxed));
+        let mut structure = None;
+        let mut chunks = ChunkStats::default();
+        let mut stages = self.stages;
+        let (cores, lockstep_groups) = match self.render_lockstep(progress) {
+            Some(grouped) => grouped,
+            None => {
+                if let Some(counter) = progress {
+                    counter.store(counted, Ordering::Relaxed);
+                }
+                match self.render_core_by_core(progress, &mut structure, &mut chunks, &mut stages) {
+                    Ok(cores) => (cores, 0),
+                    // Skipped exits were charged at their most: only per-triangle culling
+                    // stops a pixel exactly where the hardware's watchdog would.
+                    Err(error)
+                        if matches!(self.accel, Ok(Some(_)))
+                            && !matches!(error, RenderError::Cancelled) =>
+                    {
+                        let exact = Machine {
+                            accel: Ok(None),
+                            ..self.clone()
+                        };
+                        if let Some(counter) = progress {
+                            counter.store(counted, Ordering::Relaxed);
+                        }
+                        return exact.render_rows(progress, rows);
+                    }
+                    Err(error) => return Err(error),
+                }
+            }
+        };
+        let assembling = Instant::now();
+        let frame = self.assemble(&cores, rows);
+        stages.assemble = assembling.elapsed();
+        Ok(Render {
+            frame,
+            instructions: cores.iter().map(|c| c.instructions).sum(),
+            instructions_exact: cores.iter().all(|c| c.unknown_cost == 0),
+            elapsed: start.elapsed(),
+            cores: self.active.len(),
+            triangles: self.scene.triangles.len(),
+            culled: cores.iter().map(|c| c.culled).sum(),
+            culling_refused: self.culler.as_ref().err().cloned(),
+            lockstep_groups,
+            accel: match &self.accel {
+                Ok(accel) => Ok(accel.is_some() && lockstep_groups == 0),
+                Err(refusal) => Err(refusal.clone()),
+            },
+            structure,
+            chunks,
+            stages,
+        })
+    }
+}
+
+/// The frame's partitions: `cores` row bands, or the scene's own; each checked.
+fn frame_partitions(scene: &Scene, cores: Option<u32>) -> Result<Vec<Partition>, RenderError> {
+    let (width, height) = (scene.width(), scene.height());
+    let partitions = match cores {
+        Some(0) => return Err(RenderError::Config("--cores must be at least 1".into())),
+        // Each core renders a band of whole rows: more cores than rows is an error, not
+        // a silent cut to the row count.
+        Some(cores) if cores > height => {
+            return Err(RenderError::Config(format!(
+                "--cores {cores}: at most {height} for this frame (each core renders a band of whole rows, and the frame has {height})",
+            )))
+        }
+        Some(cores) => Partition::bands(width, height, cores),
+        None => scene.partitions.clone(),
+    };
+    for (core, partition) in partitions.iter().enumerate() {
+        partition
+            .validate(width, height)
+            .map_err(|e| RenderError::Config(format!("partition {core}: {e}")))?;
+    }
+    Ok(partitions)
+}
+
+#[cfg(test)]
+mod tests;
+
+/// Renders a scene with the given options, supersampled when they say so.
+pub fn render(scene: &Scene, options: &RenderOptions) -> Result<Render, RenderError> {
+    ssaa::Supersampler::new(scene, options)?.render(None, None, |_| Ok(()))
+}

@@ -1,0 +1,974 @@
+//! One core's pixels on several host threads, exactly: a core's partition is cut into
+//! *chunks* of consecutive pixels, and every chunk but a core's first runs at once from a
+//! guessed start, which is checked once the chunk before it has finished.
+//!
+//! # Why the frame is the one sequential execution gives
+//!
+//! A core's pixels are not independent: its state carries from one pixel to the next
+//! (the pixel position and output address NPG advances, registers a shader leaves, the
+//! texture colour of a miss, TMREAD's latch, the return register; the black first pixel of
+//! a core shows that it matters). So chunk k (pixels `start..end`) starts from a *seed*:
+//! the state a cheap pass of the core's boot routines, RGU, triangle loads and NPG leaves
+//! before pixel `start - WARM_UP` (the *skeleton*, which runs no MAIN, PSU2 or shader),
+//! warmed up by running the pixels `start - WARM_UP .. start` in full. It then runs its
+//! pixels *tracked*: a [`Footprint`] records every element of the core's state (each
+//! component of each register row, both swap copies, the latch and forwarding rows, the
+//! return register, TMREAD's latch: `core::track`) whose first access in the chunk was a
+//! read, and every element it wrote.
+//!
+//! When chunk k - 1 has finished, its end state S is the real state before pixel `start`
+//! (by induction: chunk 0 starts from the booted core, which is exact). Chunk k is
+//! accepted when S and the state it assumed agree on every element it read before writing
+//! it, and on the swap parity and forwarding latches (compared whole): then every value
+//! the chunk read was the value the sequential run reads, so it executed the same
+//! instructions on the same values, wrote the same output words, counted the same
+//! instructions and stopped (or faulted) at the same pixel. Its end state is then the
+//! sequential one once the elements it never touched take S's values (they pass through
+//! a chunk unchanged). Otherwise it is run again from S (a *re-run*), which is exact.
+//!
+//! The comparison covers all a pixel can read: everything an interpreted instruction
+//! reads is in the elements (operand rows after forwarding, dynamic sources, stale rows),
+//! and native code (the host's loads, culling, the acceleration structure, foreign pixel
+//! stages, hit classification) reaches a core only through its rows and return register,
+//! which a tracked core records. What is left out is what no pixel reads: the instruction
+//! counters (each chunk counts its own, summed), the watchdog budget (refilled before
+//! every pixel), how the next CALL is reached (reset when a routine starts), and the
+//! output memory, which code only writes (each chunk writes its own window, laid over the
+//! others in chunk order).
+//!
+//! # The split
+//!
+//! Work, not the emulated core count, decides it: with `T` host threads the pixels of a
+//! batch (the whole frame without the acceleration structure) are cut into about
+//! `CHUNKS_PER_THREAD * T` chunks over all cores (none smaller than [`MIN_CHUNK_PIXELS`]),
+//! at row starts, and at tile-row starts where the structure is used (a chunk that starts
+//! inside a tile row would compute that row's candidate verdicts again). Every batch
+//! starts each core from its real state and is cut again, so each batch keeps every thread
+//! busy to its end; all chunks of all cores go to rayon as one parallel iterator (work
+//! stealing). With one thread nothing is cut and a core runs as it always did.
+//!
+//! # Seeds, pieces and re-runs
+//!
+//! A seed is made for any pixel (`Made`) from the skeleton's states after a core's first
+//! two pixels, when those agree with the skeleton's own at the core's first row starts;
+//! otherwise (a user program, a shader that moves state NPG does not) the skeleton runs
+//! once in order and leaves a state at each chunk start of the frame. A speculative chunk
+//! runs in pieces of [`PIECE`] pixels, each tracked from the state the piece before it
+//! left, so a wrong guess costs a piece, not a chunk. Checking walks each core's pieces in
+//! order as above; the pieces that disagree are first run again all at once, each from
+//! the state the walk puts before it (exact for the first; for the others, the state
+//! their predecessors leave if running them again changes nothing they leave, itself a
+//! guess checked in a second walk), and whatever still disagrees runs again from the real
+//! state, in order. The count of re-runs is in [`ChunkStats`] and `theia render`'s
+//! summary.
+
+use std::ops::Range;
+use std::sync::atomic::AtomicU64;
+
+use rayon::prelude::*;
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use super::accel::Accel;
+use super::hits::PixelHit;
+use super::pixel::output_words;
+use super::progress::ProgressReporter;
+use super::{Machine, PixelAccel, PixelDone, RenderError, Stages, StructureUse};
+use crate::emu::core::track::{Footprint, ELEMENTS};
+use crate::emu::core::{Core, CoreState, Fault, NoObserver, OutputMemory};
+use crate::emu::isa::registers::{address, EntryPoint};
+use crate::io::scene::Partition;
+
+/// About how many chunks each host thread gets: enough that a thread which drew cheap
+/// chunks (background) takes more while another works through the model.
+pub const CHUNKS_PER_THREAD: usize = 16;
+/// The smallest chunk a frame is cut into by default: each costs a warm-up pixel, a seed
+/// and a comparison.
+pub const MIN_CHUNK_PIXELS: usize = 256;
+/// Pixels a chunk runs in full before its own, from the skeleton's state.
+pub const WARM_UP: usize = 1;
+/// Pixels of a chunk checked on their own (see `Machine::run_job`): a wrong guess costs
+/// this many pixels again.
+pub const PIECE: usize = 512;
+
+/// How a frame's pixels are cut into chunks.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Chunking {
+    /// Pixels per chunk; `None`: from the host threads (one chunk per core and batch with
+    /// one thread). Tests force small chunks, down to one pixel.
+    pub pixels: Option<usize>,
+}
+
+/// Where a chunk starts from.
+enum Start<'m> {
+    /// The core's real state: the chunk is exact as it runs.
+    Real(Box<Core<'m>>),
+    /// The skeleton's state [`WARM_UP`] pixels before the chunk.
+    Seed(Box<Core<'m>>),
+    /// No seed (the skeleton stopped before it): the chunk waits for the real state.
+    None,
+}
+
+/// Where a core's chunks get their seeds.
+enum Seeds<'m> {
+    /// The skeleton's states before each chunk start's warm-up, in order (taken as chunks
+    /// start; `None` past where the skeleton stopped).
+    Taken(Vec<Option<Box<Core<'m>>>>),
+    /// Made for any pixel ([`Made::seed`]).
+    Made(Made<'m>),
+}
+
+/// What seeds are made from: the booted core and the skeleton's states after its first
+/// and its second pixel. Pixel by pixel, the ROM's NPG adds 1.0 to the position's x (or
+/// moves it to the next row), 3 to each output word address and to CREG_PIXEL_PITCH, and
+/// leaves everything else as the pixel before: so the state before pixel k is the state
+/// after pixel 1 or 2 (whichever has k's swap parity) with those three registers moved on.
+/// Seeds are only guesses, so nothing depends on this being so; a core uses made seeds
+/// only where they equal the skeleton's at its first rows' starts (else the skeleton's).
+struct Made<'m> {
+    boot: Box<Core<'m>>,
+    after: [Box<Core<'m>>; 2],
+}
+
+impl<'m> Made<'m> {
+    /// The skeleton's state before pixel `k` of `partition`.
+    fn seed(&self, partition: &Partition, k: usize) -> Core<'m> {
+        if k == 0 {
+            return (*self.boot).clone();
+        }
+        let template = &self.after[(k - 1) % 2];
+        let moved = ((k - 1) / 2 * 2) as u32;
+        let mut seed = (**template).clone();
+        let (x, y) = partition.pixel(k).expect("a pixel of the partition");
+        let z = seed.register(address::CREG_PIXEL_2D_POSITION)[2];
+        seed.write_register(address::CREG_PIXEL_2D_POSITION, [x << 17, y << 17, z]);
+        for register in [
+            address::CREG_CURRENT_OUTPUT_PIXEL,
+            address::CREG_PIXEL_PITCH,
+        ] {
+            let words = seed.register(register).map(|w| w.wrapping_add(3 * moved));
+            seed.write_register(register, words);
+        }
+        seed
+    }
+}
+
+/// A chunk to run: pixels `pixels` of active core `core`.
+struct Job<'m> {
+    core: usize,
+    pixels: Range<usize>,
+    start: Start<'m>,
+}
+
+/// How a chunk's run ended early.
+#[derive(Debug)]
+pub(super) enum Ending {
+    /// NPG asked for no more pixels.
+    Finished,
+    Failed(RenderError),
+}
+
+/// What one chunk produced.
+pub(super) struct ChunkRun<'m> {
+    pixels: Range<usize>,
+    /// The core after the chunk's last pixel (its output memory taken out).
+    core: Box<Core<'m>>,
+    pub output: OutputMemory,
+    pub hits: Vec<PixelHit>,
+    /// `None`: the chunk ran to its end and NPG asked for more.
+    ending: Option<Ending>,
+    instructions: u64,
+    culled: u64,
+    unknown_cost: u64,
+    /// For a chunk that started from a seed: the state it assumed after the warm-up and
+    /// what it read of it. `None` with a seed: the warm-up failed, nothing ran.
+    assumed: Option<(Box<Core<'m>>, Box<Footprint>)>,
+    speculative: bool,
+}
+
+/// The output words and hits of consecutive pixels of one core, from `start` on.
+pub(super) struct Piece {
+    pub start: usize,
+    pub output: OutputMemory,
+    pub hits: Vec<PixelHit>,
+}
+
+/// A core's whole render: its pieces in pixel order and what it cost.
+pub(super) struct CoreRun {
+    pub pieces: Vec<Piece>,
+    pub instructions: u64,
+    pub culled: u64,
+    pub unknown_cost: u64,
+}
+
+impl CoreRun {
+    /// A core run whole, as lock-step groups do.
+    pub fn whole(core: Core<'_>, hits: Vec<PixelHit>) -> CoreRun {
+        CoreRun {
+            culled: core.culled_routines(),
+            unknown_cost: core.unknown_cost_routines,
+            instructions: core.instructions(),
+            pieces: vec![Piece {
+                start: 0,
+                output: core.into_output(),
+                hits,
+            }],
+        }
+    }
+
+    /// For each of the consecutive pixels `pixels`, the piece that holds its output words
+    /// and what it hit; the pieces are walked in order, not searched for each pixel (a
+    /// 1080p frame has thousands of pieces).
+    pub fn pixels(
+        &self,
+        pixels: Range<usize>,
+    ) -> impl Iterator<Item = (&Piece, Option<PixelHit>)> + '_ {
+        let mut at = self
+            .pieces
+            .partition_point(|piece| piece.start <= pixels.start);
+        at = at.saturating_sub(1);
+        pixels.map(move |k| {
+            while self.pieces.get(at + 1).is_some_and(|next| next.start <= k) {
+                at += 1;
+            }
+            let piece = &self.pieces[at];
+            (piece, piece.hits.get(k - piece.start).copied())
+        })
+    }
+
+    /// Whether each piece wrote only its own pixels' words (3 per pixel), so that a word
+    /// is found in the piece of its pixel; otherwise the pieces are laid over each other
+    /// into one ([`CoreRun::merged`]).
+    pub fn pieces_disjoint(&self) -> bool {
+        self.pieces.iter().enumerate().all(|(i, piece)| {
+            let end = self
+                .pieces
+                .get(i + 1)
+                .map_or(usize::MAX / 3, |next| next.start);
+            piece.output.written_within(3 * piece.start..3 * end)
+        })
+    }
+
+    /// The core's output memory, its pieces laid over each other in order.
+    pub fn merged(&self) -> OutputMemory {
+        let mut merged = OutputMemory::new(self.pieces[0].output.capacity());
+        for piece in &self.pieces {
+            merged.overlay(&piece.output);
+        }
+        merged
+    }
+}
+
+/// What the chunks of one frame did.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ChunkStats {
+    /// Chunks that started from a seed.
+    pub speculative: u64,
+    /// Of those, the ones run again from the real state.
+    pub reruns: u64,
+}
+
+impl Machine<'_> {
+    /// Pixels per chunk for this frame: the test knob, or from the host threads.
+    fn chunk_pixels(&self, total: usize) -> Option<usize> {
+        if let Some(pixels) = self.chunking.pixels {
+            return Some(pixels.max(1));
+        }
+        let threads = rayon::current_num_threads();
+        if threads <= 1 {
+            return None;
+        }
+        Some((total / (threads * CHUNKS_PER_THREAD)).max(MIN_CHUNK_PIXELS))
+    }
+
+    /// Where chunks of `partition`'s pixels `range` start (besides `range.start`), about
+    /// `pixels` apart: at row starts (tile-row starts when the structure is used and there
+    /// are enough of them), or anywhere when rows are longer than a chunk.
+    fn chunk_starts(
+        &self,
+        partition: &Partition,
+        range: Range<usize>,
+        pixels: usize,
+    ) -> Vec<usize> {
+        let width = partition.end_pixel().0 as usize;
+        if width > pixels || self.chunking.pixels.is_some() {
+            return (range.start + pixels..range.end).step_by(pixels).collect();
+        }
+        let tile_rows = match &self.accel {
+            Ok(Some(accel)) => Some(&accel.tree),
+            _ => None,
+        };
+        let (y0, y1) = (partition.start_pixel().1, partition.end_pixel().1);
+        let mut starts = Vec::new();
+        let mut last = range.start;
+        for y in y0 + 1..y1 {
+            let k = partition.row_start(y);
+            let aligned = tile_rows.is_none_or(|tree| tree.starts_tile_row(y));
+            if aligned && k > range.start && k < range.end && k - last >= pixels {
+                starts.push(k);
+                last = k;
+            }
+        }
+        starts
+    }
+
+    /// Per active core, where its chunks' seeds come from.
+    fn seeds(&self, starts: &[Vec<usize>]) -> Vec<Seeds<'_>> {
+        self.active_partitions()
+            .zip(starts)
+            .collect::<Vec<_>>()
+            .into_par_iter()
+            .map(|((index, partition), starts)| self.seeds_of(index, partition, starts))
+            .collect()
+    }
+
+    /// Seeds for one core's chunk `starts`: made at will when the skeleton's first pixels
+    /// show that its state advances as the ROM's NPG advances it ([`Seeds::Made`]), else
+    /// the whole skeleton's snapshots.
+    fn seeds_of(&self, index: usize, partition: &Partition, starts: &[usize]) -> Seeds<'_> {
+        let Some(&last) = starts.last() else {
+            return Seeds::Taken(Vec::new());
+        };
+        let Ok(boot) = self.boot_core(index, partition, &mut NoObserver) else {
+            return Seeds::Taken(Vec::new());
+        };
+        // The skeleton far enough to check made seeds at its second, third and fourth
+        // rows' first pixels and the pixels around them.
+        let row = partition.end_pixel().0 as usize;
+        let first = partition.row_start(partition.start_pixel().1 + 1);
+        let checks: Vec<usize> = [
+            1,
+            2,
+            3,
+            first - 1,
+            first,
+            first + 1,
+            first + row,
+            first + 2 * row,
+        ]
+        .into_iter()
+        .filter(|&k| k >= 1 && k < partition.pixel_count())
+        .collect();
+        let steps = checks.iter().copied().max().unwrap_or(0);
+        let mut snapshots = std::collections::BTreeMap::new();
+        self.skeleton(&boot, steps, |k, core| {
+            if checks.contains(&k) {
+                snapshots.insert(k, core.clone());
+            }
+        });
+        let made = match (snapshots.get(&1), snapshots.get(&2), snapshots.get(&steps)) {
+            (Some(first), Some(second), Some(_)) => Some(Made {
+                boot: Box::new(boot.clone()),
+                after: [Box::new(first.clone()), Box::new(second.clone())],
+            }),
+            _ => None,
+        };
+        if let Some(made) = made {
+            let agrees = |k: &usize| {
+                let (seed, skeleton) = (made.seed(partition, *k), &snapshots[k]);
+                seed.same_state(skeleton) && seed.parity() == skeleton.parity()
+            };
+            if checks.iter().all(agrees) {
+                return Seeds::Made(made);
+            }
+        }
+        let mut taken: Vec<Option<Box<Core<'_>>>> = Vec::with_capacity(starts.len());
+        self.skeleton(&boot, last - WARM_UP, |k, core| {
+            while taken.len() < starts.len() && starts[taken.len()] - WARM_UP == k {
+                taken.push(Some(Box::new(core.clone())));
+            }
+        });
+        taken.resize_with(starts.len(), || None);
+        Seeds::Taken(taken)
+    }
+
+    /// Runs the skeleton from `boot` for `steps` pixels: RGU once (the ROM's NPG reads the
+    /// last column it computes), then per pixel the triangle loads (as the swap memory
+    /// sees them) and NPG, calling `snapshot` with the state before pixel k (from k = 0),
+    /// until NPG ends or a routine faults. (RGU at every pixel would double its cost, and
+    /// a chunk's warm-up pixel runs it anyway.)
+    fn skeleton<'m>(
+        &'m self,
+        boot: &Core<'m>,
+        steps: usize,
+        mut snapshot: impl FnMut(usize, &Core<'m>),
+    ) {
+        let mut core = boot.clone();
+        for k in 0..=steps {
+            snapshot(k, &core);
+            if k == steps {
+                break;
+            }
+            core.refill_budget();
+            let step = |core: &mut Core<'_>| -> Result<bool, Fault> {
+                if k == 0 {
+                    core.run(EntryPoint::Rgu, &mut NoObserver)?;
+                }
+                core.load_triangles(&self.scene.triangles);
+                core.load_dummy_triangle();
+                core.run(EntryPoint::Npg, &mut NoObserver)
+            };
+            if step(&mut core) != Ok(true) {
+                break;
+            }
+        }
+    }
+
+    /// Runs every active core through `ranges` (per core, the pixels of this batch;
+    /// `states`: each core's real state at its range's start, `None` for a core that has
+    /// ended) with `batch` as the structure, chunk by chunk in parallel; returns each
+    /// core's chunks in order, checked and re-run where their guess was wrong.
+    #[allow(clippy::too_many_arguments)]
+    fn run_batch<'m>(
+        &'m self,
+        batch: Option<&Accel>,
+        ranges: &[Range<usize>],
+        states: Vec<Option<Box<Core<'m>>>>,
+        starts: &[Vec<usize>],
+        seeds: &mut [Seeds<'m>],
+        progress: Option<&AtomicU64>,
+        stats: &mut ChunkStats,
+        stages: &mut Stages,
+    ) -> Vec<Vec<ChunkRun<'m>>> {
+        // Cut by the batch's pixels, where seeds are made for any pixel.
+        let total = ranges.iter().map(|range| range.len()).sum();
+        let pixels = self.chunk_pixels(total);
+        let mut jobs = Vec::new();
+        for (core, (state, range)) in states.into_iter().zip(ranges).enumerate() {
+            let Some(state) = state else { continue };
+            let partition = self.active_partitions().nth(core).expect("active").1;
+            let points: Vec<(usize, Start<'m>)> = match &mut seeds[core] {
+                Seeds::Taken(taken) => starts[core]
+                    .iter()
+                    .zip(taken.iter_mut())
+                    .filter(|(&k, _)| k > range.start && k < range.end)
+                    .map(|(&k, seed)| (k, seed.take().map_or(Start::None, Start::Seed)))
+                    .collect(),
+                Seeds::Made(made) => pixels
+                    .map(|pixels| self.chunk_starts(partition, range.clone(), pixels))
+                    .unwrap_or_default()
+                    .into_iter()
+                    .map(|k| (k, Start::Seed(Box::new(made.seed(partition, k - WARM_UP)))))
+                    .collect(),
+            };
+            let mut from = range.start;
+            let mut start = Start::Real(state);
+            for (to, next) in points {
+                jobs.push(Job {
+                    core,
+                    pixels: from..to,
+                    start,
+                });
+                (from, start) = (to, next);
+            }
+            jobs.push(Job {
+                core,
+                pixels: from..range.end,
+                start,
+            });
+        }
+        let running = Instant::now();
+        let runs: Vec<(usize, Vec<ChunkRun<'m>>, Duration)> = jobs
+            .into_par_iter()
+            .map(|job| {
+                let start = Instant::now();
+                let core = job.core;
+                (core, self.run_job(job, batch, progress), start.elapsed())
+            })
+            .collect();
+        let mut by_core: Vec<Vec<ChunkRun<'m>>> = ranges.iter().map(|_| Vec::new()).collect();
+        for (core, pieces, time) in runs {
+            by_core[core].extend(pieces);
+            stages.chunks += 1;
+            stages.chunk_time += time;
+            stages.longest_chunk = stages.longest_chunk.max(time);
+        }
+        stages.pixels += running.elapsed();
+        let checking = Instant::now();
+        let checked: Vec<(Vec<ChunkRun<'m>>, ChunkStats)> = by_core
+            .into_par_iter()
+            .enumerate()
+            // Re-runs repeat pixels the progress counter has counted.
+            .map(|(core, runs)| self.check(core, runs, batch))
+            .collect();
+        stages.check += checking.elapsed();
+        checked
+            .into_iter()
+            .map(|(runs, checked)| {
+                stats.speculative += checked.speculative;
+                stats.reruns += checked.reruns;
+                runs
+            })
+            .collect()
+    }
+
+    /// A core's chunks in order, each accepted or run again (see the module
+    /// documentation); chunks after the core ended are dropped. Chunks to run again are
+    /// first run all at once, each from the state the walk puts before it (the real one
+    /// for the first of them; for the others the state their predecessors would leave
+    /// if running them again changed nothing they leave, which is then checked like any
+    /// guess); a second walk runs whatever still disagrees again, one after another, from
+    /// the real state.
+    fn check<'m>(
+        &'m self,
+        core: usize,
+        mut runs: Vec<ChunkRun<'m>>,
+        batch: Option<&Accel>,
+    ) -> (Vec<ChunkRun<'m>>, ChunkStats) {
+        let mut stats = ChunkStats {
+            speculative: runs.iter().filter(|run| run.speculative).count() as u64,
+            reruns: 0,
+        };
+        let mut accel = PixelAccel::new(batch);
+        let mut rerun = |start: Box<Core<'m>>, run: &ChunkRun<'m>, tracked: bool| {
+            let pixels = run.pixels.clone();
+            self.run_piece(core, start, pixels, tracked, &mut accel, None)
+        };
+        // First walk: guesses for the chunks that disagree, run again together.
+        let wrong = walk(&mut runs, |_, _| false);
+        stats.reruns += wrong.len() as u64;
+        let again: Vec<(usize, ChunkRun<'m>)> = wrong
+            .into_par_iter()
+            .map(|(i, start)| {
+                let mut accel = PixelAccel::new(batch);
+                let pixels = runs[i].pixels.clone();
+                (
+                    i,
+                    self.run_piece(core, start, pixels, true, &mut accel, None),
+                )
+            })
+            .collect();
+        for (i, run) in again {
+            runs[i] = run;
+        }
+        // Second walk: what still disagrees runs again from the real state, in order.
+        walk(&mut runs, |run, real| {
+            stats.reruns += 1;
+            *run = rerun(real, run, false);
+            true
+        });
+        (runs, stats)
+    }
+
+    /// Runs one chunk: from the real state in one piece, from a seed in pieces of
+    /// [`PIECE`] pixels, each started from the state the piece before left and checked
+    /// on its own, so that a wrong guess (a hit reading registers a pixel far back left,
+    /// as the faithful ROM's stale texture coordinates) costs one piece, not the chunk. A
+    /// chunk whose seed cannot warm up runs nothing: its check runs it from the real state.
+    fn run_job<'m>(
+        &'m self,
+        job: Job<'m>,
+        batch: Option<&Accel>,
+        progress: Option<&AtomicU64>,
+    ) -> Vec<ChunkRun<'m>> {
+        let mut accel = PixelAccel::new(batch);
+        let (core, speculative) = match job.start {
+            Start::Real(core) => (core, false),
+            Start::None => return vec![self.unstarted(job.pixels)],
+            Start::Seed(mut core) => {
+                // The warm-up's output words are not the chunk's: a memory of no words
+                // drops them (a seed's memory would grow to hold them).
+                core.replace_output(OutputMemory::new(0));
+                for _ in 0..WARM_UP {
+                    core.refill_budget();
+                    let warm = self.run_pixel(&mut core, &mut NoObserver, &mut accel);
+                    if !matches!(warm, Ok(PixelDone { more: true, .. })) {
+                        return vec![self.unstarted(job.pixels)];
+                    }
+                }
+                (core, true)
+            }
+        };
+        let piece = if speculative { PIECE } else { job.pixels.len() };
+        let mut runs = Vec::with_capacity(job.pixels.len().div_ceil(piece.max(1)));
+        let mut core = Some(core);
+        let mut start = job.pixels.start;
+        while let Some(state) = core.take() {
+            let end = (start + piece).min(job.pixels.end);
+            let run = self.run_piece(
+                job.core,
+                state,
+                start..end,
+                speculative,
+                &mut accel,
+                progress,
+            );
+            start = end;
+            if run.ending.is_none() && start < job.pixels.end {
+                core = Some(Box::new((*run.core).clone()));
+            }
+            runs.push(run);
+        }
+        runs
+    }
+
+    /// Runs pixels `pixels` of active core `index` from `core`, tracked when `tracked`.
+    fn run_piece<'m>(
+        &'m self,
+        core_index: usize,
+        mut core: Box<Core<'m>>,
+        pixels: Range<usize>,
+        tracked: bool,
+        accel: &mut PixelAccel<'_>,
+        progress: Option<&AtomicU64>,
+    ) -> ChunkRun<'m> {
+        let (index, partition) = self
+            .active_partitions()
+            .nth(core_index)
+            .expect("active core");
+        let assumed = tracked.then(|| {
+            let assumed = Box::new((*core).clone());
+            core.track();
+            assumed
+        });
+        let counters = (
+            core.instructions(),
+            core.culled_routines(),
+            core.unknown_cost_routines,
+        );
+        let window = OutputMemory::window(3 * pixels.start, output_words(partition));
+        drop(core.replace_output(window));
+        let mut reporter = ProgressReporter::new(progress);
+        let mut hits = Vec::with_capacity(pixels.len());
+        let count = partition.pixel_count();
+        let mut ending = None;
+        for k in pixels.clone() {
+            let more = match self.run_pixel(&mut core, &mut NoObserver, accel) {
+                Ok(PixelDone { more, hit }) => {
+                    hits.push(hit);
+                    more
+                }
+                Err((entry, fault)) => {
+                    ending = Some(Ending::Failed(
+                        self.fault(index, partition, k, entry, fault),
+                    ));
+                    break;
+                }
+            };
+            reporter.add(1, !more || k + 1 == pixels.end);
+            ending = if !more {
+                Some(Ending::Finished)
+            } else if self.cancelled() {
+                Some(Ending::Failed(RenderError::Cancelled))
+            } else if k + 1 >= count {
+                Some(Ending::Failed(RenderError::Runaway {
+                    core: index,
+                    pixels: count,
+                }))
+            } else {
+                None
+            };
+            if ending.is_some() {
+                break;
+            }
+        }
+        let assumed = assumed.map(|assumed| {
+            let footprint = core.untrack().expect("a tracked piece");
+            (assumed, footprint)
+        });
+        let output = core.replace_output(OutputMemory::new(0));
+        ChunkRun {
+            pixels,
+            instructions: core.instructions() - counters.0,
+            culled: core.culled_routines() - counters.1,
+            unknown_cost: core.unknown_cost_routines - counters.2,
+            core,
+            output,
+            hits,
+            ending,
+            assumed,
+            speculative: tracked,
+        }
+    }
+
+    /// A chunk that could not start: the check runs it from the real state.
+    fn unstarted(&self, pixels: Range<usize>) -> ChunkRun<'_> {
+        ChunkRun {
+            pixels,
+            core: Box::new(Core::new(&self.program, &self.scene.texture, 0)),
+            output: OutputMemory::new(0),
+            hits: Vec::new(),
+            ending: None,
+            instructions: 0,
+            culled: 0,
+            unknown_cost: 0,
+            assumed: None,
+            speculative: true,
+        }
+    }
+}
+
+/// Walks a core's chunks in order from the first (which started from the real state),
+/// keeping the state before each: a chunk that agrees with it is accepted (the state after
+/// it is its end, its untouched elements from the state before); for one that does not,
+/// `fix` may run it again from that state (and returns true), else it is listed with that
+/// state and the walk goes on as if running it again would leave what it left. Chunks
+/// after the core ended are dropped. Returns the listed chunks.
+fn walk<'m>(
+    runs: &mut Vec<ChunkRun<'m>>,
+    mut fix: impl FnMut(&mut ChunkRun<'m>, Box<Core<'m>>) -> bool,
+) -> Vec<(usize, Box<Core<'m>>)> {
+    let mut wrong = Vec::new();
+    let mut before: Option<Box<Core<'m>>> = None;
+    let mut end = runs.len();
+    for (i, run) in runs.iter_mut().enumerate() {
+        let mut patch = None;
+        if let Some(state) = before.take() {
+            let agrees = run
+                .assumed
+                .as_ref()
+                .is_some_and(|(assumed, footprint)| state.agrees_on(assumed, &footprint.live()));
+            if agrees || !fix(run, state.clone()) {
+                if !agrees {
+                    wrong.push((i, state.clone()));
+                }
+                patch = run
+                    .assumed
+                    .as_ref()
+                    .map(|(_, footprint)| (state, footprint.untouched()));
+            }
+        }
+        let mut after = run.core.clone();
+        if let Some((state, untouched)) = patch {
+            for element in (0..ELEMENTS).filter(|&e| untouched.contains(e)) {
+                after.set_element(element, state.element(element));
+            }
+        }
+        if run.ending.is_some() {
+            end = i + 1;
+            break;
+        }
+        before = Some(after);
+    }
+    runs.truncate(end);
+    wrong
+}
+
+impl Machine<'_> {
+    /// Every core on its own, its pixels cut into chunks that run in parallel (one chunk
+    /// per core with one thread); with the acceleration structure, batch by batch
+    /// ([`FrameAccel`](super::FrameAccel)): each batch is built, every core renders its
+    /// pixels of the batch, and the batch is dropped before the next is built. A core's
+    /// state carries over from batch to batch, so batches change nothing a core computes.
+    /// `structure` receives what the batches held, `stats` how chunks went. Every core
+    /// runs to its end or its fault, so the error reported is always the lowest-numbered
+    /// failing core's, whatever the threads' timing.
+    pub(super) fn render_core_by_core(
+        &self,
+        progress: Option<&AtomicU64>,
+        structure: &mut Option<StructureUse>,
+        stats: &mut ChunkStats,
+        stages: &mut Stages,
+    ) -> Result<Vec<CoreRun>, RenderError> {
+        let seeding = Instant::now();
+        let mut cores = self.cores();
+        stages.seeds = seeding.elapsed();
+        if let (Ok(culler), Ok(Some(accel))) = (&self.culler, &self.accel) {
+            let mut batches = StructureUse::default();
+            for ends in &accel.ends {
+                if self.cancelled() {
+                    return Err(RenderError::Cancelled);
+                }
+                let batch = match &accel.whole {
+                    Some(whole) => whole.clone(),
+                    None => {
+                        let wanted = accel.tree.tile_rows_of(cores.rows_before(ends));
+                        if !wanted.contains(&true) {
+                            continue;
+                        }
+                        let start = Instant::now();
+                        let batch = accel.tree.build(culler, &wanted);
+                        batches.build += start.elapsed();
+                        Arc::new(batch)
+                    }
+                };
+                batches.add(&batch);
+                self.advance(
+                    &mut cores,
+                    Some(&batch),
+                    Some(ends),
+                    progress,
+                    stats,
+                    stages,
+                );
+            }
+            stages.batches = batches.build;
+            *structure = Some(batches);
+        }
+        // Without the structure, or should a core outlast its last batch (its NPG leaving
+        // the partition's order), the rest with per-triangle culling.
+        self.advance(&mut cores, None, None, progress, stats, stages);
+        cores
+            .progress
+            .into_iter()
+            .map(CoreProgress::finish)
+            .collect()
+    }
+
+    /// The active cores booted, with where their chunks start and their seeds.
+    fn cores(&self) -> Cores<'_> {
+        let partitions: Vec<(usize, &Partition)> = self.active_partitions().collect();
+        // Fixed for the frame: where made seeds do not apply, the skeleton's snapshots
+        // must be taken in one pass (batches cut chunks too, as they come).
+        let total = partitions.iter().map(|(_, p)| p.pixel_count()).sum();
+        let starts: Vec<Vec<usize>> = match self.chunk_pixels(total) {
+            Some(pixels) => partitions
+                .iter()
+                .map(|(_, p)| self.chunk_starts(p, 0..p.pixel_count(), pixels))
+                .collect(),
+            None => vec![Vec::new(); partitions.len()],
+        };
+        let seeds = self.seeds(&starts);
+        let progress = partitions
+            .par_iter()
+            .map(|&(index, partition)| {
+                let booted = self.boot_core(index, partition, &mut NoObserver);
+                CoreProgress::new(booted.map(Box::new))
+            })
+            .collect();
+        Cores {
+            partitions,
+            starts,
+            seeds,
+            progress,
+        }
+    }
+
+    /// Runs every core on to the row `ends` names for it (`None`: to its end), with
+    /// `batch` as the structure.
+    fn advance<'m>(
+        &'m self,
+        cores: &mut Cores<'m>,
+        batch: Option<&Accel>,
+        ends: Option<&[u32]>,
+        progress: Option<&AtomicU64>,
+        stats: &mut ChunkStats,
+        stages: &mut Stages,
+    ) {
+        let ranges: Vec<Range<usize>> = cores
+            .progress
+            .iter()
+            .zip(&cores.partitions)
+            .enumerate()
+            .map(|(c, (core, (_, partition)))| {
+                let end = match ends.map(|ends| ends[c]) {
+                    Some(row) if row != u32::MAX => partition.row_start(row),
+                    _ => partition.pixel_count(),
+                };
+                core.done..end.max(core.done)
+            })
+            .collect();
+        let states: Vec<_> = cores
+            .progress
+            .iter_mut()
+            .map(|core| core.state.take())
+            .collect();
+        let runs = self.run_batch(
+            batch,
+            &ranges,
+            states,
+            &cores.starts,
+            &mut cores.seeds,
+            progress,
+            stats,
+            stages,
+        );
+        for (core, runs) in cores.progress.iter_mut().zip(runs) {
+            core.add(runs);
+        }
+    }
+}
+
+/// The active cores of a frame being rendered.
+struct Cores<'m> {
+    /// Each with its core number.
+    partitions: Vec<(usize, &'m Partition)>,
+    /// Where chunks start, besides batch starts ([`Machine::chunk_starts`]).
+    starts: Vec<Vec<usize>>,
+    /// Where their chunks' seeds come from.
+    seeds: Vec<Seeds<'m>>,
+    progress: Vec<CoreProgress<'m>>,
+}
+
+impl Cores<'_> {
+    /// The image rows each running core has left before the row `ends` names for it.
+    fn rows_before<'e>(&'e self, ends: &'e [u32]) -> impl Iterator<Item = Range<u32>> + 'e {
+        self.progress
+            .iter()
+            .zip(&self.partitions)
+            .zip(ends)
+            .filter(|((core, _), _)| core.state.is_some())
+            .map(|((core, (_, partition)), &end)| {
+                let next = partition.pixel(core.done);
+                next.map_or(u32::MAX, |(_, y)| y)..partition.end_pixel().1.min(end)
+            })
+    }
+}
+
+/// One core's render so far, from batch to batch.
+struct CoreProgress<'m> {
+    /// Its real state at pixel `done`; `None` once it ended (or did not boot).
+    state: Option<Box<Core<'m>>>,
+    done: usize,
+    run: CoreRun,
+    /// How it failed (booting, or at a pixel).
+    failed: Option<RenderError>,
+}
+
+impl<'m> CoreProgress<'m> {
+    fn new(booted: Result<Box<Core<'m>>, RenderError>) -> Self {
+        let mut run = CoreRun {
+            pieces: Vec::new(),
+            instructions: 0,
+            culled: 0,
+            unknown_cost: 0,
+        };
+        let (state, failed) = match booted {
+            Ok(core) => {
+                // The boot routines count too.
+                run.instructions = core.instructions();
+                run.culled = core.culled_routines();
+                (Some(core), None)
+            }
+            Err(error) => (None, Some(error)),
+        };
+        CoreProgress {
+            state,
+            done: 0,
+            run,
+            failed,
+        }
+    }
+
+    /// The checked chunks of a batch, in order: the state after the last goes on, unless
+    /// the core ended there.
+    fn add(&mut self, runs: Vec<ChunkRun<'m>>) {
+        for chunk in runs {
+            self.done = chunk.pixels.start + chunk.hits.len();
+            self.run.instructions += chunk.instructions;
+            self.run.culled += chunk.culled;
+            self.run.unknown_cost += chunk.unknown_cost;
+            self.run.pieces.push(Piece {
+                start: chunk.pixels.start,
+                output: chunk.output,
+                hits: chunk.hits,
+            });
+            match chunk.ending {
+                None => self.state = Some(chunk.core),
+                Some(Ending::Finished) => self.state = None,
+                Some(Ending::Failed(error)) => {
+                    self.state = None;
+                    self.failed = Some(error);
+                }
+            }
+        }
+    }
+
+    fn finish(self) -> Result<CoreRun, RenderError> {
+        match self.failed {
+            Some(error) => Err(error),
+            None => Ok(self.run),
+        }
+    }
+}

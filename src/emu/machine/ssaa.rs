@@ -1,0 +1,618 @@
+//! Supersampling (`--ssaa K`): the emulated GPU renders a K times wider and taller image
+//! (every sample bit-exact, as any frame of that size), and the host averages each K x K
+//! block of samples into one output pixel (a box filter).
+//!
+//! The sample image keeps the scene's projection window and only multiplies the resolution,
+//! so samples sit on a K times finer grid over the same view. Its partitions are the output
+//! partitions scaled by K ([`sample_partitions`]): output rows `y0 .. y1` of a core become
+//! sample rows `K·y0 .. K·y1` of the same core, so the K sample rows of an output row are
+//! always computed by one core and one band. A partial render of some bands (rows of the
+//! output) therefore supersamples each band on its own and the bands join exactly as they
+//! do without supersampling.
+//!
+//! With the faithful ROM a core's first pixel is black on a miss instead of red (NPG's
+//! colour is not set yet): in the sample image that is the first sample of each band, the
+//! top-left sample of the band's first output pixel, so on a miss that output pixel is
+//! (K² − 1)/K² red (for K = 2, the red channel is 192 instead of 255) rather than black.
+//!
+//! [`Supersampler`] renders such a frame from the output's scene ([`sample_scene`]: an OBJ
+//! scene loaded with `ObjOptions::ssaa` K is, resolution and partitions aside, the scene
+//! fitted at K times the resolution) in *passes* of whole partitions, each box-filtered
+//! into the output frame as it finishes, so that memory follows one pass's samples (about
+//! one output frame's worth), not the whole sample image. A pass of whole partitions is
+//! exact: partitions share nothing, and a core's pixels depend only on its own earlier
+//! pixels.
+
+use std::borrow::Cow;
+use std::ops::Range;
+use std::sync::atomic::{AtomicBool, AtomicU64};
+use std::sync::Arc;
+
+use super::fingerprint::Fingerprint;
+use super::hits::PixelHit;
+use super::{frame_partitions, Band, Frame, Machine, Render, RenderError, RenderOptions};
+use crate::io::scene::{config_row, Partition, Scene};
+
+/// The largest supported factor: 16 samples per pixel.
+pub const MAX_SSAA: u32 = 4;
+
+/// Largest word a channel shows as less than full: words from 255 << 9 up (and negative
+/// words, which the test bench's `min(255, word >> 9)` shows as 255) are full intensity.
+const FULL: u32 = 0x1FFFF;
+
+/// Checks a supersampling factor.
+pub fn validate_factor(k: u32) -> Result<(), String> {
+    if (1..=MAX_SSAA).contains(&k) {
+        Ok(())
+    } else {
+        Err(format!("--ssaa {k}: the factor must be 1 to {MAX_SSAA}"))
+    }
+}
+
+/// The sample image's partitions for output partitions of whole rows: rows `y0 .. y1`
+/// become sample rows `K·y0 .. K·y1` (see the module documentation).
+pub fn sample_partitions(output: &[Partition], k: u32) -> Result<Vec<Partition>, String> {
+    output
+        .iter()
+        .enumerate()
+        .map(|(core, partition)| {
+            let ((x0, y0), (x1, y1)) = (partition.start_pixel(), partition.end_pixel());
+            if x0 != 0 {
+                return Err(format!(
+                    "partition {core} starts in the middle of row {y0}: supersampling needs partitions of whole rows (give --cores N)"
+                ));
+            }
+            Ok(Partition::rows(x1 * k, y0 * k, y1 * k))
+        })
+        .collect()
+}
+
+/// The scene rendered at K times its resolution over the same projection window, with
+/// `output` (whole-row partitions of the scene's resolution) scaled to the samples.
+pub fn sample_scene(scene: &Scene, k: u32, output: &[Partition]) -> Result<Scene, String> {
+    let mut samples = scene.clone();
+    let (width, height) = (scene.width() * k, scene.height() * k);
+    // Q15.17 holds less than 16384: 16384 << 17 is the sign bit.
+    if width >= 1 << 14 || height >= 1 << 14 {
+        return Err(format!(
+            "--ssaa {k}: {width}x{height} samples are beyond the Q15.17 range of the resolution"
+        ));
+    }
+    samples.config[config_row::RESOLUTION] = [width << 17, height << 17, 0];
+    samples.partitions = sample_partitions(output, k)?;
+    Ok(samples)
+}
+
+/// Averages each K x K block of `samples` into one pixel. Each channel word is the mean of
+/// its samples' words, rounded to nearest, each sample first clamped to the range an 8-bit
+/// channel distinguishes (0 ..= 0x1FFFF: brighter and negative words show as 255); an
+/// unwritten word counts as 0, as in the image files, and the pixel is written when all
+/// its samples were. A pixel's hit is an artifact when any sample's is (the first such in
+/// row order), else a hit when any sample hit. `partitions` are the output's.
+pub fn box_filter(samples: &Frame, k: u32, partitions: Vec<Partition>) -> Frame {
+    let mut frame = blank_frame(samples.width / k, samples.height / k, partitions);
+    box_filter_into(samples, k, &mut frame, 0);
+    frame
+}
+
+/// A frame of nothing written.
+fn blank_frame(width: u32, height: u32, partitions: Vec<Partition>) -> Frame {
+    let pixels = width as usize * height as usize;
+    Frame {
+        width,
+        height,
+        words: vec![0; pixels * 3],
+        written: vec![false; pixels * 3],
+        partitions,
+        hits: vec![PixelHit::Miss; pixels],
+    }
+}
+
+/// [`box_filter`] of `samples` (a strip of whole sample rows) into `frame`'s rows from
+/// `first_row` on.
+fn box_filter_into(samples: &Frame, k: u32, frame: &mut Frame, first_row: u32) {
+    let (k, width) = (k as usize, frame.width as usize);
+    let count = (k * k) as u32;
+    let sample_row = samples.width as usize;
+    for y in 0..samples.height as usize / k {
+        let row = (first_row as usize + y) * width;
+        for x in 0..width {
+            let block = (0..k).flat_map(|dy| {
+                let row = (y * k + dy) * sample_row + x * k;
+                row..row + k
+            });
+            let mut sums = [0u32; 3];
+            let mut written = [true; 3];
+            let mut hit = PixelHit::Miss;
+            for s in block {
+                for c in 0..3 {
+                    let w = samples.written[3 * s + c];
+                    written[c] &= w;
+                    let word = if w { samples.words[3 * s + c] } else { 0 };
+                    sums[c] += if word as i32 >= 0 {
+                        word.min(FULL)
+                    } else {
+                        FULL
+                    };
+                }
+                hit = match (hit, samples.hits[s]) {
+                    (PixelHit::Artifact(a), _) => PixelHit::Artifact(a),
+                    (_, PixelHit::Artifact(a)) => PixelHit::Artifact(a),
+                    (PixelHit::Hit, _) | (_, PixelHit::Hit) => PixelHit::Hit,
+                    _ => PixelHit::Miss,
+                };
+            }
+            let pixel = row + x;
+            for c in 0..3 {
+                frame.words[3 * pixel + c] = (sums[c] + count / 2) / count;
+                frame.written[3 * pixel + c] = written[c];
+            }
+            frame.hits[pixel] = hit;
+        }
+    }
+}
+
+/// The fewest samples a pass holds (small frames render in one pass).
+pub const MIN_PASS_SAMPLES: u64 = 1 << 20;
+
+/// A frame as [`RenderOptions`] ask for it, supersampled when [`RenderOptions::ssaa`] is
+/// over 1: the machines render the samples ([`sample_scene`] of the output's scene) in
+/// passes of whole partitions of about one output frame's samples (at least
+/// [`MIN_PASS_SAMPLES`], at least one partition), each box-filtered into the output frame
+/// as it finishes. Without supersampling it is the one machine of the options.
+pub struct Supersampler<'s> {
+    /// What the machines render: the output's scene, or its samples.
+    samples: Cow<'s, Scene>,
+    /// The machines' options (with the samples, their partitions are in the scene).
+    options: RenderOptions,
+    factor: u32,
+    /// The output's partitions, and those of them rendered (a band's, or all).
+    output: Vec<Partition>,
+    active: Range<usize>,
+    /// The band of the partitions each pass renders.
+    passes: Vec<Option<Band>>,
+}
+
+impl<'s> Supersampler<'s> {
+    /// Checks the options against the scene (the same errors as [`Machine::new`]) and
+    /// plans the passes.
+    pub fn new(scene: &'s Scene, options: &RenderOptions) -> Result<Self, RenderError> {
+        Supersampler::with_pass_floor(scene, options, MIN_PASS_SAMPLES)
+    }
+
+    /// [`Supersampler::new`] with passes of at least `floor` samples instead of
+    /// [`MIN_PASS_SAMPLES`] (for tests: passes never change a frame).
+    pub fn with_pass_floor(
+        scene: &'s Scene,
+        options: &RenderOptions,
+        floor: u64,
+    ) -> Result<Self, RenderError> {
+        let factor = options.ssaa;
+        validate_factor(factor).map_err(RenderError::Config)?;
+        let output = frame_partitions(scene, options.cores)?;
+        let active = match options.band {
+            Some(band) => band.cores(output.len()).map_err(RenderError::Config)?,
+            None => 0..output.len(),
+        };
+        if factor == 1 {
+            return Ok(Supersampler {
+                samples: Cow::Borrowed(scene),
+                options: options.clone(),
+                factor,
+                output,
+                active,
+                passes: vec![options.band],
+            });
+        }
+        let samples = sample_scene(scene, factor, &output).map_err(RenderError::Config)?;
+        let pixels = u64::from(scene.width()) * u64::from(scene.height());
+        let passes = passes(
+            &output,
+            active.clone(),
+            factor,
+            pixels.max(floor),
+            options.band,
+        );
+        Ok(Supersampler {
+            samples: Cow::Owned(samples),
+            options: RenderOptions {
+                cores: None,
+                ..options.clone()
+            },
+            factor,
+            output,
+            active,
+            passes,
+        })
+    }
+
+    /// The output's width and height.
+    pub fn size(&self) -> (u32, u32) {
+        let k = self.factor;
+        (self.samples.width() / k, self.samples.height() / k)
+    }
+
+    /// Samples per pixel along each side (1: none).
+    pub fn factor(&self) -> u32 {
+        self.factor
+    }
+
+    /// The scene the machines render: the output's, or its samples.
+    pub fn samples(&self) -> &Scene {
+        &self.samples
+    }
+
+    /// The output's partitions (emulated cores).
+    pub fn output_partitions(&self) -> &[Partition] {
+        &self.output
+    }
+
+    /// The partitions rendered: a band's ([`RenderOptions::band`]) or all.
+    pub fn active(&self) -> Range<usize> {
+        self.active.clone()
+    }
+
+    /// The output rows the rendered partitions cover.
+    pub fn active_rows(&self) -> Range<u32> {
+        rows_of(&self.output[self.active.clone()])
+    }
+
+    /// How many passes the render takes.
+    pub fn passes(&self) -> usize {
+        self.passes.len()
+    }
+
+    /// The samples the render runs, as its progress counter counts them.
+    pub fn total_samples(&self) -> u64 {
+        let per_pixel = u64::from(self.factor * self.factor);
+        let output = &self.output[self.active.clone()];
+        output.iter().map(|p| p.pixel_count() as u64).sum::<u64>() * per_pixel
+    }
+
+    /// The machine of the whole frame's samples (for timing it, or tracing a sample); a
+    /// render builds one machine per pass instead.
+    pub fn machine(&self) -> Result<Machine<'_>, RenderError> {
+        Machine::new(&self.samples, &self.options)
+    }
+
+    /// The fingerprint of what the machines render ([`Fingerprint::of_frame`]).
+    pub fn fingerprint(&self) -> Fingerprint {
+        let partitions = match self.factor {
+            1 => &self.output,
+            _ => &self.samples.partitions,
+        };
+        Fingerprint::of_frame(&self.samples, partitions, &self.options)
+    }
+
+    /// Renders the frame pass by pass: `prepare` sees each pass's machine before it
+    /// renders (notes, checks); `progress` counts the samples done over all passes;
+    /// raising `cancel` stops the render with [`RenderError::Cancelled`].
+    pub fn render<E: From<RenderError>>(
+        &self,
+        progress: Option<&AtomicU64>,
+        cancel: Option<Arc<AtomicBool>>,
+        mut prepare: impl FnMut(&Machine<'_>) -> Result<(), E>,
+    ) -> Result<Render, E> {
+        let k = self.factor;
+        let mut output = (k > 1).then(|| {
+            let (width, height) = self.size();
+            blank_frame(width, height, self.output.clone())
+        });
+        let mut total: Option<Render> = None;
+        for &band in &self.passes {
+            let options = RenderOptions {
+                band,
+                ..self.options.clone()
+            };
+            let mut machine = Machine::new(&self.samples, &options)?;
+            if let Some(flag) = &cancel {
+                machine.set_cancel(flag.clone());
+            }
+            prepare(&machine)?;
+            let mut render = match &mut output {
+                None => machine.render(progress)?,
+                Some(output) => {
+                    let rows = machine.active_rows();
+                    let mut render = machine.render_rows(progress, rows.clone())?;
+                    let strip = std::mem::replace(&mut render.frame, blank_frame(0, 0, Vec::new()));
+                    box_filter_into(&strip, k, output, rows.start / k);
+                    render
+                }
+            };
+            if let Some(sum) = total.take() {
+                render = add(sum, render);
+            }
+            total = Some(render);
+        }
+        let mut render = total.expect("a render has at least one pass");
+        if let Some(output) = output {
+            render.frame = output;
+        }
+        Ok(render)
+    }
+}
+
+/// The bands of the samples' partitions (as many as the output's) that passes render:
+/// the partitions `active` (of `band`, when there is one) in groups of about `budget`
+/// samples each (see [`Supersampler`]); one pass when partitions share rows (a
+/// later pass's strip would hide an earlier one's pixels).
+fn passes(
+    output: &[Partition],
+    active: Range<usize>,
+    k: u32,
+    budget: u64,
+    band: Option<Band>,
+) -> Vec<Option<Band>> {
+    let per_pixel = u64::from(k * k);
+    let samples: u64 = output[active.clone()]
+        .iter()
+        .map(|p| p.pixel_count() as u64 * per_pixel)
+        .sum();
+    if samples <= budget {
+        return vec![band];
+    }
+    let count = output.len() as u32;
+    let passes: Vec<Band> = match band {
+        // Within a band: a pass per partition.
+        Some(_) => active
+            .map(|c| Band {
+                index: c as u32,
+                count,
+            })
+            .collect(),
+        None => {
+            let count = samples.div_ceil(budget).min(u64::from(count)) as u32;
+            (0..count).map(|index| Band { index, count }).collect()
+        }
+    };
+    let rows: Vec<Range<u32>> = passes
+        .iter()
+        .map(|pass| rows_of(&output[pass.cores(output.len()).expect("a band of the frame")]))
+        .collect();
+    let apart = rows.iter().enumerate().all(|(i, a)| {
+        rows[i + 1..]
+            .iter()
+            .all(|b| a.end <= b.start || b.end <= a.start)
+    });
+    if !apart {
+        return vec![band];
+    }
+    passes.into_iter().map(Some).collect()
+}
+
+/// The rows whole-row `partitions` cover, from the first's first to the last's end.
+fn rows_of(partitions: &[Partition]) -> Range<u32> {
+    let first = partitions.iter().map(|p| p.start_pixel().1).min();
+    let end = partitions.iter().map(|p| p.end_pixel().1).max();
+    first.unwrap_or(0)..end.unwrap_or(0)
+}
+
+/// Two passes' reports as one frame's.
+fn add(mut sum: Render, pass: Render) -> Render {
+    sum.instructions += pass.instructions;
+    sum.instructions_exact &= pass.instructions_exact;
+    sum.elapsed += pass.elapsed;
+    sum.cores += pass.cores;
+    sum.culled += pass.culled;
+    sum.lockstep_groups += pass.lockstep_groups;
+    sum.accel = match (sum.accel, pass.accel) {
+        (Ok(a), Ok(b)) => Ok(a || b),
+        (Err(refusal), _) | (_, Err(refusal)) => Err(refusal),
+    };
+    sum.structure = match (sum.structure, pass.structure) {
+        (Some(mut a), Some(b)) => {
+            a.build += b.build;
+            a.batches += b.batches;
+            a.tiles += b.tiles;
+            a.candidates += b.candidates;
+            a.most_candidates = a.most_candidates.max(b.most_candidates);
+            Some(a)
+        }
+        (a, b) => a.or(b),
+    };
+    sum.chunks.speculative += pass.chunks.speculative;
+    sum.chunks.reruns += pass.chunks.reruns;
+    let (s, p) = (&mut sum.stages, pass.stages);
+    for (a, b) in [
+        (&mut s.rays, p.rays),
+        (&mut s.tree, p.tree),
+        (&mut s.plan, p.plan),
+        (&mut s.seeds, p.seeds),
+        (&mut s.batches, p.batches),
+        (&mut s.pixels, p.pixels),
+        (&mut s.check, p.check),
+        (&mut s.assemble, p.assemble),
+        (&mut s.chunk_time, p.chunk_time),
+    ] {
+        *a += b;
+    }
+    s.chunks += p.chunks;
+    s.longest_chunk = s.longest_chunk.max(p.longest_chunk);
+    sum
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn frame(width: u32, height: u32, words: Vec<u32>) -> Frame {
+        let n = words.len();
+        Frame {
+            width,
+            height,
+            words,
+            written: vec![true; n],
+            partitions: Vec::new(),
+            hits: vec![PixelHit::Miss; n / 3],
+        }
+    }
+
+    #[test]
+    fn a_block_averages_to_its_rounded_mean_with_channels_clamped() {
+        // 2x2 samples: red channel 0, 1, 1, 1 (mean 0.75 rounds to 1); green at full
+        // intensity twice, once far beyond it and once negative, all counting as 0x1FFFF;
+        // blue 0x20000 (1.0, shown as 255) clamped too.
+        let samples = frame(
+            2,
+            2,
+            vec![
+                0,
+                0x1FFFF,
+                0x20000,
+                1,
+                0x7FFF_FFFF,
+                0, //
+                1,
+                0x1FFFF,
+                0,
+                1,
+                0xFFFF_0000,
+                0,
+            ],
+        );
+        let out = box_filter(&samples, 2, Vec::new());
+        assert_eq!((out.width, out.height), (1, 1));
+        assert_eq!(out.words, vec![1, 0x1FFFF, (0x1FFFF + 2) / 4]);
+        assert_eq!(out.written, vec![true; 3]);
+    }
+
+    #[test]
+    fn unwritten_samples_count_as_zero_and_leave_the_pixel_unwritten() {
+        let mut samples = frame(2, 1, vec![0x400, 0x400, 0x400, 0x400, 0x400, 0x400]);
+        samples.written[0] = false;
+        let out = box_filter(&samples, 1, Vec::new());
+        assert_eq!((out.words[0], out.written[0]), (0, false));
+        assert_eq!((out.words[3], out.written[3]), (0x400, true));
+        let mut wide = frame(2, 2, vec![0x400; 12]);
+        wide.written[0] = false;
+        let out = box_filter(&wide, 2, Vec::new());
+        assert_eq!(out.words, vec![0x300, 0x400, 0x400]);
+        assert_eq!(out.written, vec![false, true, true]);
+    }
+
+    use crate::emu::core::RomVariant;
+    use crate::emu::machine::render;
+    use crate::io::scene::obj::{default_scene, ObjOptions};
+
+    /// The built-in scene at 24x16 loaded for `ssaa` (and its samples at 48x32, fitted
+    /// there: the scene a supersampled render's samples must be).
+    fn scenes(rom: RomVariant) -> (Scene, Scene) {
+        let load = |width, height, ssaa| {
+            let options = ObjOptions {
+                width,
+                height,
+                ssaa,
+                rom,
+                ..ObjOptions::default()
+            };
+            default_scene::load(&options).unwrap().scene
+        };
+        (load(24, 16, 2), load(48, 32, 1))
+    }
+
+    #[test]
+    fn an_obj_scene_loaded_for_ssaa_samples_as_the_scene_fitted_at_k_times_the_size() {
+        let (output, fitted) = scenes(RomVariant::Fixed);
+        let samples = sample_scene(&output, 2, &output.partitions).unwrap();
+        assert_eq!(samples.config, fitted.config);
+        assert_eq!(samples.partitions, fitted.partitions);
+        assert_eq!(samples.triangles, fitted.triangles);
+        assert_eq!(samples.texture, fitted.texture);
+    }
+
+    #[test]
+    fn render_with_ssaa_2_is_the_box_filter_of_the_samples_word_for_word() {
+        for rom in [RomVariant::Fixed, RomVariant::Faithful] {
+            let (output, fitted) = scenes(rom);
+            let options = RenderOptions {
+                rom,
+                ..RenderOptions::default()
+            };
+            let samples = render(&fitted, &options).unwrap();
+            let expected = box_filter(&samples.frame, 2, output.partitions.clone());
+            let ssaa = RenderOptions {
+                ssaa: 2,
+                ..options.clone()
+            };
+            let rendered = render(&output, &ssaa).unwrap();
+            assert!(expected.words.iter().any(|&w| w != 0));
+            assert_eq!(rendered.frame, expected, "{rom:?}");
+            assert_eq!(rendered.instructions, samples.instructions);
+            // In one pass per partition, and for a band of them: the same words.
+            let sampler = Supersampler::with_pass_floor(&output, &ssaa, 1).unwrap();
+            assert_eq!(sampler.passes(), 4);
+            let passes = sampler.render(None, None, |_| Ok::<_, RenderError>(()));
+            assert_eq!(passes.unwrap().frame, expected);
+            let band = RenderOptions {
+                band: Some(Band { index: 1, count: 2 }),
+                ..ssaa.clone()
+            };
+            let sampler = Supersampler::with_pass_floor(&output, &band, 1).unwrap();
+            assert_eq!((sampler.passes(), sampler.active_rows()), (2, 8..16));
+            let half = sampler.render(None, None, |_| Ok::<_, RenderError>(()));
+            let half = half.unwrap().frame;
+            assert_eq!(half.words[24 * 8 * 3..], expected.words[24 * 8 * 3..]);
+            assert!(half.written[..24 * 8 * 3].iter().all(|&w| !w));
+        }
+    }
+
+    #[test]
+    fn samples_stay_within_the_resolution_register() {
+        let load = |width| {
+            let options = ObjOptions {
+                width,
+                height: 4,
+                ssaa: 4,
+                ..ObjOptions::default()
+            };
+            default_scene::load(&options).unwrap().scene
+        };
+        let wide = load(4096);
+        let error = sample_scene(&wide, 4, &wide.partitions).unwrap_err();
+        assert!(error.contains("16384x16 samples are beyond"), "{error}");
+        let widest = load(4095);
+        let samples = sample_scene(&widest, 4, &widest.partitions).unwrap();
+        assert_eq!((samples.width(), samples.height()), (16380, 16));
+    }
+
+    #[test]
+    fn progress_counts_every_sample_of_every_pass() {
+        let (output, _) = scenes(RomVariant::Fixed);
+        let options = RenderOptions {
+            ssaa: 2,
+            ..RenderOptions::default()
+        };
+        let sampler = Supersampler::with_pass_floor(&output, &options, 1).unwrap();
+        let done = AtomicU64::new(0);
+        let cancel = Arc::new(AtomicBool::new(false));
+        sampler
+            .render(Some(&done), Some(cancel.clone()), |_| {
+                Ok::<_, RenderError>(())
+            })
+            .unwrap();
+        assert_eq!(done.into_inner(), sampler.total_samples());
+        assert_eq!(sampler.total_samples(), 48 * 32);
+        cancel.store(true, std::sync::atomic::Ordering::Relaxed);
+        let cancelled = sampler.render(None, Some(cancel), |_| Ok::<_, RenderError>(()));
+        assert!(matches!(cancelled, Err(RenderError::Cancelled)));
+    }
+
+    #[test]
+    fn sample_rows_of_an_output_row_stay_in_its_band() {
+        let bands = Partition::bands(5, 7, 3);
+        let samples = sample_partitions(&bands, 3).unwrap();
+        for (band, sampled) in bands.iter().zip(&samples) {
+            assert_eq!(sampled.start_pixel(), (0, band.start_pixel().1 * 3));
+            assert_eq!(sampled.end_pixel(), (15, band.end_pixel().1 * 3));
+        }
+        let mid_row = Partition {
+            initial: [2 << 17, 0, 0],
+            end: [5 << 17, 2 << 17, 0],
+        };
+        assert!(sample_partitions(&[mid_row], 2)
+            .unwrap_err()
+            .contains("whole rows"));
+        assert!(validate_factor(0).is_err() && validate_factor(5).is_err());
+        assert!(validate_factor(4).is_ok());
+    }
+}

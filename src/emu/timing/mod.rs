@@ -1,0 +1,497 @@
+//! How long the hardware takes for a frame: a cycle model of the whole machine, proven
+//! against THEIA's RTL (`tests/rtl.rs`), beside the functional emulator and out of its
+//! way (renders without `--cycles` never run any of it).
+//!
+//! # How
+//!
+//! 1. **Each core's routines, from the functional run** ([`record`]): every core runs its
+//!    partition through the ordinary interpreter with a [`record::Recording`] observer
+//!    (partitions in parallel, as a render runs them). For every routine the control unit
+//!    starts, it keeps the cycles its instructions hold the execution unit ([`cost`]:
+//!    ALU latency + 1, DIV's short path, MAG 40, RET 4), and, apart, the TMREADs (their
+//!    time depends on the other cores) and OMWRITEs (for the report).
+//! 2. **The machine, clock by clock** ([`sim`]): the host's state machine streams the
+//!    configuration and every pixel's triangles, each core's control unit triggers its
+//!    routines and waits for the host and the other cores through the 1-bit "latched" and
+//!    "committed" flags, and the texture memory's four bank arbiters serve the TMREADs
+//!    ([`tmem`]). Only periods where something changes are visited.
+//! 3. **Hazards.** Where a core starts MAIN again on a triangle another core has not yet
+//!    latched (the published control unit's re-entry hazard), the recorded run no longer
+//!    describes what the hardware runs: the frame is simulated again with the functional
+//!    cores driven by the control units themselves (`Live`), swap-memory flips, stale
+//!    triangles and all, one routine at a time. A frame that can never end (the published
+//!    host's STDONE deadlock, a core that waits for a triangle after the last one) ends
+//!    in [`sim::SimEnding::Deadlock`] at the period from which nothing moves.
+//!
+//! Counted as `tests/rtl/bench.v` counts: the bench's `DONE cycles=N` is
+//! [`Timing::frame_cycles`]. The published test bench (`TestBench_THEIA.v`) loads the
+//! texture memory word by word before it enables the host: [`published_bench_ns`].
+
+pub mod cost;
+pub mod culled;
+pub mod hardware;
+pub mod record;
+pub mod sim;
+pub mod tmem;
+
+use std::path::Path;
+
+use rayon::prelude::*;
+
+use crate::emu::core::alu::Vec3;
+use crate::emu::core::exec::Core;
+use crate::emu::core::output::OutputMemory;
+use crate::emu::core::CoreState;
+use crate::emu::isa::registers::address;
+use crate::emu::isa::registers::EntryPoint;
+use crate::emu::machine::cull::{self, Culler, Exit};
+use crate::emu::machine::{Frame, Machine};
+use culled::RejectTiming;
+use record::Recording;
+use sim::{Course, Hazard, Routines, Setup, SimEnding, Stop};
+
+/// The clock the frame time is given at unless `--clock` says otherwise: 100 MHz, the
+/// only clock THEIA's sources name (`aDefinitions.v`'s `CLOCK_PERIOD` of 10 ns, which
+/// its test bench runs). Neither the spec pack nor the published sources name the FPGA
+/// clock of a synthesized build.
+pub const DEFAULT_CLOCK_MHZ: f64 = 100.0;
+
+/// Which host streams the scene.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum HostKind {
+    /// With `../shared/rtl/host-fix.patch` (what the differential tests run).
+    #[default]
+    Fixed,
+    /// The published `Module_Host.v`, whose STDONE handshake deadlocks on skewed cores.
+    Published,
+}
+
+/// What to time.
+#[derive(Clone, Copy, Debug)]
+pub struct TimingOptions {
+    pub host: HostKind,
+    /// Instructions.mem's word 0, as the host reads it (hex): it stops sending code at
+    /// that word. [`instruction_words`] gives what `theia export` writes.
+    pub instruction_words: u32,
+    /// Give up after this many cycles.
+    pub limit: u64,
+    /// Give up when the host waits longer than this for one triangle's latches (a
+    /// livelock: 50 million cycles by default, 25 times the longest generated frame).
+    pub livelock: u64,
+    /// The triangle loop in closed form where it holds (`sim::Setup::fast`); the same
+    /// cycles either way.
+    pub fast: bool,
+}
+
+impl TimingOptions {
+    /// The fixed host, a program of `imem_len` instruction-memory words.
+    pub fn new(imem_len: usize) -> TimingOptions {
+        TimingOptions {
+            host: HostKind::Fixed,
+            instruction_words: instruction_words(imem_len),
+            limit: 1 << 40,
+            livelock: 50_000_000,
+            fast: true,
+        }
+    }
+}
+
+/// Instructions.mem's word 0 for a program of `imem_len` words, as `theia export` writes
+/// it: the host starts at word 1 and sends two words per instruction.
+pub fn instruction_words(imem_len: usize) -> u32 {
+    1 + 2 * imem_len as u32
+}
+
+/// Instructions.mem's word 0 in `dir`, read as the test bench reads it (hex), if the file
+/// is there and starts with a word.
+pub fn instruction_words_in(dir: &Path) -> Option<u32> {
+    let text = std::fs::read_to_string(dir.join("Instructions.mem")).ok()?;
+    let word = text.split_whitespace().next()?;
+    u32::from_str_radix(word, 16).ok()
+}
+
+/// Why a frame could not be timed.
+#[derive(Debug, thiserror::Error)]
+pub enum TimingError {
+    #[error("--cycles counts THEIA's own stages only; the {0} pixel stage is not THEIA hardware")]
+    ForeignStage(&'static str),
+    #[error("--cycles times whole frames: a band of the partitions has no hardware timing")]
+    Band,
+    #[error("{0}")]
+    Fault(String),
+}
+
+/// A timed frame.
+#[derive(Clone, Debug)]
+pub struct Timing {
+    pub course: Course,
+    /// Whether a hazard made the frame run live (the recorded run no longer held).
+    pub live: bool,
+    /// Output words that differ from the functional render's because of hazards (the
+    /// hardware's image), when the frame ran live: `(core, pixel k)` of each pixel.
+    pub hazard_pixels: Vec<(usize, usize)>,
+}
+
+impl Timing {
+    /// The bench's `DONE cycles=N`: the first period every core is done; `None` when the
+    /// frame never ends.
+    pub fn frame_cycles(&self) -> Option<u64> {
+        match self.course.ending {
+            SimEnding::Done(cycles) => Some(cycles),
+            _ => None,
+        }
+    }
+
+    pub fn hazards(&self) -> &[Hazard] {
+        &self.course.hazards
+    }
+}
+
+/// Whether `machine`'s frame has a hardware timing: a THEIA pixel stage, every partition
+/// (what [`measure`] refuses, checked before a render spends its time).
+pub fn timeable(machine: &Machine<'_>) -> Result<(), TimingError> {
+    if machine.stage().microcode_routine().is_none() {
+        return Err(TimingError::ForeignStage(machine.stage().isa()));
+    }
+    if machine.active().len() != machine.partitions().len() {
+        return Err(TimingError::Band);
+    }
+    Ok(())
+}
+
+/// Times `machine`'s frame.
+pub fn measure(machine: &Machine<'_>, options: &TimingOptions) -> Result<Timing, TimingError> {
+    timeable(machine)?;
+    let packets = u64::from(options.instruction_words.saturating_sub(1).div_ceil(2)).max(1);
+    let setup = Setup {
+        cores: machine.partitions().len(),
+        triangles: machine.scene().triangles.len(),
+        instruction_packets: packets,
+        host_fix: options.host == HostKind::Fixed,
+        limit: options.limit,
+        livelock: options.livelock,
+        fast: options.fast,
+    };
+    // Culling changes no cycle: the timing culls even when the render does not.
+    let own = match machine.culler() {
+        Ok(_) => None,
+        Err(_) => Culler::new(
+            machine.program(),
+            &machine.scene().triangles,
+            &machine.scene().config,
+        )
+        .ok(),
+    };
+    let culler = machine.culler().ok().or(own.as_ref());
+    let recordings = record(machine, culler)?;
+    let mut replay = Replay {
+        cursors: vec![0; recordings.len()],
+        recordings,
+    };
+    let simulated = sim::simulate(&setup, &mut replay);
+    match simulated {
+        Ok(course) => Ok(Timing {
+            course,
+            live: false,
+            hazard_pixels: Vec::new(),
+        }),
+        Err(Stop::Fault(message)) => Err(TimingError::Fault(message)),
+        Err(Stop::Diverged) => {
+            let mut live = Live::new(machine, culler);
+            let course = sim::simulate(&setup, &mut live).map_err(|stop| match stop {
+                Stop::Fault(message) => TimingError::Fault(message),
+                Stop::Diverged => unreachable!("a live run follows the hardware"),
+            })?;
+            let hazard_pixels = live.differences(&functional_frame(machine)?);
+            Ok(Timing {
+                course,
+                live: true,
+                hazard_pixels,
+            })
+        }
+    }
+}
+
+/// Every core's routines as the functional emulator runs them (partitions in parallel).
+fn record(machine: &Machine<'_>, culler: Option<&Culler>) -> Result<Vec<Recording>, TimingError> {
+    machine
+        .active_partitions()
+        .collect::<Vec<_>>()
+        .par_iter()
+        .map(|&(index, partition)| {
+            record::record_core(machine, culler, index, partition).map_err(|(entry, fault)| {
+                TimingError::Fault(format!("core {index}, routine {}: {fault}", entry.name()))
+            })
+        })
+        .collect()
+}
+
+/// The functional render's frame (what the cores write when no hazard strikes).
+fn functional_frame(machine: &Machine<'_>) -> Result<Frame, TimingError> {
+    machine
+        .render(None)
+        .map(|render| render.frame)
+        .map_err(|e| TimingError::Fault(e.to_string()))
+}
+
+/// The recorded runs, handed out in order.
+struct Replay {
+    recordings: Vec<Recording>,
+    cursors: Vec<usize>,
+}
+
+impl Routines for Replay {
+    fn peek_main(&mut self, core: usize, _triangle: usize) -> Result<Option<(u32, bool)>, Stop> {
+        let recording = &self.recordings[core];
+        Ok(recording
+            .runs
+            .get(self.cursors[core])
+            .filter(|run| run.entry == EntryPoint::Main && run.events == 0)
+            .map(|run| (run.tail, run.value)))
+    }
+
+    fn start(&mut self, core: usize, entry: EntryPoint) -> Result<usize, Stop> {
+        let index = self.cursors[core];
+        match self.recordings[core].runs.get(index) {
+            Some(run) if run.entry == entry => {
+                self.cursors[core] += 1;
+                Ok(index)
+            }
+            _ => Err(Stop::Diverged),
+        }
+    }
+
+    fn recording(&self, core: usize) -> &Recording {
+        &self.recordings[core]
+    }
+
+    fn hazard(&mut self, _hazard: &Hazard) -> Result<(), Stop> {
+        Err(Stop::Diverged)
+    }
+}
+
+/// The functional cores, run as the control units start their routines: the swap memory
+/// flips at every MAIN start and the host's triangles land in the IO copies, so a MAIN
+/// started twice on one triangle sees what the hardware's sees.
+struct Live<'m> {
+    machine: &'m Machine<'m>,
+    cores: Vec<Core<'m>>,
+    recordings: Vec<Recording>,
+    /// Which triangle each core's swap copies hold (by the core's storage order: the copy
+    /// the execution unit sees at parity 0, then the other); `None`: none yet, or the one
+    /// past the list.
+    held: Vec<[Option<usize>; 2]>,
+    /// MAINs the culler rejects are timed from its values instead of interpreted.
+    culled: Option<(&'m Culler, RejectTiming)>,
+    /// Per core, the skipped MAINs whose registers are not written yet: the last one's
+    /// triangle, the last that left at 178, and the ray (written before anything else
+    /// runs, as the culled render writes a run of them).
+    unwritten: Vec<Option<(usize, Option<usize>, Vec3)>>,
+    /// Per core, a MAIN run ahead of its trigger ([`Routines::peek_main`]): its triangle
+    /// (streamed in and flipped to already) and its run.
+    prepared: Vec<Option<(usize, usize)>>,
+    /// Per core, the copies whose rows do not hold their triangle yet (streamed while the
+    /// core only ran culled MAINs, which read no swap memory), and the copy streamed last
+    /// (bank 0's rows 12..18 mirror it).
+    unstreamed: Vec<([bool; 2], usize)>,
+}
+
+impl<'m> Live<'m> {
+    fn new(machine: &'m Machine<'m>, culler: Option<&'m Culler>) -> Live<'m> {
+        let cores = machine
+            .partitions()
+            .iter()
+            .map(|partition| {
+                let words = (partition.pixel_count() * 3).max(OutputMemory::HARDWARE_WORDS);
+                let mut core = Core::new(machine.program(), &machine.scene().texture, words);
+                core.set_budget(machine.max_steps());
+                for (row, value) in machine.scene().config.iter().enumerate() {
+                    core.host_write(row as u16, *value);
+                }
+                core.host_write(6, partition.initial);
+                core.host_write(7, partition.end);
+                core
+            })
+            .collect();
+        Live {
+            machine,
+            recordings: vec![Recording::default(); machine.partitions().len()],
+            held: vec![[None; 2]; machine.partitions().len()],
+            unwritten: vec![None; machine.partitions().len()],
+            prepared: vec![None; machine.partitions().len()],
+            unstreamed: vec![([false; 2], 0); machine.partitions().len()],
+            culled: culler.and_then(|culler| Some((culler, RejectTiming::new(culler)?))),
+            cores,
+        }
+    }
+
+    /// The pixels (core, k) whose output words differ from `frame`'s.
+    fn differences(&self, frame: &Frame) -> Vec<(usize, usize)> {
+        let mut pixels = Vec::new();
+        let width = frame.width as usize;
+        for (core, live) in self.cores.iter().enumerate() {
+            for (k, (x, y)) in self.machine.partitions()[core].pixels().enumerate() {
+                let at = (y as usize * width + x as usize) * 3;
+                let differs = (0..3).any(|c| {
+                    let functional = frame.written[at + c].then_some(frame.words[at + c]);
+                    live.output().read(3 * k + c) != functional
+                });
+                if differs {
+                    pixels.push((core, k));
+                }
+            }
+        }
+        pixels
+    }
+}
+
+/// The rows the host streams a triangle into (CREG_V0..CREG_TRI_DIFFUSE).
+const TRIANGLE_ROW: u16 = 44;
+
+impl Live<'_> {
+    /// Runs core `core`'s routine `entry` now: a MAIN the culler rejects is timed from its
+    /// values (its registers written before anything else runs), anything else interpreted.
+    fn run(&mut self, core: usize, entry: EntryPoint) -> Result<usize, Stop> {
+        let functional = &mut self.cores[core];
+        // The watchdog guards each routine: a hazard can make a pixel run MAIN far more
+        // often than it has triangles, and the hardware has no watchdog to stop it.
+        functional.refill_budget();
+        let recording = &mut self.recordings[core];
+        let shown = self.held[core][functional.parity()];
+        if let (EntryPoint::Main, Some((culler, timing)), Some(index)) = (entry, self.culled, shown)
+        {
+            let ray = functional.register(address::CREG_RAY_DIRECTION);
+            if cull::main_returns_false(functional) {
+                if let Some((exit, cycles)) = timing.main(culler, index, ray) {
+                    let earlier_sum = self.unwritten[core].and_then(|(_, sum, _)| sum);
+                    let last_sum = (exit == Exit::Sum).then_some(index).or(earlier_sum);
+                    self.unwritten[core] = Some((index, last_sum, ray));
+                    functional.charge(exit.instructions());
+                    recording.push_main(cycles);
+                    return Ok(recording.runs.len() - 1);
+                }
+            }
+        }
+        if let (Some((last, last_sum, ray)), Some((culler, _))) =
+            (self.unwritten[core].take(), self.culled)
+        {
+            culler.write_skipped(functional, last, last_sum, ray);
+        }
+        self.write_streamed(core);
+        let (functional, recording) = (&mut self.cores[core], &mut self.recordings[core]);
+        functional.run(entry, recording).map_err(|fault| {
+            Stop::Fault(format!("core {core}, routine {}: {fault}", entry.name()))
+        })?;
+        Ok(recording.runs.len() - 1)
+    }
+
+    /// The host's triangle (`None`: the one past the list) into core `core`'s IO copy:
+    /// noted, written before the core next interprets code ([`Live::write_streamed`]).
+    fn stream_into(&mut self, core: usize, triangle: Option<usize>) {
+        let copy = 1 - self.cores[core].parity();
+        self.held[core][copy] = triangle;
+        self.unstreamed[core].0[copy] = true;
+        self.unstreamed[core].1 = copy;
+    }
+
+    /// Writes the triangles streamed into core `core`'s copies since it last interpreted
+    /// code, the last one last (bank 0 mirrors it).
+    fn write_streamed(&mut self, core: usize) {
+        let (stale, last) = self.unstreamed[core];
+        for copy in [1 - last, last] {
+            if !stale[copy] {
+                continue;
+            }
+            let words =
+                self.held[core][copy].map_or([[0; 3]; 7], |t| self.machine.scene().triangles[t]);
+            let functional = &mut self.cores[core];
+            // The host writes the copy the execution unit does not see.
+            let shown = copy == functional.parity();
+            if shown {
+                functional.flip_parity();
+            }
+            for (row, value) in words.iter().enumerate() {
+                functional.host_write(TRIANGLE_ROW + row as u16, *value);
+            }
+            if shown {
+                functional.flip_parity();
+            }
+        }
+        self.unstreamed[core].0 = [false; 2];
+    }
+}
+
+impl Routines for Live<'_> {
+    fn start(&mut self, core: usize, entry: EntryPoint) -> Result<usize, Stop> {
+        if entry == EntryPoint::Main {
+            if let Some((_, run)) = self.prepared[core].take() {
+                return Ok(run);
+            }
+        }
+        self.run(core, entry)
+    }
+
+    fn peek_main(&mut self, core: usize, triangle: usize) -> Result<Option<(u32, bool)>, Stop> {
+        let run = match self.prepared[core] {
+            Some((prepared, run)) if prepared == triangle => run,
+            Some(_) => return Ok(None),
+            None => {
+                self.stream_into(core, Some(triangle));
+                self.cores[core].flip_parity();
+                let run = self.run(core, EntryPoint::Main)?;
+                self.prepared[core] = Some((triangle, run));
+                run
+            }
+        };
+        let run = &self.recordings[core].runs[run];
+        Ok((run.events == 0).then_some((run.tail, run.value)))
+    }
+
+    fn recording(&self, core: usize) -> &Recording {
+        &self.recordings[core]
+    }
+
+    fn streamed(&mut self, triangle: Option<usize>) {
+        for core in 0..self.cores.len() {
+            match (self.prepared[core], triangle) {
+                (Some((prepared, _)), Some(triangle)) if prepared == triangle => {}
+                _ => self.stream_into(core, triangle),
+            }
+        }
+    }
+
+    fn flip(&mut self, core: usize) {
+        if self.prepared[core].is_none() {
+            self.cores[core].flip_parity();
+        }
+    }
+}
+
+/// The published test bench's `Simulation.log` end time, in ns, for a frame of
+/// `frame_cycles` ([`Timing::frame_cycles`]) on `cores` cores at `height` rows.
+/// `TestBench_THEIA.v` runs a 10 ns clock (rising at 5, 15, ... ns), holds reset from 10 to
+/// 110 ns, loads the texture memory one word per clock (196,608 words) and enables the
+/// host at 1,966,190 ns, so the host's first enabled edge is at 1,966,195 ns where this
+/// model's (and `tests/rtl/bench.v`'s) is period 12; the arbiters' phase is the same there
+/// (196,608 is a multiple of every core count). `wDone` rises after the edge ending period
+/// `frame_cycles - 1`; the bench then dumps `cores` partitions of `height / cores` rows of
+/// `3 x height` words (sic: height), 11 ns each, and writes the end time. Measured: the
+/// built-in scene at 8x8 on 4 cores, 631,861 cycles here, ends at 8,286,787 ns there.
+pub fn published_bench_ns(frame_cycles: u64, cores: u64, height: u64) -> u64 {
+    const FIRST_ENABLED_EDGE_NS: u64 = 1_966_195;
+    let done = FIRST_ENABLED_EDGE_NS + 10 * (frame_cycles - sim::RESET_END - 1);
+    done + cores * (height / cores) * 3 * height * 11
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_published_bench_s_end_time() {
+        // The built-in scene at 8x8 on 4 cores (tests/rtl/bench.v: DONE cycles=631861;
+        // TestBench_THEIA.v built by ../shared/rtl/build.sh --host-fix: DUMP START at
+        // 8,284,675 ns, Simulation end time 8,286,787 ns).
+        assert_eq!(published_bench_ns(631_861, 4, 8), 8_286_787);
+    }
+}

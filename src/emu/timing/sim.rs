@@ -1,0 +1,1159 @@
+//! The machine clock by clock: the host's state machine (`Module_Host.v`, with or without
+//! `host-fix.patch`), every core's control unit (`Unit_Control.v`) with the flip-flops
+//! that join them (`Theia.v`: each core's 1-bit "triangle latched" and "pixel committed"
+//! counters, ANDed into HDL and RCOMMIT), every routine's cycles from the core's
+//! [`Recording`], and the texture memory ([`TextureMemory`]).
+//!
+//! Time is counted in clock periods as `tests/rtl/bench.v` counts them: period `t` holds
+//! the values registers take at edge `t - 1`; reset holds periods 2..=11, and the bench
+//! enables the host from period 12. A state machine in state `s` during period `t` moves
+//! to its next state for period `t + 1`. Only periods where something changes are
+//! visited: a period after one where nothing changed and no timer ends changes nothing
+//! either, since every input is the same.
+//!
+//! Measured facts the model rests on (`tests/rtl/bench.v` traces; checked by
+//! `tests/rtl.rs` on every random case):
+//! - a routine triggered in period `T` hands its first instruction to the decoder in
+//!   `T + 3`; instruction costs are [`super::cost`]'s; the control unit sees the routine
+//!   done in the period its RETURN is handed over, and acknowledges it in the next;
+//! - the host streams a triangle (7 packets of 3 words) in 71 periods after ACK (or
+//!   after PREPARE at a pixel's start): 7 x (1 BROADCAST + 9 WAIT_FOR_VERTEX), then 1
+//!   GET_PRIMITIVE_COUNT; configuration takes 7 periods per instruction packet (2 words),
+//!   10 per parameter or partition packet, and one period per state between them.
+
+use super::record::{EventKind, Recording};
+use super::tmem::TextureMemory;
+use crate::emu::isa::registers::EntryPoint;
+
+/// Control-unit states (`Unit_Control.v`'s numbers, which `tests/rtl/bench.v` prints).
+pub mod cu {
+    pub const AFTER_RESET: u8 = 0;
+    pub const WAIT_FOR_INITIAL_CONFIGURATION: u8 = 1;
+    pub const WAIT_FOR_CONFIG_DATA_READ: u8 = 3;
+    pub const PRECALCULATE_CONSTANTS: u8 = 5;
+    pub const WAIT_FOR_CONSTANT: u8 = 6;
+    pub const ACK_PRECALCULATE_CONSTANTS: u8 = 7;
+    pub const TRIGGER_RGU: u8 = 12;
+    pub const WAIT_FOR_RGU: u8 = 13;
+    pub const ACK_RGU: u8 = 14;
+    pub const TRIGGER_MAIN: u8 = 22;
+    pub const WAIT_FOR_MAIN: u8 = 23;
+    pub const ACK_MAIN: u8 = 24;
+    pub const WAIT_FOR_PSU: u8 = 26;
+    pub const ACK_PSU: u8 = 27;
+    pub const CHECK_HIT: u8 = 31;
+    pub const CLEAR_REGISTERS: u8 = 32;
+    pub const WAIT_CLEAR_REGISTERS: u8 = 33;
+    pub const ACK_CLEAR_REGISTERS: u8 = 34;
+    pub const TRIGGER_PSU_WITH_TEXTURE: u8 = 35;
+    pub const TRIGGER_NPU: u8 = 37;
+    pub const WAIT_NPU: u8 = 38;
+    pub const ACK_NPU: u8 = 39;
+    pub const PERFORM_INITIAL_CONFIGURATION: u8 = 40;
+    pub const TRIGGER_USERCONSTANTS: u8 = 42;
+    pub const WAIT_USERCONSTANTS: u8 = 43;
+    pub const ACK_USERCONSTANTS: u8 = 44;
+    pub const TRIGGER_USERPIXELSHADER: u8 = 45;
+    pub const WAIT_FOR_USERPIXELSHADER: u8 = 46;
+    pub const ACK_USERPIXELSHADER: u8 = 47;
+    pub const DONE: u8 = 48;
+    pub const WAIT_FOR_RENDER_ENABLE: u8 = 49;
+    pub const WAIT_FOR_HOST_DATA_AVAILABLE: u8 = 51;
+    pub const WAIT_FOR_HOST_DATA_ACK: u8 = 52;
+}
+
+/// The first period after reset (`tests/rtl/bench.v` holds reset in periods 2..=11).
+pub const RESET_END: u64 = 12;
+/// The host's first state after IDLE, when the bench enables it in period 12.
+const HOST_START: u64 = 13;
+/// Periods the host takes to stream one triangle: 7 packets of 10, then one.
+pub const STREAM_PERIODS: u64 = 71;
+
+/// Where the routines a core runs come from: its recorded functional run, or the
+/// functional core itself, run as the control unit triggers it (after a hazard).
+pub trait Routines {
+    /// Core `core`'s next routine, which its control unit starts as `entry`: its index in
+    /// [`Routines::recording`].
+    fn start(&mut self, core: usize, entry: EntryPoint) -> Result<usize, Stop>;
+    fn recording(&self, core: usize) -> &Recording;
+    /// The host has streamed the pixel's triangle `triangle` (`None`: the one past the
+    /// list) into every core's IO swap copy and bank 0.
+    fn streamed(&mut self, _triangle: Option<usize>) {}
+    /// Core `core` flips its swap memory (CU_TRIGGER_MAIN).
+    fn flip(&mut self, _core: usize) {}
+    /// Core `core`'s next routine, if it is a MAIN that runs without events on triangle
+    /// `triangle` streamed into its IO copy and flipped in: its cycles and return value,
+    /// without starting it (the next [`Routines::start`] of a MAIN returns it; a live
+    /// source may run it now, and then ignores the stream and the flip that come for it).
+    fn peek_main(&mut self, _core: usize, _triangle: usize) -> Result<Option<(u32, bool)>, Stop> {
+        Ok(None)
+    }
+    /// A hazard happened: a recorded run no longer holds ([`Stop::Diverged`]), a live
+    /// one goes on.
+    fn hazard(&mut self, _hazard: &Hazard) -> Result<(), Stop> {
+        Ok(())
+    }
+}
+
+/// Why a simulation stopped before the frame's end.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Stop {
+    /// The recorded run no longer describes what the hardware runs (after a hazard).
+    Diverged,
+    /// The functional core stopped (a fault), with its message.
+    Fault(String),
+}
+
+/// The host's states, grouped where the cores see the same signals.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum HostState {
+    /// IDLE, before the bench enables it.
+    Idle,
+    /// Broadcasting code and parameters, unicasting partitions (MST high).
+    Config,
+    /// PREPARE_FOR_GEO_REQUESTS: one period.
+    Prepare,
+    /// BROADCAST_NEXT_VERTEX, WAIT_FOR_VERTEX, GET_PRIMITIVE_COUNT: one triangle.
+    Stream,
+    /// WAIT_DATA_READ_CONFIRMATION: HDA high until every core latched the triangle.
+    WaitLatch,
+    /// ACK_GEO_REQUEST: GACK for one period.
+    Ack,
+    /// LAST_PRIMITIVE_REACHED: waits until every core committed its pixel.
+    WaitCommit,
+    /// GPU_EXECUTION_DONE.
+    Done,
+}
+
+/// What the machine is asked to run.
+#[derive(Clone, Copy, Debug)]
+pub struct Setup {
+    pub cores: usize,
+    pub triangles: usize,
+    /// Instruction packets the host broadcasts (two words each).
+    pub instruction_packets: u64,
+    /// `host-fix.patch`: STDONE also rises when every core has latched the last triangle.
+    pub host_fix: bool,
+    /// Give up after this many periods (a deadlock or livelock goes no further).
+    pub limit: u64,
+    /// Give up when the host waits longer than this for one triangle's latches.
+    pub livelock: u64,
+    /// Take the triangle loop in closed form where it holds (`Sim::fast_forward`);
+    /// off, every period is simulated (the tests compare the two).
+    pub fast: bool,
+}
+
+/// Where a core stood while it waited.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Periods {
+    /// Running a routine, or between routines in the control unit.
+    pub busy: u64,
+    /// Waiting for the host: configuration, render enable, a triangle, the others' latch.
+    pub waiting: u64,
+    /// Done, or not started.
+    pub idle: u64,
+}
+
+/// A hazard of the published control unit, as the bench names it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Hazard {
+    pub core: usize,
+    /// The core's pixel (0-based, in its NPG order) and MAIN start of that pixel (0-based).
+    pub pixel: u64,
+    pub main: u64,
+    pub period: u64,
+    pub kind: HazardKind,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum HazardKind {
+    /// CU_TRIGGER_MAIN with the core's "latched" flag still set: it starts MAIN again on a
+    /// triangle another core has not latched (and flips its swap memory back).
+    Reentry,
+    /// At the host's ACK of the pixel's last triangle `triangle` the core had started
+    /// MAIN an even number of times since the previous ACK (its last start in the ACK's
+    /// own period, whose flag GACK clears): its swap memory shows the copy before, and
+    /// stays so: PSU2 and the pixel shader read the triangle before in
+    /// CREG_V0..CREG_TRI_DIFFUSE. (`last` is always true: on any other triangle the next
+    /// one's flip sets the swap memory right again.)
+    EvenStarts { triangle: usize, last: bool },
+    /// The core started MAIN `starts` (3 or more) times on one triangle, its 1-bit
+    /// "latched" flag flipping back off at each redundant start, so the flags stayed out
+    /// of line from period `since` (its first restart) to the ACK (the hazard's period).
+    Livelock { starts: u32, since: u64 },
+    /// The frame never ends: the core waits for a triangle after the pixel's last one
+    /// (it left MAIN on the last triangle before STDONE rose; the bench's `HAZARD ...
+    /// waits for a triangle after the last one`).
+    WaitsAfterLast,
+}
+
+/// How a simulated frame ended.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum SimEnding {
+    /// Every core done in this period (`DONE cycles=N` of the bench).
+    Done(u64),
+    /// Nothing can move any more from this period on; the cores' states then.
+    Deadlock { period: u64, states: Vec<u8> },
+    /// Still running at the limit.
+    Limit(u64),
+    /// The host has waited since period `since` for every core to latch one triangle,
+    /// longer than [`Setup::livelock`]: the cores' 1-bit "latched" flags keep missing
+    /// each other (each redundant MAIN start flips one back off).
+    Livelock { since: u64, period: u64 },
+}
+
+/// One core's course through the frame.
+#[derive(Clone, Debug, Default)]
+pub struct CoreCourse {
+    pub periods: Periods,
+    /// The period the core entered CU_DONE.
+    pub finish: Option<u64>,
+    /// For each OMWRITE: the core's pixel and the period it was handed over.
+    pub omwrites: Vec<(u64, u64)>,
+    /// Pixels started (RGU runs) and MAIN starts.
+    pub pixels: u64,
+    pub mains: u64,
+}
+
+/// The simulated frame.
+#[derive(Clone, Debug)]
+pub struct Course {
+    pub ending: SimEnding,
+    pub cores: Vec<CoreCourse>,
+    pub hazards: Vec<Hazard>,
+}
+
+/// A routine the execution unit is running.
+#[derive(Clone, Copy, Debug)]
+struct Running {
+    run: usize,
+    /// The next event of the run to reach.
+    event: u32,
+    /// The period of the next instruction after the events reached so far.
+    cursor: u64,
+    /// The RETURN's period, once every event before it is behind.
+    returns: Option<u64>,
+    /// A texture read in flight: it starts requesting in this period.
+    tmread_from: Option<u64>,
+    /// Waiting for the texture memory to finish a read.
+    reading: bool,
+    hung: bool,
+}
+
+impl Running {
+    /// Whether the routine's RETURN is known, no read pending.
+    fn event_free(&self) -> bool {
+        self.returns.is_some() && self.tmread_from.is_none() && !self.reading && !self.hung
+    }
+}
+
+#[derive(Clone, Debug)]
+struct CoreSim {
+    state: u8,
+    since: u64,
+    /// The next period the core moves on its own (its state lasts one period, or its
+    /// routine returns then); a core waiting for a signal moves only when one changes.
+    wake: u64,
+    latched: bool,
+    committed: bool,
+    hit: bool,
+    routine: Option<Running>,
+    /// Bit 0 of the last routine's RETURN.
+    value: bool,
+    mains_this_pixel: u64,
+    /// The period the last MAIN returned in.
+    main_returned: u64,
+    /// MAIN starts since the host's last ACK, and the period of the first restart then.
+    starts: u32,
+    restarted: Option<u64>,
+    course: CoreCourse,
+}
+
+struct Host {
+    state: HostState,
+    /// For timed states: the last period in the state.
+    until: u64,
+    /// The triangle streamed or waited for (0-based; `triangles` is the one past the list).
+    triangle: usize,
+    /// STDONE is high from this period until the next PREPARE.
+    stdone_from: Option<u64>,
+}
+
+/// Runs the frame.
+pub fn simulate(setup: &Setup, routines: &mut dyn Routines) -> Result<Course, Stop> {
+    Sim::new(setup).run(routines)
+}
+
+/// The signals every state machine reads in one period.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Signals {
+    mst: bool,
+    rendren: bool,
+    hda: bool,
+    gack: bool,
+    stdone: bool,
+    /// HDL: every core's "latched" flag (the cores see its inverse as HDLACK).
+    latched: bool,
+    /// RCOMMIT: every core's "committed" flag.
+    committed: bool,
+}
+
+struct Sim<'s> {
+    setup: &'s Setup,
+    /// The period the host enters PREPARE_FOR_GEO_REQUESTS the first time.
+    config_end: u64,
+    host: Host,
+    cores: Vec<CoreSim>,
+    tmem: TextureMemory,
+    hazards: Vec<Hazard>,
+    /// Cores whose "latched" and "committed" flags are set, and cores done.
+    latched: usize,
+    committed: usize,
+    done: usize,
+    /// Cores to evaluate in the next period (their state lasts one period), one bit each.
+    soon: u64,
+    /// Cores waiting for a signal (evaluated when one changes).
+    waiting: u64,
+    /// No core's own timer (a routine's RETURN, a read's start) is before this period.
+    next_own: u64,
+}
+
+/// Whether a control-unit state waits for a signal from the host or the other cores
+/// (it moves only when one changes).
+fn waits_for_signal(state: u8) -> bool {
+    waits_for_host(state) || state == cu::ACK_RGU
+}
+
+/// Whether a control-unit state waits for its routine's RETURN.
+fn waits_for_routine(state: u8) -> bool {
+    use cu::*;
+    matches!(
+        state,
+        WAIT_CLEAR_REGISTERS
+            | WAIT_FOR_CONSTANT
+            | WAIT_USERCONSTANTS
+            | WAIT_FOR_RGU
+            | WAIT_FOR_MAIN
+            | WAIT_FOR_PSU
+            | WAIT_FOR_USERPIXELSHADER
+            | WAIT_NPU
+    )
+}
+
+/// Whether a core in `state` waits for the host (or, in WAIT_FOR_HOST_DATA_ACK, for the
+/// other cores' latches).
+fn waits_for_host(state: u8) -> bool {
+    use cu::*;
+    matches!(
+        state,
+        WAIT_FOR_INITIAL_CONFIGURATION
+            | PERFORM_INITIAL_CONFIGURATION
+            | WAIT_FOR_CONFIG_DATA_READ
+            | WAIT_FOR_RENDER_ENABLE
+            | WAIT_FOR_HOST_DATA_AVAILABLE
+            | WAIT_FOR_HOST_DATA_ACK
+    )
+}
+
+/// The control unit's next state after `state` (`Unit_Control.v`), given the signals, the
+/// core's hit and value flags, and whether its routine returned (`done`).
+fn next_control_state(state: u8, signals: &Signals, hit: bool, value: bool, done: bool) -> u8 {
+    use cu::*;
+    match state {
+        AFTER_RESET => WAIT_FOR_INITIAL_CONFIGURATION,
+        WAIT_FOR_INITIAL_CONFIGURATION if signals.mst => PERFORM_INITIAL_CONFIGURATION,
+        PERFORM_INITIAL_CONFIGURATION if !signals.mst && signals.rendren => CLEAR_REGISTERS,
+        CLEAR_REGISTERS => WAIT_CLEAR_REGISTERS,
+        ACK_CLEAR_REGISTERS => WAIT_FOR_CONFIG_DATA_READ,
+        WAIT_FOR_CONFIG_DATA_READ if !signals.mst => PRECALCULATE_CONSTANTS,
+        PRECALCULATE_CONSTANTS => WAIT_FOR_CONSTANT,
+        ACK_PRECALCULATE_CONSTANTS => TRIGGER_USERCONSTANTS,
+        TRIGGER_USERCONSTANTS => WAIT_USERCONSTANTS,
+        ACK_USERCONSTANTS => WAIT_FOR_RENDER_ENABLE,
+        WAIT_FOR_RENDER_ENABLE if signals.rendren => TRIGGER_RGU,
+        TRIGGER_RGU => WAIT_FOR_RGU,
+        ACK_RGU if signals.rendren => WAIT_FOR_HOST_DATA_AVAILABLE,
+        WAIT_FOR_HOST_DATA_AVAILABLE if signals.hda => TRIGGER_MAIN,
+        TRIGGER_MAIN => WAIT_FOR_MAIN,
+        ACK_MAIN if signals.stdone => CHECK_HIT,
+        ACK_MAIN => WAIT_FOR_HOST_DATA_ACK,
+        WAIT_FOR_HOST_DATA_ACK if !signals.latched => WAIT_FOR_HOST_DATA_AVAILABLE,
+        CHECK_HIT if hit => TRIGGER_PSU_WITH_TEXTURE,
+        CHECK_HIT => TRIGGER_USERPIXELSHADER,
+        TRIGGER_PSU_WITH_TEXTURE => WAIT_FOR_PSU,
+        ACK_PSU => TRIGGER_USERPIXELSHADER,
+        TRIGGER_USERPIXELSHADER => WAIT_FOR_USERPIXELSHADER,
+        ACK_USERPIXELSHADER => TRIGGER_NPU,
+        TRIGGER_NPU => WAIT_NPU,
+        ACK_NPU if value => TRIGGER_RGU,
+        ACK_NPU => DONE,
+        WAIT_CLEAR_REGISTERS if done => ACK_CLEAR_REGISTERS,
+        WAIT_FOR_CONSTANT if done => ACK_PRECALCULATE_CONSTANTS,
+        WAIT_USERCONSTANTS if done => ACK_USERCONSTANTS,
+        WAIT_FOR_RGU if done => ACK_RGU,
+        WAIT_FOR_MAIN if done => ACK_MAIN,
+        WAIT_FOR_PSU if done => ACK_PSU,
+        WAIT_FOR_USERPIXELSHADER if done => ACK_USERPIXELSHADER,
+        WAIT_NPU if done => ACK_NPU,
+        other => other,
+    }
+}
+
+/// The routine a control unit in `state` (a trigger state) starts in that period.
+fn triggered_routine(state: u8) -> Option<EntryPoint> {
+    use cu::*;
+    match state {
+        CLEAR_REGISTERS => Some(EntryPoint::Initial),
+        PRECALCULATE_CONSTANTS => Some(EntryPoint::Cppu),
+        TRIGGER_USERCONSTANTS => Some(EntryPoint::UserConstants),
+        TRIGGER_RGU => Some(EntryPoint::Rgu),
+        TRIGGER_MAIN => Some(EntryPoint::Main),
+        TRIGGER_PSU_WITH_TEXTURE => Some(EntryPoint::Psu2),
+        TRIGGER_USERPIXELSHADER => Some(EntryPoint::PixelShader),
+        TRIGGER_NPU => Some(EntryPoint::Npg),
+        _ => None,
+    }
+}
+
+impl<'s> Sim<'s> {
+    fn new(setup: &'s Setup) -> Sim<'s> {
+        // INSTRUCTION packets of 7 periods, INITIAL_SCENE_PARAMS_STAGE, 6 parameter packets
+        // of 10, PREPARE_CORE_CONFIG, then per core 2 partition packets of 10 and
+        // PREPARE_NEXT_CORE_CONFIG.
+        let config_end =
+            HOST_START + 7 * setup.instruction_packets + 1 + 60 + 1 + 21 * setup.cores as u64;
+        let core = CoreSim {
+            state: cu::AFTER_RESET,
+            since: 1,
+            wake: RESET_END,
+            latched: false,
+            committed: false,
+            hit: false,
+            routine: None,
+            value: false,
+            mains_this_pixel: 0,
+            main_returned: 0,
+            starts: 0,
+            restarted: None,
+            course: CoreCourse::default(),
+        };
+        Sim {
+            setup,
+            config_end,
+            host: Host {
+                state: HostState::Idle,
+                until: HOST_START - 1,
+                triangle: 0,
+                stdone_from: None,
+            },
+            cores: vec![core; setup.cores],
+            tmem: TextureMemory::new(setup.cores, RESET_END),
+            hazards: Vec::new(),
+            latched: 0,
+            committed: 0,
+            done: 0,
+            soon: (1 << setup.cores) - 1,
+            waiting: 0,
+            next_own: u64::MAX,
+        }
+    }
+
+    /// Notes core `index`'s timer `at` (a RETURN, a read's start).
+    fn set_timer(&mut self, index: usize, at: u64, t: u64) {
+        if at == t + 1 {
+            self.soon |= 1 << index;
+        }
+        self.next_own = self.next_own.min(at);
+    }
+
+    /// The cores whose own timer ends in `t`, after which `next_own` is the next timer.
+    fn timers_ending(&mut self, t: u64) -> u64 {
+        if t < self.next_own {
+            return 0;
+        }
+        let mut due = 0;
+        let mut next = u64::MAX;
+        for (index, core) in self.cores.iter().enumerate() {
+            let read = core.routine.as_ref().and_then(|r| r.tmread_from);
+            for at in [Some(core.wake), read].into_iter().flatten() {
+                if at == t {
+                    due |= 1 << index;
+                } else if at > t && at != u64::MAX {
+                    next = next.min(at);
+                }
+            }
+        }
+        self.next_own = next;
+        due
+    }
+
+    fn signals(&self, t: u64) -> Signals {
+        use HostState::*;
+        let state = self.host.state;
+        Signals {
+            mst: matches!(state, Config | Stream | WaitCommit),
+            rendren: matches!(state, Stream | WaitLatch | WaitCommit),
+            hda: state == WaitLatch,
+            gack: state == Ack,
+            stdone: self.host.stdone_from.is_some_and(|from| t >= from),
+            latched: self.latched == self.cores.len(),
+            committed: self.committed == self.cores.len(),
+        }
+    }
+
+    fn run(mut self, routines: &mut dyn Routines) -> Result<Course, Stop> {
+        let mut t = RESET_END;
+        let mut previous = None;
+        let mut waiting_since = None;
+        let ending = loop {
+            if t > self.setup.limit {
+                break SimEnding::Limit(self.setup.limit);
+            }
+            match (self.host.state, waiting_since) {
+                (HostState::WaitLatch, None) => waiting_since = Some(t),
+                (HostState::WaitLatch, Some(since)) if t - since > self.setup.livelock => {
+                    break SimEnding::Livelock { since, period: t };
+                }
+                (HostState::WaitLatch, _) => {}
+                _ => waiting_since = None,
+            }
+            if self.done == self.cores.len() {
+                break SimEnding::Done(t);
+            }
+            if self.setup.fast && self.host.state == HostState::Ack {
+                if let Some(later) = self.fast_forward(t, routines)? {
+                    t = later;
+                    previous = None;
+                    continue;
+                }
+            }
+            let signals = self.signals(t);
+            let moved = previous != Some(signals);
+            previous = Some(signals);
+            let timed = self.timers_ending(t);
+            let mut changed = self.step_texture_memory(t, timed, routines);
+            let mut due = std::mem::take(&mut self.soon) | timed;
+            if moved {
+                due |= self.waiting;
+            }
+            while due != 0 {
+                let core = due.trailing_zeros() as usize;
+                due &= due - 1;
+                changed |= self.step_core(core, t, &signals, routines)?;
+            }
+            if signals.gack {
+                changed |= self.acknowledge(t);
+            }
+            changed |= self.step_host(t, &signals, routines);
+            t = if changed {
+                t + 1
+            } else {
+                match self.next_timer(t) {
+                    Some(next) => next,
+                    None => {
+                        self.stranded(t);
+                        break SimEnding::Deadlock {
+                            period: t,
+                            states: self.cores.iter().map(|c| c.state).collect(),
+                        };
+                    }
+                }
+            };
+        };
+        Ok(self.into_course(ending))
+    }
+
+    /// The host's ACK in period `t`: the MAIN starts since the last one are counted, and
+    /// GACK resets every core's "latched" and "committed" flags. Whether any was set.
+    fn acknowledge(&mut self, t: u64) -> bool {
+        self.count_starts(t);
+        let mut changed = false;
+        for core in &mut self.cores {
+            changed |= core.latched || core.committed;
+            core.latched = false;
+            core.committed = false;
+        }
+        self.latched = 0;
+        self.committed = 0;
+        changed
+    }
+
+    /// The frame's course once it ended as `ending`: each core's last state counts up to
+    /// the end.
+    fn into_course(self, ending: SimEnding) -> Course {
+        let end = match ending {
+            SimEnding::Done(t) => t,
+            SimEnding::Deadlock { period, .. } | SimEnding::Livelock { period, .. } => period,
+            SimEnding::Limit(limit) => limit,
+        };
+        let cores = self
+            .cores
+            .into_iter()
+            .map(|mut core| {
+                let state = core.state;
+                account(
+                    &mut core.course.periods,
+                    state,
+                    end + 1 - core.since.min(end + 1),
+                );
+                core.course
+            })
+            .collect();
+        Course {
+            ending,
+            cores,
+            hazards: self.hazards,
+        }
+    }
+
+    /// At the host's ACK in period `t`: the cores that started MAIN an even number of
+    /// times on the pixel's last triangle (on any other the next triangle's flip sets the
+    /// swap memory right again), or three times or more on any, since the ACK before
+    /// ([`HazardKind::EvenStarts`], [`HazardKind::Livelock`]).
+    fn count_starts(&mut self, t: u64) {
+        let triangle = self.host.triangle;
+        let last = triangle + 1 >= self.setup.triangles;
+        for (index, core) in self.cores.iter_mut().enumerate() {
+            let hazard = |kind| Hazard {
+                core: index,
+                pixel: core.course.pixels.saturating_sub(1),
+                main: core.mains_this_pixel.saturating_sub(1),
+                period: t,
+                kind,
+            };
+            if last && core.state != cu::DONE && core.starts % 2 == 0 {
+                self.hazards
+                    .push(hazard(HazardKind::EvenStarts { triangle, last }));
+            }
+            if let (3.., Some(since)) = (core.starts, core.restarted) {
+                self.hazards.push(hazard(HazardKind::Livelock {
+                    starts: core.starts,
+                    since,
+                }));
+            }
+            core.starts = 0;
+            core.restarted = None;
+        }
+    }
+
+    /// The cores that wait, in period `t` where nothing moves any more, for a triangle after
+    /// the last one ([`HazardKind::WaitsAfterLast`]).
+    fn stranded(&mut self, t: u64) {
+        let stdone = self.host.stdone_from.is_some_and(|from| t >= from);
+        for (index, core) in self.cores.iter().enumerate() {
+            if stdone && core.state == cu::WAIT_FOR_HOST_DATA_AVAILABLE {
+                self.hazards.push(Hazard {
+                    core: index,
+                    pixel: core.course.pixels.saturating_sub(1),
+                    main: core.mains_this_pixel.saturating_sub(1),
+                    period: t,
+                    kind: HazardKind::WaitsAfterLast,
+                });
+            }
+        }
+    }
+
+    /// The triangle loop in closed form, from period `t` where the host acknowledges the
+    /// pixel's triangle `i` (every core latched it, none started MAIN twice): the host
+    /// streams triangle `j` in the 71 periods after the ACK of `j - 1` (at `G`), so each core
+    /// triggers MAIN `j` at `max(R + 4, G + 73)`, `R` the period its MAIN `j - 1`
+    /// returned (ACK_MAIN, WAIT_FOR_HOST_DATA_ACK until GACK has cleared the flags,
+    /// WAIT_FOR_HOST_DATA_AVAILABLE until HDA); the host sees every flag set the period
+    /// after the last trigger `L` and acknowledges in `L + 2`. That holds while every core
+    /// returns no earlier than `L - 1` (else it would start MAIN again: the re-entry
+    /// hazard) and MAIN has no TMREAD or OMWRITE. Goes on up to the pixel's last triangle
+    /// but one (STDONE is the clock-by-clock loop's), and returns the period of the last
+    /// ACK it reached, with every state as the clock-by-clock loop would have it there;
+    /// `None` when it cannot take a single triangle.
+    fn fast_forward(&mut self, t: u64, routines: &mut dyn Routines) -> Result<Option<u64>, Stop> {
+        use cu::*;
+        let first = self.host.triangle + 1;
+        if first + 1 >= self.setup.triangles || self.tmem.busy() {
+            return Ok(None);
+        }
+        let mut returned = Vec::with_capacity(self.cores.len());
+        for core in &self.cores {
+            let r = match core.state {
+                WAIT_FOR_MAIN => match &core.routine {
+                    Some(running) if running.event_free() => running.returns.unwrap_or(u64::MAX),
+                    _ => return Ok(None),
+                },
+                ACK_MAIN | WAIT_FOR_HOST_DATA_ACK => core.main_returned,
+                _ => return Ok(None),
+            };
+            if core.mains_this_pixel != first as u64 || r == u64::MAX || r + 1 < t - 2 {
+                return Ok(None);
+            }
+            returned.push(r);
+        }
+        let (mut g, mut triggers) = (t, vec![0u64; self.cores.len()]);
+        let mut committed = 0;
+        let mut next_returned = returned.clone();
+        let mut next_triggers = triggers.clone();
+        for j in first..self.setup.triangles - 1 {
+            let mut durations = Vec::with_capacity(self.cores.len());
+            for core in 0..self.cores.len() {
+                match routines.peek_main(core, j)? {
+                    Some(duration) => durations.push(duration),
+                    None => break,
+                }
+            }
+            if durations.len() < self.cores.len() {
+                break;
+            }
+            // Into their own vectors: a triangle that breaks the closed form leaves the
+            // last committed one's triggers for `resume_at_ack`.
+            for core in 0..self.cores.len() {
+                next_triggers[core] = (returned[core] + 4).max(g + 73);
+                next_returned[core] = next_triggers[core] + 3 + u64::from(durations[core].0);
+            }
+            let last = *next_triggers.iter().max().expect("a machine has cores");
+            if next_returned.iter().any(|&r| r + 1 < last) {
+                break;
+            }
+            triggers.clone_from(&next_triggers);
+            // Triangle j runs as predicted: the host streams it, every core flips, runs it.
+            if committed == 0 {
+                self.book_to_returns(&returned, routines);
+            }
+            routines.streamed(Some(j));
+            for core in 0..self.cores.len() {
+                routines.flip(core);
+                let run = routines.start(core, EntryPoint::Main)?;
+                let value = routines.recording(core).runs[run].value;
+                let sim = &mut self.cores[core];
+                // The periods from the previous MAIN's return to this one's: ACK_MAIN and
+                // the trigger and MAIN busy, the waits for GACK and HDA waiting.
+                sim.course.periods.waiting += triggers[core] - returned[core] - 2;
+                sim.course.periods.busy += next_returned[core] - triggers[core] + 2;
+                sim.course.mains += 1;
+                sim.mains_this_pixel += 1;
+                sim.hit |= value;
+                sim.value = value;
+                sim.routine = Some(Running {
+                    run,
+                    event: 0,
+                    cursor: triggers[core] + 3,
+                    returns: Some(next_returned[core]),
+                    tmread_from: None,
+                    reading: false,
+                    hung: false,
+                });
+            }
+            returned.clone_from(&next_returned);
+            g = last + 2;
+            committed += 1;
+        }
+        if committed == 0 {
+            return Ok(None);
+        }
+        self.resume_at_ack(g, &returned, &triggers, first + committed - 1);
+        Ok(Some(g))
+    }
+
+    /// Books each core's periods up to the return `returned` of its MAIN, from where
+    /// they stand before [`Sim::fast_forward`] takes over (up to the period before the
+    /// core entered its state): WAIT_FOR_MAIN runs busy to its return; WAIT_FOR_HOST_DATA_ACK
+    /// has its ACK_MAIN period booked already.
+    /// A core still in its MAIN returns its value to the hit flag, as at its RETURN.
+    fn book_to_returns(&mut self, returned: &[u64], routines: &dyn Routines) {
+        for (index, (core, &r)) in self.cores.iter_mut().zip(returned).enumerate() {
+            match core.state {
+                cu::WAIT_FOR_MAIN => {
+                    core.course.periods.busy += r + 1 - core.since;
+                    let run = core.routine.take().expect("a core in MAIN runs it");
+                    core.value = routines.recording(index).runs[run.run].value;
+                    core.hit |= core.value;
+                }
+                cu::WAIT_FOR_HOST_DATA_ACK => core.course.periods.busy -= 1,
+                _ => {}
+            }
+        }
+    }
+
+    /// The states at period `g`, where the host acknowledges triangle `triangle`, after
+    /// [`Sim::fast_forward`] booked every core's periods up to the return `returned` of
+    /// its last MAIN (triggered at `triggers`): the core is still in that MAIN, or in
+    /// ACK_MAIN, or waits for GACK in WAIT_FOR_HOST_DATA_ACK; every "latched" flag is set.
+    fn resume_at_ack(&mut self, g: u64, returned: &[u64], triggers: &[u64], triangle: usize) {
+        use cu::*;
+        for (index, core) in self.cores.iter_mut().enumerate() {
+            let r = returned[index];
+            if r >= g {
+                core.state = WAIT_FOR_MAIN;
+                core.since = triggers[index] + 1;
+                core.course.periods.busy -= r - triggers[index];
+                core.wake = r;
+            } else {
+                core.routine = None;
+                core.main_returned = r;
+                if r + 1 == g {
+                    core.state = ACK_MAIN;
+                    core.since = r + 1;
+                } else {
+                    core.state = WAIT_FOR_HOST_DATA_ACK;
+                    core.since = r + 2;
+                    core.course.periods.busy += 1;
+                }
+                core.wake = g;
+            }
+            core.latched = true;
+            core.starts = 1;
+            core.restarted = None;
+        }
+        self.latched = self.cores.len();
+        self.soon = (1 << self.cores.len()) - 1;
+        self.waiting = 0;
+        self.next_own = returned
+            .iter()
+            .copied()
+            .filter(|&r| r >= g)
+            .min()
+            .unwrap_or(u64::MAX);
+        self.host.triangle = triangle;
+    }
+
+    /// The earliest period after `t` in which some state machine moves without its inputs
+    /// changing; `None` when none ever will (a deadlock).
+    fn next_timer(&self, t: u64) -> Option<u64> {
+        if self.tmem.busy() || self.soon != 0 {
+            return Some(t + 1);
+        }
+        let mut next = self.next_own;
+        if matches!(
+            self.host.state,
+            HostState::Idle | HostState::Config | HostState::Stream
+        ) {
+            next = next.min(self.host.until);
+        }
+        if let Some(from) = self.host.stdone_from.filter(|&from| from > t) {
+            next = next.min(from);
+        }
+        (next != u64::MAX).then_some(next.max(t + 1))
+    }
+
+    /// Starts the reads that begin in `t` and steps the texture memory through `t`.
+    fn step_texture_memory(&mut self, t: u64, timed: u64, routines: &mut dyn Routines) -> bool {
+        for (index, core) in self.cores.iter_mut().enumerate() {
+            if timed & (1 << index) == 0 {
+                continue;
+            }
+            if let Some(running) = &mut core.routine {
+                if running.tmread_from == Some(t) {
+                    running.tmread_from = None;
+                    let events = routines
+                        .recording(index)
+                        .events_of(&routines.recording(index).runs[running.run]);
+                    let EventKind::Tmread(addresses) = events[running.event as usize - 1].kind
+                    else {
+                        unreachable!("a read starts at a TMREAD event")
+                    };
+                    self.tmem.begin(index, addresses);
+                }
+            }
+        }
+        if !self.tmem.busy() {
+            return false;
+        }
+        let mut finished = Vec::new();
+        self.tmem.step(t, |core| finished.push(core));
+        for core in finished {
+            let sim = &mut self.cores[core];
+            let running = sim.routine.as_mut().expect("a reading core runs a routine");
+            running.reading = false;
+            running.cursor = t;
+            let pixel = sim.course.pixels.saturating_sub(1);
+            advance(
+                running,
+                routines.recording(core),
+                &mut sim.course.omwrites,
+                pixel,
+            );
+            let (returns, read) = (running.returns, running.tmread_from);
+            let mut timers = read.into_iter().collect::<Vec<_>>();
+            if let (Some(returns), true) = (returns, waits_for_routine(sim.state)) {
+                sim.wake = returns;
+                timers.push(returns);
+            }
+            for at in timers {
+                self.set_timer(core, at, t);
+            }
+        }
+        true
+    }
+
+    /// Core `index` through period `t`: its next state, the routine it starts, its flags.
+    /// Whether anything of it changed.
+    fn step_core(
+        &mut self,
+        index: usize,
+        t: u64,
+        signals: &Signals,
+        routines: &mut dyn Routines,
+    ) -> Result<bool, Stop> {
+        let core = &self.cores[index];
+        let state = core.state;
+        let done = core
+            .routine
+            .as_ref()
+            .is_some_and(|r| !r.hung && r.returns == Some(t));
+        let next = next_control_state(state, signals, core.hit, core.value, done);
+        if let Some(entry) = triggered_routine(state) {
+            self.start_routine(index, t, entry, routines)?;
+        }
+        if done {
+            self.end_routine(index, t, state, routines);
+        }
+        let core = &mut self.cores[index];
+        if state == cu::TRIGGER_PSU_WITH_TEXTURE {
+            core.hit = false;
+        }
+        let latched =
+            !signals.gack && (core.latched ^ matches!(state, cu::TRIGGER_MAIN | cu::DONE));
+        let committed = !signals.gack && (core.committed ^ (state == cu::ACK_USERPIXELSHADER));
+        let flags = (latched != core.latched, committed != core.committed);
+        core.latched = latched;
+        core.committed = committed;
+        self.schedule_wake(index, t, state, next);
+        let moved = next != state;
+        if moved {
+            self.enter_state(index, t, state, next);
+        }
+        let count = |set: bool| if set { 1 } else { usize::MAX };
+        if flags.0 {
+            self.latched = self.latched.wrapping_add(count(latched));
+        }
+        if flags.1 {
+            self.committed = self.committed.wrapping_add(count(committed));
+        }
+        Ok(moved || flags.0 || flags.1)
+    }
+
+    /// Core `index`'s routine returned in period `t` (its control unit in `state`): bit 0
+    /// of its RETURN is the core's value, and after MAIN, whether the pixel hit.
+    fn end_routine(&mut self, index: usize, t: u64, state: u8, routines: &dyn Routines) {
+        let core = &mut self.cores[index];
+        let run = core.routine.take().expect("a done core ran a routine");
+        core.value = routines.recording(index).runs[run.run].value;
+        if state == cu::WAIT_FOR_MAIN {
+            core.hit |= core.value;
+            core.main_returned = t;
+        }
+    }
+
+    /// When core `index`, moving from `state` to `next` in period `t`, is next evaluated,
+    /// and in which of the sets (`soon`, `waiting`, `next_own`) that puts it.
+    fn schedule_wake(&mut self, index: usize, t: u64, state: u8, next: u8) {
+        let core = &mut self.cores[index];
+        // A state is evaluated in its first period (its condition may hold already), then
+        // when its routine returns, or, waiting for a signal, when a signal changes.
+        core.wake = if next != state {
+            t + 1
+        } else if waits_for_routine(next) {
+            match &core.routine {
+                Some(running) if !running.hung => running.returns.unwrap_or(u64::MAX),
+                _ => u64::MAX,
+            }
+        } else if waits_for_signal(next) {
+            u64::MAX
+        } else {
+            t + 1
+        };
+        let wake = core.wake;
+        let bit = 1u64 << index;
+        self.waiting &= !bit;
+        if wake == t + 1 {
+            self.soon |= bit;
+        } else if wake == u64::MAX {
+            if waits_for_signal(next) {
+                self.waiting |= bit;
+            }
+        } else {
+            self.next_own = self.next_own.min(wake);
+        }
+    }
+
+    /// Core `index` leaves `state` for `next` at the end of period `t`: the periods it
+    /// held `state` are accounted, and entering DONE counts the core done.
+    fn enter_state(&mut self, index: usize, t: u64, state: u8, next: u8) {
+        let core = &mut self.cores[index];
+        let held = t + 1 - core.since;
+        if state == cu::ACK_RGU {
+            account(&mut core.course.periods, cu::TRIGGER_RGU, 1);
+            account(&mut core.course.periods, cu::ACK_RGU, held - 1);
+        } else {
+            account(&mut core.course.periods, state, held);
+        }
+        core.since = t + 1;
+        core.state = next;
+        if next == cu::DONE {
+            core.course.finish = Some(t + 1);
+            self.done += 1;
+        }
+    }
+
+    /// Core `index` starts `entry` in period `t` (its trigger state).
+    fn start_routine(
+        &mut self,
+        index: usize,
+        t: u64,
+        entry: EntryPoint,
+        routines: &mut dyn Routines,
+    ) -> Result<(), Stop> {
+        let core = &mut self.cores[index];
+        match entry {
+            EntryPoint::Rgu => {
+                core.course.pixels += 1;
+                core.mains_this_pixel = 0;
+            }
+            EntryPoint::Main => {
+                if core.latched {
+                    let hazard = Hazard {
+                        core: index,
+                        pixel: core.course.pixels.saturating_sub(1),
+                        main: core.mains_this_pixel,
+                        period: t,
+                        kind: HazardKind::Reentry,
+                    };
+                    routines.hazard(&hazard)?;
+                    self.hazards.push(hazard);
+                }
+                let core = &mut self.cores[index];
+                if core.latched && core.restarted.is_none() {
+                    core.restarted = Some(t);
+                }
+                core.starts += 1;
+                core.mains_this_pixel += 1;
+                core.course.mains += 1;
+                routines.flip(index);
+            }
+            _ => {}
+        }
+        let run = routines.start(index, entry)?;
+        let core = &mut self.cores[index];
+        let mut running = Running {
+            run,
+            event: 0,
+            cursor: t + 3,
+            returns: None,
+            tmread_from: None,
+            reading: false,
+            hung: false,
+        };
+        let pixel = core.course.pixels.saturating_sub(1);
+        advance(
+            &mut running,
+            routines.recording(index),
+            &mut core.course.omwrites,
+            pixel,
+        );
+        let read = running.tmread_from;
+        core.routine = Some(running);
+        if let Some(from) = read {
+            self.set_timer(index, from, t);
+        }
+        Ok(())
+    }
+
+    /// The host through period `t`; whether its state changed.
+    fn step_host(&mut self, t: u64, signals: &Signals, routines: &mut dyn Routines) -> bool {
+        let host = &mut self.host;
+        let last = self.setup.triangles;
+        let next = match host.state {
+            HostState::Idle if t == host.until => {
+                host.until = self.config_end - 1;
+                HostState::Config
+            }
+            HostState::Config if t == host.until => HostState::Prepare,
+            HostState::Prepare => {
+                host.stdone_from = None;
+                if self.cores.iter().all(|c| c.state == cu::DONE) {
+                    HostState::Done
+                } else {
+                    host.triangle = 0;
+                    self.begin_stream(t + 1);
+                    HostState::Stream
+                }
+            }
+            HostState::Stream if t == host.until => {
+                routines.streamed((host.triangle < last).then_some(host.triangle));
+                if host.triangle >= last {
+                    HostState::WaitCommit
+                } else {
+                    HostState::WaitLatch
+                }
+            }
+            HostState::WaitLatch if signals.latched => HostState::Ack,
+            HostState::Ack => {
+                // host-fix.patch: STDONE once every core has latched the last triangle.
+                if self.setup.host_fix && host.triangle + 1 >= last {
+                    host.stdone_from = Some(host.stdone_from.map_or(t + 1, |f| f.min(t + 1)));
+                }
+                host.triangle += 1;
+                self.begin_stream(t + 1);
+                HostState::Stream
+            }
+            HostState::WaitCommit if signals.committed => HostState::Prepare,
+            state => state,
+        };
+        let changed = next != self.host.state;
+        self.host.state = next;
+        changed
+    }
+
+    /// The host starts streaming its current triangle in period `start`.
+    fn begin_stream(&mut self, start: u64) {
+        let host = &mut self.host;
+        host.until = start + STREAM_PERIODS - 1;
+        if host.triangle >= self.setup.triangles {
+            // The published STDONE: the vertex counter reaches (N + 1) x 7 after the sixth
+            // packet of the triangle past the list.
+            let from = start + 60;
+            host.stdone_from = Some(host.stdone_from.map_or(from, |f| f.min(from)));
+        }
+    }
+}
+
+/// Books `periods` spent in control-unit state `state`.
+fn account(periods: &mut Periods, state: u8, count: u64) {
+    if state == cu::AFTER_RESET || state == cu::DONE {
+        periods.idle += count;
+    } else if waits_for_host(state) || state == cu::ACK_RGU {
+        periods.waiting += count;
+    } else {
+        periods.busy += count;
+    }
+}
+
+/// Moves `running` past the events that need no one else: OMWRITEs (noted in
+/// `omwrites` for `pixel`) up to the next TMREAD (which then starts requesting two periods
+/// after it is handed over) or to its RETURN.
+fn advance(
+    running: &mut Running,
+    recording: &Recording,
+    omwrites: &mut Vec<(u64, u64)>,
+    pixel: u64,
+) {
+    let run = &recording.runs[running.run];
+    let events = recording.events_of(run);
+    while let Some(event) = events.get(running.event as usize) {
+        let at = running.cursor + u64::from(event.before);
+        running.event += 1;
+        match event.kind {
+            EventKind::Omwrite => {
+                omwrites.push((pixel, at));
+                running.cursor = at;
+            }
+            EventKind::Tmread(_) => {
+                running.tmread_from = Some(at + 2);
+                running.reading = true;
+                return;
+            }
+            EventKind::Hang => {
+                running.hung = true;
+                return;
+            }
+        }
+    }
+    running.returns = Some(running.cursor + u64::from(run.tail));
+}

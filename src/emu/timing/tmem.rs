@@ -1,0 +1,193 @@
+//! The texture memory as the cores share it, cycle by cycle: four banks (word `a` in bank
+//! `a & 3`), each with a round-robin arbiter over the cores (`Module_BusArbitrer.v`,
+//! `Theia.v`), and each core's texture interface (`Module_TMemInterface.v`), which reads
+//! a TMREAD's x, y and z words one after another.
+//!
+//! Per clock period `t` (the values registers hold between edge `t - 1` and edge `t`):
+//! - a core's interface requests the bank of the word it shows: x, y, z as its walking
+//!   one `W` selects them, then the idle address 0x20 (bank 0) once `W` has moved past z;
+//! - bank `b`'s arbiter grants the core its pointer `p_b` names, if that core requests
+//!   `b`; the pointer stays while its core requests `b` and moves on by one otherwise, so
+//!   with no requests it turns every cycle (`p_b(t) = t mod cores` from reset);
+//! - the grant reaches the core one period later, looked up with the bank the core shows
+//!   *then* (the registered grant of the current address's bank); with it, `W` shifts;
+//! - the read is done the period after `W` reached its fourth bit, and the next
+//!   instruction is handed over in that period.
+//!
+//! The request rises two periods after the TMREAD is handed over (one to trigger the ALU,
+//! one in the ALU's request flip-flop) and falls the period after the read is done.
+
+use crate::emu::core::alu::Vec3;
+
+/// The word address the interface shows once x, y and z are read: bank 0.
+const IDLE_ADDRESS: u32 = 0x20;
+const BANKS: usize = 4;
+
+/// One core's texture interface during a read.
+#[derive(Clone, Copy, Debug)]
+struct Interface {
+    addresses: Vec3,
+    /// The walking one: 1 = x, 2 = y, 4 = z, 8 and 0 = past z.
+    walk: u8,
+    /// Its value in the previous period (the done flip-flop's input).
+    walked: u8,
+}
+
+impl Interface {
+    fn address(&self) -> u32 {
+        match self.walk {
+            1 => self.addresses[0],
+            2 => self.addresses[1],
+            4 => self.addresses[2],
+            _ => IDLE_ADDRESS,
+        }
+    }
+}
+
+/// A bank's arbiter: its pointer `pointer` is valid at period `at` and turns by one each
+/// period nobody it points to requests the bank.
+#[derive(Clone, Copy, Debug)]
+struct Arbiter {
+    pointer: u32,
+    at: u64,
+    /// The cores granted in period `granted_at` (one bit per core).
+    granted: u32,
+    granted_at: u64,
+}
+
+/// The banks' arbiters and every core's interface.
+#[derive(Clone, Debug)]
+pub struct TextureMemory {
+    cores: u32,
+    arbiters: [Arbiter; BANKS],
+    interfaces: Vec<Option<Interface>>,
+    active: usize,
+}
+
+impl TextureMemory {
+    /// `cores` cores; the arbiters' pointers are 0 in period `reset_end` (the first
+    /// period after reset).
+    pub fn new(cores: usize, reset_end: u64) -> TextureMemory {
+        let idle = Arbiter {
+            pointer: 0,
+            at: reset_end,
+            granted: 0,
+            granted_at: 0,
+        };
+        TextureMemory {
+            cores: cores as u32,
+            arbiters: [idle; BANKS],
+            interfaces: vec![None; cores],
+            active: 0,
+        }
+    }
+
+    /// Whether some core is reading.
+    pub fn busy(&self) -> bool {
+        self.active > 0
+    }
+
+    /// Core `core` starts requesting the words `addresses` in the current period (the
+    /// TMREAD was handed over two periods earlier).
+    pub fn begin(&mut self, core: usize, addresses: Vec3) {
+        debug_assert!(self.interfaces[core].is_none());
+        self.interfaces[core] = Some(Interface {
+            addresses,
+            walk: 1,
+            walked: 1,
+        });
+        self.active += 1;
+    }
+
+    /// Period `t` (every period some core reads must be stepped, in order): arbitrates
+    /// and moves every interface on. Calls `done(core)` for each core whose read completes
+    /// in `t` (its next instruction is handed over in `t`; its request falls after `t`).
+    pub fn step(&mut self, t: u64, mut done: impl FnMut(usize)) {
+        let mut requests = [0u32; BANKS];
+        let mut grants = [false; 32];
+        for (core, interface) in self.interfaces.iter().enumerate() {
+            if let Some(interface) = interface {
+                let bank = (interface.address() & 3) as usize;
+                requests[bank] |= 1 << core;
+                let arbiter = &self.arbiters[bank];
+                grants[core] = arbiter.granted_at + 1 == t && arbiter.granted & (1 << core) != 0;
+            }
+        }
+        for (bank, arbiter) in self.arbiters.iter_mut().enumerate() {
+            let pointer = (arbiter.pointer as u64 + (t - arbiter.at)) % self.cores as u64;
+            let pointer = pointer as u32;
+            let holds = requests[bank] & (1 << pointer) != 0;
+            arbiter.granted = if holds { 1 << pointer } else { 0 };
+            arbiter.granted_at = t;
+            arbiter.pointer = if holds {
+                pointer
+            } else {
+                (pointer + 1) % self.cores
+            };
+            arbiter.at = t + 1;
+        }
+        for (core, slot) in self.interfaces.iter_mut().enumerate() {
+            let Some(interface) = slot else {
+                continue;
+            };
+            let finished = interface.walked == 8;
+            interface.walked = interface.walk;
+            if grants[core] {
+                interface.walk = (interface.walk << 1) & 0xF;
+            }
+            if finished {
+                *slot = None;
+                self.active -= 1;
+                done(core);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Steps one core's read of `addresses` from `start` alone; the period it completes.
+    fn alone(cores: usize, core: usize, start: u64, addresses: Vec3) -> u64 {
+        let mut memory = TextureMemory::new(cores, 12);
+        memory.begin(core, addresses);
+        let mut t = start;
+        loop {
+            let mut finished = false;
+            memory.step(t, |_| finished = true);
+            if finished {
+                return t;
+            }
+            t += 1;
+        }
+    }
+
+    #[test]
+    fn a_lone_read_waits_for_each_bank_s_pointer() {
+        // Measured on the RTL (tests/rtl/bench.v, random case 1, core 1): a TMREAD handed
+        // over in period 53317 requests from 53319 the words 42, 43, 44 (banks 2, 3, 0),
+        // every pointer at 3 there: each component waits for its pointer to reach core 1
+        // (2 periods) and one more for the registered grant; done in 53332.
+        assert_eq!(alone(4, 1, 53319, [42, 43, 44]), 53332);
+        // The next one, from 53336: 33, 34, 35 (banks 1, 2, 3); bank 2's pointer stayed on
+        // core 1 since its last grant, so y is granted at once; done in 53346.
+        let mut memory = TextureMemory::new(4, 12);
+        memory.begin(1, [42, 43, 44]);
+        let mut t = 53319;
+        let mut finished = 0;
+        while finished == 0 {
+            memory.step(t, |_| finished = t);
+            t += 1;
+        }
+        assert_eq!(finished, 53332);
+        memory.begin(1, [33, 34, 35]);
+        let mut t = 53336;
+        let mut finished = 0;
+        while finished == 0 {
+            memory.step(t, |_| finished = t);
+            t += 1;
+        }
+        assert_eq!(finished, 53346);
+    }
+}

@@ -1,0 +1,119 @@
+//! Where the lighting shader finds a triangle's normals. The hardware's triangle record
+//! has none: V0, UV0, V1, UV1, V2, UV2 and a diffuse colour. Two of its fields carry
+//! nothing the ROM reads in an OBJ scene, and the loader puts the normals there:
+//! - the diffuse colour (CREG_TRI_DIFFUSE, kept as CREG_TRI_DIFFUSE_LAST for the closest
+//!   hit): the only routine that reads it, PSU, is never started (a material's `Kd` reaches
+//!   the screen through a flat texture tile instead). It holds the face's unit normal,
+//!   computed in double precision from the quantised vertices, so the shader needs no
+//!   MAG of an edge (which wraps past 8192.0 squared: long triangles lost their light) and
+//!   no CROSS of two edges (which wraps or vanishes for huge or tiny triangles);
+//! - the texture coordinates' third component (UV0..UV2 .z, an alpha of 1.0 in the test
+//!   bench's scenes): TCC interpolates it with the others, but multiplies it by
+//!   TEXTURE_SIZE.z = 0, so it never reaches a texel. For a triangle whose three corners
+//!   have `vn` normals it holds, per corner, the word address in texture memory of that
+//!   normal (three Q15.17 words, unit length, after the texture atlas); for a flat
+//!   triangle 0. The shader reads the three normals with TMREAD and interpolates them with
+//!   BIU's u and v, as TCC does the texture coordinates.
+//!
+//! Texture memory is the one memory a pixel shader can read by address, and the normals'
+//! sharing is the OBJ's own: one copy of each `vn` a smooth triangle uses (a 1.3M-triangle
+//! scan with 650k normals adds 8 MB), where three normals in each record would need nine
+//! words the record does not have.
+
+use glam::DVec3;
+
+use super::fit::View;
+use super::load::{ObjModel, ObjTriangle, NO_INDEX};
+use crate::io::scene::Triangle;
+
+/// The normals smooth triangles use, as texture memory words, and where each went.
+pub struct Normals {
+    /// Per `vn` index: its first word's address in texture memory (NO_INDEX: unused, or
+    /// no direction).
+    address: Vec<u32>,
+    /// The words to append to texture memory, three per normal.
+    pub words: Vec<u32>,
+}
+
+impl Normals {
+    /// Places every usable normal a smooth triangle uses from word `base` of texture memory
+    /// on, turned into the view's coordinates.
+    pub fn place(model: &ObjModel, view: &View, base: usize) -> Normals {
+        let mut normals = Normals {
+            address: vec![NO_INDEX; model.normals.len()],
+            words: Vec::new(),
+        };
+        let usable: Vec<Option<[u32; 3]>> = (model.normals.iter())
+            .map(|&n| unit_words(view.rotate(DVec3::from(n))))
+            .collect();
+        let smooth = |t: &ObjTriangle| {
+            t.corners
+                .iter()
+                .all(|c| c.normal().is_some_and(|n| usable[n].is_some()))
+        };
+        for triangle in model.triangles.iter().filter(|t| smooth(t)) {
+            for corner in triangle.corners {
+                let index = corner.normal as usize;
+                let address = base + normals.words.len();
+                if normals.address[index] == NO_INDEX && address < (i32::MAX as usize) - 3 {
+                    normals.address[index] = address as u32;
+                    normals
+                        .words
+                        .extend(usable[index].expect("smooth corners have normals"));
+                }
+            }
+        }
+        normals
+    }
+
+    /// The word addresses of a triangle's three normals, if it is smooth.
+    pub fn addresses(&self, triangle: &ObjTriangle) -> Option<[u32; 3]> {
+        let address = |c: super::load::Corner| {
+            let a = *self.address.get(c.normal()?)?;
+            (a != NO_INDEX).then_some(a)
+        };
+        let [a, b, c] = triangle.corners.map(address);
+        Some([a?, b?, c?])
+    }
+
+    /// The normal stored at `address` (for orienting a face by its corners).
+    fn at(&self, address: u32, base: usize) -> DVec3 {
+        let w = &self.words[address as usize - base..][..3];
+        DVec3::new(from_q(w[0]), from_q(w[1]), from_q(w[2]))
+    }
+
+    /// The diffuse slot of a record whose vertices are set: the face's unit normal,
+    /// turned to the side its corners' normals (at `addresses`) lean to.
+    pub fn face_normal(
+        &self,
+        record: &Triangle,
+        addresses: Option<[u32; 3]>,
+        base: usize,
+    ) -> [u32; 3] {
+        let vertex = |slot: usize| DVec3::from(record[slot].map(from_q));
+        let (v0, v1, v2) = (vertex(0), vertex(2), vertex(4));
+        let mut n = (v1 - v0).cross(v2 - v0);
+        if let Some(addresses) = addresses {
+            let lean: DVec3 = addresses.iter().map(|&a| self.at(a, base)).sum();
+            if lean.dot(n) < 0.0 {
+                n = -n;
+            }
+        }
+        unit_words(n).unwrap_or([0; 3])
+    }
+}
+
+/// A raw Q15.17 word as a number.
+fn from_q(word: u32) -> f64 {
+    word as i32 as f64 / 131072.0
+}
+
+/// `n` at unit length in Q15.17 (rounded to nearest), if it has a direction.
+pub fn unit_words(n: DVec3) -> Option<[u32; 3]> {
+    let length = n.length();
+    (length.is_finite() && length > 0.0).then(|| {
+        (n / length)
+            .to_array()
+            .map(|c| (c * 131072.0).round() as i32 as u32)
+    })
+}
