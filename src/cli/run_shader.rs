@@ -42,7 +42,7 @@ pub fn run(args: RunShaderArgs) -> anyhow::Result<Outcome> {
             args.file.display()
         );
     }
-    let program = load_foreign(isa, &args.file, &args.consts)?;
+    let program = load_foreign(isa, &args.file, &args.consts)?.program;
     let outputs = program.run_once(&args.inputs, args.max_steps)?;
     print!("{}", format_outputs(&outputs));
     Ok(Outcome::Success)

@@ -117,7 +117,7 @@ impl ShaderArgs {
                     },
                 }
             }
-            Isa::R500 | Isa::Pica200 => Shader::Stage(load_foreign(isa, path, &self.consts)?),
+            Isa::R500 | Isa::Pica200 => Shader::Stage(load_foreign(isa, path, &self.consts)?.stage),
         };
         Ok(Some(shader))
     }
@@ -145,23 +145,35 @@ impl ShaderArgs {
     }
 }
 
+/// A foreign program, both as what `run-shader` runs and as the machine's pixel stage.
+pub struct Foreign {
+    pub program: Arc<dyn ForeignProgram>,
+    pub stage: Arc<dyn PixelStage>,
+}
+
+impl Foreign {
+    fn new<P: ForeignProgram + 'static>(program: P) -> Foreign {
+        let program = Arc::new(program);
+        Foreign {
+            program: program.clone(),
+            stage: program,
+        }
+    }
+}
+
 /// Loads an R500 or PICA200 program (source or binary) with its `--const` values.
-pub fn load_foreign(
-    isa: Isa,
-    path: &Path,
-    consts: &[NamedVec4],
-) -> anyhow::Result<Arc<dyn ForeignProgram>> {
+pub fn load_foreign(isa: Isa, path: &Path, consts: &[NamedVec4]) -> anyhow::Result<Foreign> {
     match isa {
         Isa::Theia => bail!(
             "{}: a THEIA shader is code for the instruction memory, not a pixel stage",
             path.display()
         ),
-        Isa::R500 => Ok(Arc::new(load_r500(path, consts)?)),
+        Isa::R500 => Ok(Foreign::new(load_r500(path, consts)?)),
         Isa::Pica200 => {
             let program = load_pica200(path, theia::stage::pica200::asm::Options::default())?;
             let shader = theia::stage::pica200::PicaShader::new(program, consts)
                 .map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
-            Ok(Arc::new(shader))
+            Ok(Foreign::new(shader))
         }
     }
 }

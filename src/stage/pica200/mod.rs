@@ -22,10 +22,7 @@ pub mod opcodes;
 pub mod shbin;
 
 use crate::emu::core::exec::Fault;
-use crate::stage::{
-    ForeignProgram, NamedVec4, PixelInputs, PixelRun, PixelStage, RunError, ShadingCore,
-    TextureSampler,
-};
+use crate::stage::{ForeignProgram, NamedVec4, PixelInputs, PixelRun, RunError, TextureSampler};
 use interp::{Code, State};
 
 /// Output semantics of the DVLE output table (picasso's `.out` types).
@@ -191,17 +188,11 @@ fn uniform_register(program: &PicaProgram, name: &str) -> Option<u8> {
     }
 }
 
-impl PixelStage for PicaShader {
-    fn isa(&self) -> &'static str {
+impl ForeignProgram for PicaShader {
+    fn instruction_set(&self) -> &'static str {
         "PICA200"
     }
 
-    fn shade(&self, core: &mut dyn ShadingCore) -> Result<(), Fault> {
-        self.shade_pixel(core)
-    }
-}
-
-impl ForeignProgram for PicaShader {
     fn run_once(
         &self,
         inputs: &[NamedVec4],

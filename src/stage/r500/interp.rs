@@ -22,10 +22,7 @@ use super::decode::{
 };
 use super::fields::Words;
 use crate::emu::core::exec::Fault;
-use crate::stage::{
-    ForeignProgram, NamedVec4, PixelInputs, PixelRun, PixelStage, RunError, ShadingCore,
-    TextureSampler,
-};
+use crate::stage::{ForeignProgram, NamedVec4, PixelInputs, PixelRun, RunError, TextureSampler};
 
 /// Temporaries per pixel.
 pub const TEMPS: usize = 128;
@@ -681,17 +678,11 @@ impl R500Program {
     }
 }
 
-impl PixelStage for R500Program {
-    fn isa(&self) -> &'static str {
+impl ForeignProgram for R500Program {
+    fn instruction_set(&self) -> &'static str {
         "R500"
     }
 
-    fn shade(&self, core: &mut dyn ShadingCore) -> Result<(), Fault> {
-        self.shade_pixel(core)
-    }
-}
-
-impl ForeignProgram for R500Program {
     /// Outputs `out[0]`..`out[3]` that were written, then `depth` if written; none when a
     /// TEXKILL removed the pixel. Textures read opaque black.
     fn run_once(
