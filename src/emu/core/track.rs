@@ -273,13 +273,13 @@ fn side_reads(kind: Operation) -> (u8, u8) {
     }
 }
 
-/// A word of a footprint: an atomic only so that a core stays `Sync` (shared read-only by
+/// 64 bits of a footprint: an atomic only so that a core stays `Sync` (shared read-only by
 /// threads, as the booted cores the ray pass copies); relaxed loads and stores are plain
 /// moves.
 #[derive(Debug, Default)]
-struct Word(AtomicU64);
+struct BitWord(AtomicU64);
 
-impl Word {
+impl BitWord {
     #[inline(always)]
     fn get(&self) -> u64 {
         self.0.load(Relaxed)
@@ -291,9 +291,9 @@ impl Word {
     }
 }
 
-impl Clone for Word {
-    fn clone(&self) -> Word {
-        Word(AtomicU64::new(self.get()))
+impl Clone for BitWord {
+    fn clone(&self) -> BitWord {
+        BitWord(AtomicU64::new(self.get()))
     }
 }
 
@@ -302,20 +302,20 @@ impl Clone for Word {
 /// rows through `&self`.
 #[derive(Clone, Debug, Default)]
 pub struct Footprint {
-    live: [Word; WORDS],
-    written: [Word; WORDS],
+    live: [BitWord; WORDS],
+    written: [BitWord; WORDS],
     /// Per swap parity, one bit per program slot below [`MEMO_SLOTS`]: whether the run
     /// starting there was applied. Applying a run's effect again changes nothing (the sets
     /// only grow, and what it reads first was either written since or is live already),
     /// so each run is applied once: after a chunk's first pixels tracking costs a bit test
     /// per run. (Slots beyond, in programs larger than the ROM and IMEM, apply every time.)
-    entered: [[Word; MEMO_SLOTS / 64]; 2],
+    entered: [[BitWord; MEMO_SLOTS / 64]; 2],
     /// One bit per row whose three elements are all written: native code writes and reads
     /// the same rows pixel after pixel (the host the triangle rows, culling its
     /// registers), and an access to them then changes nothing: it pays one bit test.
-    rows_written: [Word; TRACKED_ROWS.div_ceil(64)],
+    rows_written: [BitWord; TRACKED_ROWS.div_ceil(64)],
     /// The [`NativeWrites`] recorded: each writes the same elements every time.
-    noted: Word,
+    noted: BitWord,
 }
 
 /// Native code that writes the same elements every time and reads none, recorded once per
@@ -343,12 +343,12 @@ const MEMO_SLOTS: usize = 1024;
 impl Footprint {
     /// Elements read before any write.
     pub fn live(&self) -> Elements {
-        Elements(self.live.each_ref().map(Word::get))
+        Elements(self.live.each_ref().map(BitWord::get))
     }
 
     /// Elements written.
     pub fn written(&self) -> Elements {
-        Elements(self.written.each_ref().map(Word::get))
+        Elements(self.written.each_ref().map(BitWord::get))
     }
 
     /// Elements never touched: their value at the end is their value at the start.
