@@ -1,5 +1,6 @@
 //! The frame a render returns: the cores' output memories assembled into image order
-//! ([`Frame`]), with what the render cost ([`Render`], [`Stages`]).
+//! ([`Frame`]), with what the render cost ([`Render`], [`Stages`]), and the partitions a
+//! frame is cut into.
 
 use std::ops::Range;
 use std::time::Duration;
@@ -10,10 +11,10 @@ use super::batches::StructureUse;
 use super::cull::Refusal;
 use super::hits::PixelHit;
 use super::speculate::{ChunkStats, CoreRun};
-use super::Machine;
+use super::{Machine, RenderError};
 use crate::emu::core::OutputMemory;
 use crate::emu::machine::accel::AccelRefusal;
-use crate::io::scene::Partition;
+use crate::io::scene::{Partition, Scene};
 
 /// A rendered frame: the output memories assembled into image order.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -182,6 +183,29 @@ impl Machine<'_> {
             });
         frame
     }
+}
+
+/// The frame's partitions: `cores` row bands, or the scene's own; each checked.
+pub(super) fn partitions(scene: &Scene, cores: Option<u32>) -> Result<Vec<Partition>, RenderError> {
+    let (width, height) = (scene.width(), scene.height());
+    let partitions = match cores {
+        Some(0) => return Err(RenderError::Config("--cores must be at least 1".into())),
+        // Each core renders a band of whole rows: more cores than rows is an error, not
+        // a silent cut to the row count.
+        Some(cores) if cores > height => {
+            return Err(RenderError::Config(format!(
+                "--cores {cores}: at most {height} for this frame (each core renders a band of whole rows, and the frame has {height})",
+            )))
+        }
+        Some(cores) => Partition::bands(width, height, cores),
+        None => scene.partitions.clone(),
+    };
+    for (core, partition) in partitions.iter().enumerate() {
+        partition
+            .validate(width, height)
+            .map_err(|e| RenderError::Config(format!("partition {core}: {e}")))?;
+    }
+    Ok(partitions)
 }
 
 #[cfg(test)]

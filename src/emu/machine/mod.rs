@@ -121,7 +121,7 @@ impl<'a> Machine<'a> {
             .clone()
             .or_else(|| scene.program.clone())
             .unwrap_or_else(Program::default_imem);
-        let partitions = frame_partitions(scene, options.cores)?;
+        let partitions = frame::partitions(scene, options.cores)?;
         let active = match options.band {
             Some(band) => band.cores(partitions.len()).map_err(RenderError::Config)?,
             None => 0..partitions.len(),
@@ -281,29 +281,6 @@ impl<'a> Machine<'a> {
             stages,
         })
     }
-}
-
-/// The frame's partitions: `cores` row bands, or the scene's own; each checked.
-fn frame_partitions(scene: &Scene, cores: Option<u32>) -> Result<Vec<Partition>, RenderError> {
-    let (width, height) = (scene.width(), scene.height());
-    let partitions = match cores {
-        Some(0) => return Err(RenderError::Config("--cores must be at least 1".into())),
-        // Each core renders a band of whole rows: more cores than rows is an error, not
-        // a silent cut to the row count.
-        Some(cores) if cores > height => {
-            return Err(RenderError::Config(format!(
-                "--cores {cores}: at most {height} for this frame (each core renders a band of whole rows, and the frame has {height})",
-            )))
-        }
-        Some(cores) => Partition::bands(width, height, cores),
-        None => scene.partitions.clone(),
-    };
-    for (core, partition) in partitions.iter().enumerate() {
-        partition
-            .validate(width, height)
-            .map_err(|e| RenderError::Config(format!("partition {core}: {e}")))?;
-    }
-    Ok(partitions)
 }
 
 #[cfg(test)]

@@ -30,7 +30,7 @@ use std::sync::Arc;
 
 use super::fingerprint::Fingerprint;
 use super::hits::PixelHit;
-use super::{frame_partitions, Band, Frame, Machine, Render, RenderError, RenderOptions};
+use super::{frame, Band, Frame, Machine, Render, RenderError, RenderOptions};
 use crate::io::scene::{config_row, Partition, Scene};
 
 /// The largest supported factor: 16 samples per pixel.
@@ -189,7 +189,7 @@ impl<'s> Supersampler<'s> {
     ) -> Result<Self, RenderError> {
         let factor = options.ssaa;
         validate_factor(factor).map_err(RenderError::Config)?;
-        let output = frame_partitions(scene, options.cores)?;
+        let output = frame::partitions(scene, options.cores)?;
         let active = match options.band {
             Some(band) => band.cores(output.len()).map_err(RenderError::Config)?,
             None => 0..output.len(),
