@@ -150,7 +150,7 @@ impl<'a> Machine<'a> {
                 .max_steps
                 .unwrap_or_else(|| default_max_steps(scene.triangles.len())),
             chunking: options.chunking,
-            cancel: None,
+            cancel: options.cancel.clone(),
         };
         machine.prepare_structure(options.accel);
         Ok(machine)
@@ -286,7 +286,10 @@ impl<'a> Machine<'a> {
 #[cfg(test)]
 mod tests;
 
-/// Renders a scene with the given options, supersampled when they say so.
+/// Renders a scene in one call: its size from the scene, the rest from `options` (cores,
+/// ROM, shortcuts, supersampling, band, pixel stage, cancellation, progress); returns the
+/// frame at the scene's resolution with what the render cost.
 pub fn render(scene: &Scene, options: &RenderOptions) -> Result<Render, RenderError> {
-    ssaa::Supersampler::new(scene, options)?.render(None, None, |_| Ok(()))
+    let progress = options.progress.as_deref();
+    ssaa::Supersampler::new(scene, options)?.render(progress, options.cancel.clone(), |_| Ok(()))
 }

@@ -2,6 +2,7 @@
 //! among equivalent ways to run it ([`AccelUse`], [`AccelMode`], [`Lockstep`]), which
 //! change the speed, never the frame.
 
+use std::sync::atomic::{AtomicBool, AtomicU64};
 use std::sync::Arc;
 
 use super::speculate::Chunking;
@@ -43,6 +44,13 @@ pub struct RenderOptions {
     /// [`Supersampler`](super::ssaa::Supersampler) supersample; a
     /// [`Machine`](super::Machine) renders the scene it is given, at its resolution.
     pub ssaa: u32,
+    /// Raised by another thread to stop the render early
+    /// ([`RenderError::Cancelled`](super::RenderError::Cancelled)), e.g. when a newer edit makes the frame in flight
+    /// worthless. Checked once per pixel.
+    pub cancel: Option<Arc<AtomicBool>>,
+    /// Counts the pixels done (samples, when supersampling), for a display on another
+    /// thread.
+    pub progress: Option<Arc<AtomicU64>>,
 }
 
 impl Default for RenderOptions {
@@ -59,6 +67,8 @@ impl Default for RenderOptions {
             band: None,
             chunking: Chunking::default(),
             ssaa: 1,
+            cancel: None,
+            progress: None,
         }
     }
 }

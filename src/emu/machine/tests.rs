@@ -86,3 +86,34 @@ fn the_machine_keeps_its_options() {
     );
     assert!(defaults.culler().is_ok());
 }
+
+#[test]
+fn the_one_render_call_counts_progress_and_stops_on_cancel() {
+    let scene = tiny_scene(12, 8);
+    let progress = Arc::new(AtomicU64::new(0));
+    let options = RenderOptions {
+        ssaa: 2,
+        progress: Some(progress.clone()),
+        ..RenderOptions::default()
+    };
+    let render = render(&scene, &options).expect("renders");
+    assert_eq!((render.frame.width, render.frame.height), (12, 8));
+    assert_eq!(render.frame.unwritten_pixels(), 0);
+    // Every one of the 24 x 16 samples is counted.
+    assert_eq!(progress.load(Ordering::Relaxed), 24 * 16);
+    let cancelled = RenderOptions {
+        cancel: Some(Arc::new(AtomicBool::new(true))),
+        ..RenderOptions::default()
+    };
+    assert!(matches!(
+        render_error(&scene, &cancelled),
+        RenderError::Cancelled
+    ));
+}
+
+fn render_error(scene: &Scene, options: &RenderOptions) -> RenderError {
+    match render(scene, options) {
+        Ok(_) => panic!("the raised flag stops the render"),
+        Err(error) => error,
+    }
+}
