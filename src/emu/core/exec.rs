@@ -8,7 +8,7 @@ use super::control;
 use super::interp::{self, Interrupted};
 use super::output::OutputMemory;
 use super::program::{storage_row, Program};
-use super::state::{triangle_rows, CoreState, Lanes, Latches, Rows};
+use super::state::{triangle_rows, CoreState, LaneState, Latches, Rows};
 use super::track::{Elements, Footprint, NativeWrites, RETURN_REGISTER, TMEM_LATCH};
 use super::triangle::{Triangle, TRIANGLE_VECTORS};
 use crate::emu::isa::registers::EntryPoint;
@@ -111,7 +111,7 @@ impl Observer for NoObserver {
 /// One THEIA core: one lane of the interpreter's state.
 #[derive(Clone)]
 pub struct Core<'a> {
-    pub(super) lanes: Lanes<'a, 1>,
+    pub(super) lanes: LaneState<'a, 1>,
     /// Of the routines booked without being interpreted, those booked at an upper bound of
     /// their cost because their exit was not known (the acceleration structure):
     /// `instructions` is then not exact.
@@ -123,7 +123,7 @@ pub struct Core<'a> {
 impl<'a> Core<'a> {
     pub fn new(program: &'a Program, texture: &'a [u32], output_words: usize) -> Core<'a> {
         Core {
-            lanes: Lanes {
+            lanes: LaneState {
                 program,
                 texture,
                 budget: u64::MAX,

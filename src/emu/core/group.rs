@@ -18,7 +18,7 @@ use super::exec::{Core, NoObserver};
 use super::interp;
 use super::output::OutputMemory;
 pub use super::state::Lane;
-use super::state::{spread, triangle_rows, Lanes, Row, Rows};
+use super::state::{spread, triangle_rows, LaneState, Row, Rows};
 use super::triangle::Triangle;
 use crate::emu::isa::registers::EntryPoint;
 
@@ -65,7 +65,7 @@ pub fn vectorised() -> bool {
 
 /// Cores in lock-step: the registers of lane `l` are component `l` of every row.
 pub struct CoreGroup<'a> {
-    cores: Box<Lanes<'a, LANES>>,
+    cores: Box<LaneState<'a, LANES>>,
     /// The lanes holding a core: the first `len`.
     len: usize,
 }
@@ -79,7 +79,7 @@ impl<'a> CoreGroup<'a> {
             "a group holds 1 to {LANES} cores"
         );
         let first = &cores[0].lanes;
-        let mut group = Box::new(Lanes {
+        let mut group = Box::new(LaneState {
             program: first.program,
             texture: first.texture,
             budget: first.budget,
@@ -89,7 +89,7 @@ impl<'a> CoreGroup<'a> {
         });
         let len = cores.len();
         for (lane, core) in cores.into_iter().enumerate() {
-            let Lanes {
+            let LaneState {
                 program,
                 budget,
                 latches: [latches],
@@ -189,7 +189,7 @@ impl<'a> CoreGroup<'a> {
             .take(self.len)
             .enumerate()
             .map(|(lane, output)| Core {
-                lanes: Lanes {
+                lanes: LaneState {
                     rows: Rows(std::array::from_fn(|row| {
                         Row::splat(group.rows[row].lane(lane))
                     })),

@@ -32,7 +32,7 @@ use super::program::{
     FORWARD_B_ROW, LATCH_ROW, RET_BEFORE_CALL, SAVES_OLD, SLOW_BEFORE_CALL, STALE_ROW,
     TARGET_IS_CALL,
 };
-use super::state::{spread, Lane, Lanes, Row};
+use super::state::{spread, Lane, LaneState, Row};
 use super::tmem;
 use super::track::{Footprint, RETURN_REGISTER, TMEM_LATCH};
 use crate::emu::isa::registers::EntryPoint;
@@ -84,7 +84,7 @@ macro_rules! each_lane {
 /// each has returned; the result has the bit of every lane whose RETURN value had bit 0 set.
 #[inline(always)]
 pub(super) fn run<const N: usize, O: Observer>(
-    m: &mut Lanes<'_, N>,
+    m: &mut LaneState<'_, N>,
     parity: usize,
     lanes: LaneMask,
     entry: EntryPoint,
@@ -134,7 +134,7 @@ pub(super) fn run<const N: usize, O: Observer>(
 /// scheduling at the bottom).
 #[inline(always)]
 pub(super) fn execute<'a, const N: usize, O: Observer, const PRECISE: bool>(
-    m: &mut Lanes<'a, N>,
+    m: &mut LaneState<'a, N>,
     parity: usize,
     mut c: Cursor<'a, N>,
     mut prev: &'a Op,
@@ -513,7 +513,7 @@ pub(super) fn execute<'a, const N: usize, O: Observer, const PRECISE: bool>(
 #[inline(never)]
 #[cold]
 fn execute_precisely<'a, const N: usize, O: Observer>(
-    m: &mut Lanes<'a, N>,
+    m: &mut LaneState<'a, N>,
     parity: usize,
     c: Cursor<'a, N>,
     prev: &'a Op,

@@ -10,7 +10,7 @@
 //! [`group::CoreGroup`] eight. The arms compute with `alu` (the bit-exact arithmetic,
 //! one small function per formula) and `tmem` (TMREAD), and leave what a routine's start,
 //! CALL, RET, RETURN, OMWRITE and the watchdog do to a core to `control`. A core's state is
-//! `state`'s: the `Lanes` a core or a group owns (registers stored lane by lane, latches and
+//! `state`'s: the `LaneState` a core or a group owns (registers stored lane by lane, latches and
 //! output memory per lane) and [`CoreState`], the one trait the host and culling use.
 
 pub mod alu;

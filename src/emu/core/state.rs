@@ -1,5 +1,5 @@
 //! A core's state, for both places it can live: a lone [`Core`](super::Core) and one lane
-//! of a lock-step [`CoreGroup`](super::group::CoreGroup). Both keep a `Lanes` (registers
+//! of a lock-step [`CoreGroup`](super::group::CoreGroup). Both keep a `LaneState` (registers
 //! stored lane by lane, [`Latches`] per lane) that the interpreter runs in place; what the
 //! control unit, the host and culling do to one core is written once, against
 //! [`CoreState`], which a [`Lane`] of it implements.
@@ -400,7 +400,7 @@ pub(super) fn spread<const N: usize>(mask: LaneMask) -> [u32; N] {
 // 3-5% slower with the rows after the other fields (the same host instructions).
 #[derive(Clone)]
 #[repr(C)]
-pub(super) struct Lanes<'a, const N: usize> {
+pub(super) struct LaneState<'a, const N: usize> {
     pub rows: Rows<N>,
     pub program: &'a Program,
     pub texture: &'a [u32],
