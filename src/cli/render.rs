@@ -483,7 +483,7 @@ pub fn render_with_progress(
     let total = sampler.total_samples();
     let show = progress && std::io::stderr().is_terminal();
     std::thread::scope(|scope| {
-        let worker = scope.spawn(|| sampler.render(Some(&done), None, prepare));
+        let worker = scope.spawn(|| sampler.render(Some(&done), prepare));
         if show {
             let start = Instant::now();
             let mut bar: Option<ProgressBar> = None;

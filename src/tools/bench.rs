@@ -210,8 +210,7 @@ pub fn time_frames(
         let mut best = Duration::MAX;
         let mut last = None;
         for _ in 0..frames.max(1) {
-            let render =
-                pool.install(|| sampler.render(None, None, |_| Ok::<_, RenderError>(())))?;
+            let render = pool.install(|| sampler.render(None, |_| Ok::<_, RenderError>(())))?;
             best = best.min(render.elapsed);
             last = Some(render);
         }

@@ -224,14 +224,14 @@ fn a_raised_cancel_flag_stops_the_render() {
     .unwrap()
     .scene;
     for lockstep in [Lockstep::Always, Lockstep::Never] {
+        let flag = Arc::new(AtomicBool::new(false));
         let options = RenderOptions {
             lockstep,
             culling: false,
+            cancel: Some(flag.clone()),
             ..RenderOptions::default()
         };
-        let mut machine = Machine::new(&scene, &options).unwrap();
-        let flag = Arc::new(AtomicBool::new(false));
-        machine.set_cancel(flag.clone());
+        let machine = Machine::new(&scene, &options).unwrap();
         let whole = machine
             .render(None)
             .expect("renders while the flag is down");

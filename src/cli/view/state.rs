@@ -258,15 +258,19 @@ impl Viewer {
     fn render(&self, generation: u64) -> Result<Option<Rendered>, Failure> {
         let failure = |error: anyhow::Error| Failure::from_error(generation, &error);
         let inputs = self.load().map_err(failure)?;
-        let sampler =
-            Supersampler::new(&inputs.scene, &inputs.options).map_err(|e| failure(anyhow!(e)))?;
         let cancel = Arc::new(AtomicBool::new(false));
+        let options = RenderOptions {
+            cancel: Some(cancel.clone()),
+            ..inputs.options.clone()
+        };
+        let sampler =
+            Supersampler::new(&inputs.scene, &options).map_err(|e| failure(anyhow!(e)))?;
         let total = sampler.total_samples();
         let done = AtomicU64::new(0);
         let result = std::thread::scope(|scope| {
             let worker = scope.spawn(|| {
                 crate::cli::test_hooks::hold("render");
-                sampler.render(Some(&done), Some(cancel.clone()), |_| Ok(()))
+                sampler.render(Some(&done), |_| Ok(()))
             });
             while !worker.is_finished() {
                 std::thread::sleep(PROGRESS_EVERY);
@@ -415,7 +419,7 @@ impl Viewer {
                 .map_or_else(|_| "null".to_string(), |timing| cycles_json(&timing));
             let render = match sampler.factor() {
                 1 => machine.render(None)?,
-                _ => sampler.render(None, None, |_| Ok::<_, RenderError>(()))?,
+                _ => sampler.render(None, |_| Ok::<_, RenderError>(()))?,
             };
             Ok((render, cycles))
         };

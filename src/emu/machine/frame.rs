@@ -32,6 +32,19 @@ pub struct Frame {
 }
 
 impl Frame {
+    /// A frame of nothing written yet.
+    pub(super) fn blank(width: u32, height: u32, partitions: Vec<Partition>) -> Frame {
+        let pixels = width as usize * height as usize;
+        Frame {
+            width,
+            height,
+            words: vec![0; pixels * 3],
+            written: vec![false; pixels * 3],
+            partitions,
+            hits: vec![PixelHit::Miss; pixels],
+        }
+    }
+
     /// Pixels whose closest hit only wrap-around or a negative t made possible.
     pub fn artifact_pixels(&self) -> usize {
         self.hits
@@ -131,15 +144,7 @@ impl Machine<'_> {
     /// image rows `rows` only.
     pub(super) fn assemble(&self, cores: &[CoreRun], rows: Range<u32>) -> Frame {
         let width = self.scene.width();
-        let size = width as usize * rows.len() * 3;
-        let mut frame = Frame {
-            width,
-            height: rows.len() as u32,
-            words: vec![0; size],
-            written: vec![false; size],
-            partitions: self.partitions.clone(),
-            hits: vec![PixelHit::Miss; size / 3],
-        };
+        let mut frame = Frame::blank(width, rows.len() as u32, self.partitions.clone());
         // Pieces that wrote outside their own pixels are laid over each other first.
         let merged: Vec<Option<OutputMemory>> = cores
             .par_iter()
@@ -206,6 +211,13 @@ pub(super) fn partitions(scene: &Scene, cores: Option<u32>) -> Result<Vec<Partit
             .map_err(|e| RenderError::Config(format!("partition {core}: {e}")))?;
     }
     Ok(partitions)
+}
+
+/// The rows whole-row `partitions` cover, from the first's first to the last's end.
+pub(super) fn rows_of(partitions: &[Partition]) -> Range<u32> {
+    let first = partitions.iter().map(|p| p.start_pixel().1).min();
+    let end = partitions.iter().map(|p| p.end_pixel().1).max();
+    first.unwrap_or(0)..end.unwrap_or(0)
 }
 
 #[cfg(test)]

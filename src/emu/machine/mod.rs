@@ -64,7 +64,7 @@ pub enum RenderError {
     Runaway { core: usize, pixels: usize },
     #[error("{0}")]
     Config(String),
-    /// [`Machine::set_cancel`]'s flag was raised before every core finished.
+    /// [`RenderOptions::cancel`] was raised before every core finished.
     #[error("the render was cancelled")]
     Cancelled,
 }
@@ -100,7 +100,7 @@ pub struct Machine<'a> {
     batch_candidates: u64,
     /// How each core's pixels are cut into chunks ([`RenderOptions::chunking`]).
     chunking: Chunking,
-    /// Raised by another thread to stop a render early ([`Machine::set_cancel`]).
+    /// Raised by another thread to stop a render early ([`RenderOptions::cancel`]).
     cancel: Option<Arc<AtomicBool>>,
 }
 
@@ -207,10 +207,7 @@ impl<'a> Machine<'a> {
 
     /// The image rows the active partitions touch.
     pub fn active_rows(&self) -> Range<u32> {
-        let partitions = &self.partitions[self.active.clone()];
-        let first = partitions.iter().map(|p| p.start_pixel().1).min();
-        let end = partitions.iter().map(|p| p.end_pixel().1).max();
-        first.unwrap_or(0)..end.unwrap_or(0)
+        frame::rows_of(&self.partitions[self.active.clone()])
     }
 
     /// Renders every partition in parallel and assembles the frame. `progress` counts
@@ -291,5 +288,5 @@ mod tests;
 /// frame at the scene's resolution with what the render cost.
 pub fn render(scene: &Scene, options: &RenderOptions) -> Result<Render, RenderError> {
     let progress = options.progress.as_deref();
-    ssaa::Supersampler::new(scene, options)?.render(progress, options.cancel.clone(), |_| Ok(()))
+    ssaa::Supersampler::new(scene, options)?.render(progress, |_| Ok(()))
 }

@@ -1,9 +1,8 @@
 //! What a render tells the outside while it runs, and what it hears: finished pixels
 //! counted for a progress bar ([`ProgressReporter`]), and a cancel flag checked once per
-//! pixel ([`Machine::set_cancel`]).
+//! pixel ([`RenderOptions::cancel`](super::RenderOptions::cancel)).
 
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use super::Machine;
 
@@ -38,13 +37,6 @@ impl<'p> ProgressReporter<'p> {
 }
 
 impl Machine<'_> {
-    /// Another thread may raise `flag` to stop the machine's renders early
-    /// ([`super::RenderError::Cancelled`]), e.g. when a newer edit makes the frame in
-    /// flight worthless. Checked once per pixel.
-    pub fn set_cancel(&mut self, flag: Arc<AtomicBool>) {
-        self.cancel = Some(flag);
-    }
-
     /// Whether the cancel flag is raised.
     pub(super) fn cancelled(&self) -> bool {
         self.cancel
@@ -56,6 +48,8 @@ impl Machine<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::sync::atomic::AtomicBool;
+    use std::sync::Arc;
 
     #[test]
     fn pixels_are_published_in_batches_and_at_the_end() {
@@ -99,10 +93,14 @@ mod tests {
     #[test]
     fn a_machine_is_cancelled_only_while_its_flag_is_raised() {
         let scene = crate::emu::machine::tests::tiny_scene(4, 4);
-        let mut machine = Machine::new(&scene, &Default::default()).expect("a machine");
+        let machine = Machine::new(&scene, &Default::default()).expect("a machine");
         assert!(!machine.cancelled());
         let flag = Arc::new(AtomicBool::new(false));
-        machine.set_cancel(flag.clone());
+        let options = super::super::RenderOptions {
+            cancel: Some(flag.clone()),
+            ..Default::default()
+        };
+        let machine = Machine::new(&scene, &options).expect("a machine");
         assert!(!machine.cancelled());
         flag.store(true, Ordering::Relaxed);
         assert!(machine.cancelled());

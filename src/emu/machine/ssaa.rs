@@ -25,8 +25,7 @@
 
 use std::borrow::Cow;
 use std::ops::Range;
-use std::sync::atomic::{AtomicBool, AtomicU64};
-use std::sync::Arc;
+use std::sync::atomic::AtomicU64;
 
 use super::fingerprint::Fingerprint;
 use super::hits::PixelHit;
@@ -90,22 +89,9 @@ pub fn sample_scene(scene: &Scene, k: u32, output: &[Partition]) -> Result<Scene
 /// its samples were. A pixel's hit is an artifact when any sample's is (the first such in
 /// row order), else a hit when any sample hit. `partitions` are the output's.
 pub fn box_filter(samples: &Frame, k: u32, partitions: Vec<Partition>) -> Frame {
-    let mut frame = blank_frame(samples.width / k, samples.height / k, partitions);
+    let mut frame = Frame::blank(samples.width / k, samples.height / k, partitions);
     box_filter_into(samples, k, &mut frame, 0);
     frame
-}
-
-/// A frame of nothing written.
-fn blank_frame(width: u32, height: u32, partitions: Vec<Partition>) -> Frame {
-    let pixels = width as usize * height as usize;
-    Frame {
-        width,
-        height,
-        words: vec![0; pixels * 3],
-        written: vec![false; pixels * 3],
-        partitions,
-        hits: vec![PixelHit::Miss; pixels],
-    }
 }
 
 /// [`box_filter`] of `samples` (a strip of whole sample rows) into `frame`'s rows from
@@ -254,7 +240,7 @@ impl<'s> Supersampler<'s> {
 
     /// The output rows the rendered partitions cover.
     pub fn active_rows(&self) -> Range<u32> {
-        rows_of(&self.output[self.active.clone()])
+        frame::rows_of(&self.output[self.active.clone()])
     }
 
     /// How many passes the render takes.
@@ -286,17 +272,16 @@ impl<'s> Supersampler<'s> {
 
     /// Renders the frame pass by pass: `prepare` sees each pass's machine before it
     /// renders (notes, checks); `progress` counts the samples done over all passes;
-    /// raising `cancel` stops the render with [`RenderError::Cancelled`].
+    /// raising [`RenderOptions::cancel`] stops the render with [`RenderError::Cancelled`].
     pub fn render<E: From<RenderError>>(
         &self,
         progress: Option<&AtomicU64>,
-        cancel: Option<Arc<AtomicBool>>,
         mut prepare: impl FnMut(&Machine<'_>) -> Result<(), E>,
     ) -> Result<Render, E> {
         let k = self.factor;
         let mut output = (k > 1).then(|| {
             let (width, height) = self.size();
-            blank_frame(width, height, self.output.clone())
+            Frame::blank(width, height, self.output.clone())
         });
         let mut total: Option<Render> = None;
         for &band in &self.passes {
@@ -304,17 +289,15 @@ impl<'s> Supersampler<'s> {
                 band,
                 ..self.options.clone()
             };
-            let mut machine = Machine::new(&self.samples, &options)?;
-            if let Some(flag) = &cancel {
-                machine.set_cancel(flag.clone());
-            }
+            let machine = Machine::new(&self.samples, &options)?;
             prepare(&machine)?;
             let mut render = match &mut output {
                 None => machine.render(progress)?,
                 Some(output) => {
                     let rows = machine.active_rows();
                     let mut render = machine.render_rows(progress, rows.clone())?;
-                    let strip = std::mem::replace(&mut render.frame, blank_frame(0, 0, Vec::new()));
+                    let strip =
+                        std::mem::replace(&mut render.frame, Frame::blank(0, 0, Vec::new()));
                     box_filter_into(&strip, k, output, rows.start / k);
                     render
                 }
@@ -367,7 +350,7 @@ fn passes(
     };
     let rows: Vec<Range<u32>> = passes
         .iter()
-        .map(|pass| rows_of(&output[pass.cores(output.len()).expect("a band of the frame")]))
+        .map(|pass| frame::rows_of(&output[pass.cores(output.len()).expect("a band of the frame")]))
         .collect();
     let apart = rows.iter().enumerate().all(|(i, a)| {
         rows[i + 1..]
@@ -378,13 +361,6 @@ fn passes(
         return vec![band];
     }
     passes.into_iter().map(Some).collect()
-}
-
-/// The rows whole-row `partitions` cover, from the first's first to the last's end.
-fn rows_of(partitions: &[Partition]) -> Range<u32> {
-    let first = partitions.iter().map(|p| p.start_pixel().1).min();
-    let end = partitions.iter().map(|p| p.end_pixel().1).max();
-    first.unwrap_or(0)..end.unwrap_or(0)
 }
 
 /// Two passes' reports as one frame's.
@@ -434,6 +410,8 @@ fn add(mut sum: Render, pass: Render) -> Render {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::sync::atomic::AtomicBool;
+    use std::sync::Arc;
 
     fn frame(width: u32, height: u32, words: Vec<u32>) -> Frame {
         let n = words.len();
@@ -541,7 +519,7 @@ mod tests {
             // In one pass per partition, and for a band of them: the same words.
             let sampler = Supersampler::with_pass_floor(&output, &ssaa, 1).unwrap();
             assert_eq!(sampler.passes(), 4);
-            let passes = sampler.render(None, None, |_| Ok::<_, RenderError>(()));
+            let passes = sampler.render(None, |_| Ok::<_, RenderError>(()));
             assert_eq!(passes.unwrap().frame, expected);
             let band = RenderOptions {
                 band: Some(Band { index: 1, count: 2 }),
@@ -549,7 +527,7 @@ mod tests {
             };
             let sampler = Supersampler::with_pass_floor(&output, &band, 1).unwrap();
             assert_eq!((sampler.passes(), sampler.active_rows()), (2, 8..16));
-            let half = sampler.render(None, None, |_| Ok::<_, RenderError>(()));
+            let half = sampler.render(None, |_| Ok::<_, RenderError>(()));
             let half = half.unwrap().frame;
             assert_eq!(half.words[24 * 8 * 3..], expected.words[24 * 8 * 3..]);
             assert!(half.written[..24 * 8 * 3].iter().all(|&w| !w));
@@ -582,18 +560,20 @@ mod tests {
             ssaa: 2,
             ..RenderOptions::default()
         };
+        let cancel = Arc::new(AtomicBool::new(false));
+        let options = RenderOptions {
+            cancel: Some(cancel.clone()),
+            ..options
+        };
         let sampler = Supersampler::with_pass_floor(&output, &options, 1).unwrap();
         let done = AtomicU64::new(0);
-        let cancel = Arc::new(AtomicBool::new(false));
         sampler
-            .render(Some(&done), Some(cancel.clone()), |_| {
-                Ok::<_, RenderError>(())
-            })
+            .render(Some(&done), |_| Ok::<_, RenderError>(()))
             .unwrap();
         assert_eq!(done.into_inner(), sampler.total_samples());
         assert_eq!(sampler.total_samples(), 48 * 32);
         cancel.store(true, std::sync::atomic::Ordering::Relaxed);
-        let cancelled = sampler.render(None, Some(cancel), |_| Ok::<_, RenderError>(()));
+        let cancelled = sampler.render(None, |_| Ok::<_, RenderError>(()));
         assert!(matches!(cancelled, Err(RenderError::Cancelled)));
     }
 
