@@ -36,7 +36,9 @@
 //! The fixed ROM's BIU tests edge values before anything can wrap, so its verdicts need
 //! no wrap reasoning and prune every triangle that is not under a tile (`accel/fixed.rs`): on
 //! a 1.3M-triangle sphere at 256x256, 940 candidates per tile where the faithful ROM keeps
-//! 26,111.
+//! 26,111. It also skips, per node, the triangles every ray meets behind a nearer hit
+//! that covers the node (`accel/occlusion.rs`): a closed building seen from outside keeps
+//! its outer walls as candidates, not the 350k triangles inside.
 //!
 //! # Premises, per frame and per pixel
 //!
@@ -72,14 +74,17 @@ use rayon::prelude::*;
 
 mod fixed;
 mod float;
+mod occlusion;
 mod rows;
 
+pub use occlusion::OCCLUDED_MAIN_INSTRUCTIONS;
 pub use rows::{Open, RowVerdicts};
 
 use super::cull::{Biu, Culler, Exit, TriangleConstants};
 use crate::emu::core::alu::{self, Vec3};
 use fixed::FixedForms;
 use float::{Collector, FloatForms, Found};
+use occlusion::{Depth, Depths};
 
 /// Pixels per tile side.
 pub const TILE: u32 = 4;
@@ -133,6 +138,9 @@ pub struct RayTree {
     root: u32,
     /// Each pixel's ray as RGU computes it, row-major.
     rays: Arc<Vec<Vec3>>,
+    /// Per node, the depth behind which its rays are covered: found at the first build,
+    /// over the whole tree, so that every batch of rows sees the same.
+    depths: std::sync::OnceLock<Depths>,
 }
 
 /// The structure for some tile rows of a [`RayTree`]: their tiles and candidates.
@@ -292,6 +300,8 @@ impl NodeKind {
 enum Verdict {
     Exit(Exit),
     Rejected,
+    /// Behind a triangle that covers the node ([`occlusion`]): never the hit kept.
+    Occluded,
 }
 
 impl Verdict {
@@ -300,6 +310,7 @@ impl Verdict {
     const fn code(self) -> u8 {
         match self {
             Verdict::Exit(exit) => exit.code(),
+            Verdict::Occluded => 6,
             Verdict::Rejected => 7,
         }
     }
@@ -335,6 +346,17 @@ fn floor_div(a: i128, shift: u32) -> i128 {
 
 fn ceil_div(a: i128, shift: u32) -> i128 {
     -((-a) >> shift)
+}
+
+/// The span of c·R / 2^shift over `rays`, widened by `error` raw units.
+#[inline(always)]
+fn forms_span(rays: &Around, c: [i128; 3], c_abs: [i128; 3], shift: u32, error: i128) -> Span {
+    // Twice the bounds: one more bit of shift.
+    let (lo, hi) = rays.linear2(c, c_abs);
+    Span {
+        lo: floor_div(lo, shift + 1) - error,
+        hi: ceil_div(hi, shift + 1) + error,
+    }
 }
 
 impl Forms {
@@ -397,21 +419,18 @@ impl Forms {
             && small(self.h2_error)
     }
 
+    /// The span of Δ over `rays`, raw units.
+    #[inline(always)]
+    fn delta_span(&self, rays: &Around) -> Span {
+        forms_span(rays, self.delta, self.delta_abs, 34, self.delta_error)
+    }
+
     /// What BIU does for every ray of `rays`, if that is certain.
     #[inline(always)]
     fn verdict(&self, rays: &Around) -> Option<Verdict> {
-        let span = |c: [i128; 3], c_abs: [i128; 3], shift: u32, error: i128| {
-            // Twice the bounds: one more bit of shift.
-            let (lo, hi) = rays.linear2(c, c_abs);
-            let shift = shift + 1;
-            Span {
-                lo: floor_div(lo, shift) - error,
-                hi: ceil_div(hi, shift) + error,
-            }
-        };
         let zero = 0;
         // Δ first: near-parallel triangles, the bulk of the undecided ones, stop here.
-        let delta = span(self.delta, self.delta_abs, 34, self.delta_error);
+        let delta = self.delta_span(rays);
         let sign_of_delta = if delta.lo > zero {
             false
         } else if delta.hi < zero {
@@ -420,8 +439,8 @@ impl Forms {
             return None;
         };
         let (h2, h3) = (
-            span(self.h2, self.h2_abs, 34, self.h2_error),
-            span(self.h3, self.h3_abs, 17, H3_ERROR),
+            forms_span(rays, self.h2, self.h2_abs, 34, self.h2_error),
+            forms_span(rays, self.h3, self.h3_abs, 17, H3_ERROR),
         );
         let (d, a, b) = if sign_of_delta {
             (delta.neg(), h2.neg(), h3.neg())
@@ -495,6 +514,7 @@ impl RayTree {
             root,
             // Shared, not copied: a 1080p frame's rays are 25 MB.
             rays: Arc::new(rays),
+            depths: std::sync::OnceLock::new(),
         })
     }
 
@@ -528,6 +548,19 @@ impl RayTree {
     /// Tiles per tile row.
     pub fn tiles_per_row(&self) -> u32 {
         self.tiles_x
+    }
+
+    /// The nodes' occlusion depths for `culler`'s triangles (one culler per frame).
+    fn depths(&self, culler: &Culler) -> &Depths {
+        self.depths.get_or_init(|| {
+            let all = self.nodes[self.root as usize].rays;
+            let pixels = occlusion::Pixels {
+                rays: &self.rays,
+                width: self.width,
+                tiles_x: self.tiles_x,
+            };
+            Depths::new(&self.nodes, self.root, &all, &pixels, culler)
+        })
     }
 
     /// The structure for the whole tree.
@@ -566,7 +599,8 @@ impl RayTree {
         // for the whole tree's build.
         let all = nodes[root as usize].rays;
         let groups = float::groups(nodes, root, keep);
-        let parts = visit_all(&groups, nodes, &all, culler, tile_count, &local);
+        let depths = self.depths(culler);
+        let parts = visit_all(&groups, nodes, &all, culler, depths, tile_count, &local);
         let mut tiles = vec![Tile::default(); tile_count];
         tiles
             .par_iter_mut()
@@ -607,6 +641,7 @@ impl RayTree {
         let nodes = &self.nodes;
         let all = nodes[self.root as usize].rays;
         let groups = float::groups(nodes, self.root, |_| true);
+        let depths = self.depths(culler);
         let stride = stride.max(1);
         let sampled = culler.constants().len().div_ceil(stride);
         let rows = self.tiles_y as usize;
@@ -623,7 +658,15 @@ impl RayTree {
             .fold(
                 || Collector::new(&groups),
                 |mut collector, k| {
-                    visit(&groups, nodes, &all, culler, k * stride, &mut collector);
+                    visit(
+                        &groups,
+                        nodes,
+                        &all,
+                        culler,
+                        depths,
+                        k * stride,
+                        &mut collector,
+                    );
                     collector
                 },
             )
@@ -713,18 +756,35 @@ fn visit(
     nodes: &[Node],
     all: &RayBox,
     culler: &Culler,
+    depths: &Depths,
     triangle: usize,
     collector: &mut Collector,
 ) {
     let constants = &culler.constants()[triangle];
     if culler.biu() == Biu::Fixed {
         let fixed = &culler.fixed_constants()[triangle];
-        match FixedForms::new(constants, fixed, all) {
-            Some(forms) => {
-                float::visit_nodes(groups, nodes, |around| forms.verdict(around), collector)
-            }
-            None => float::mark_all(groups, collector),
-        }
+        let Some(forms) = FixedForms::new(constants, fixed, all) else {
+            float::mark_all(groups, collector);
+            return;
+        };
+        // The last triangle's MAIN leaves the pixel's state: never skipped as occluded.
+        let depth = (triangle + 1 < culler.constants().len())
+            .then(|| Depth::new(culler, triangle, all))
+            .flatten();
+        let occluded = |at: u32, node: &Node| {
+            let behind = depth.is_some_and(|depth| {
+                depths
+                    .of(at)
+                    .is_some_and(|covered| depth.behind(node, covered))
+            });
+            behind.then_some(Verdict::Occluded)
+        };
+        float::visit_nodes(
+            groups,
+            nodes,
+            |at, node| forms.verdict(&node.around).or_else(|| occluded(at, node)),
+            collector,
+        );
         return;
     }
     match Forms::new(constants, all) {
@@ -820,6 +880,7 @@ fn visit_all(
     nodes: &[Node],
     all: &RayBox,
     culler: &Culler,
+    depths: &Depths,
     tile_count: usize,
     local: &(impl Fn(u32) -> usize + Sync),
 ) -> Vec<Part> {
@@ -833,7 +894,7 @@ fn visit_all(
                 let (first, mut collector) =
                     part.unwrap_or_else(|| (r * run, Collector::new(groups)));
                 for triangle in r * run..((r + 1) * run).min(triangles) {
-                    visit(groups, nodes, all, culler, triangle, &mut collector);
+                    visit(groups, nodes, all, culler, depths, triangle, &mut collector);
                 }
                 Some((first, collector))
             },
@@ -974,9 +1035,13 @@ fn push_down(
                 tile.skipped_instructions += u64::from(count) * exit.instructions();
                 tile.skipped += count;
             }
-            tile.skipped_unknown = total[Verdict::Rejected.code() as usize];
-            tile.unknown_instructions =
-                u64::from(tile.skipped_unknown) * biu.worst_exit().instructions();
+            let (rejected, occluded) = (
+                total[Verdict::Rejected.code() as usize],
+                total[Verdict::Occluded.code() as usize],
+            );
+            tile.skipped_unknown = rejected + occluded;
+            tile.unknown_instructions = u64::from(rejected) * biu.worst_exit().instructions()
+                + u64::from(occluded) * OCCLUDED_MAIN_INSTRUCTIONS;
         }
         NodeKind::Split(..) => {
             for &child in nodes[at as usize].kind.children() {
@@ -986,8 +1051,9 @@ fn push_down(
     }
 }
 
-/// Whether `culler` and a tile agree: for tests, the exit a tile claims for a triangle
-/// is the exact verdict for every ray of the tile.
+/// Whether `culler` and a tile agree: for tests, every triangle a tile skips is rejected
+/// by BIU at every ray of the tile, or (fixed ROM, never the last triangle) BIU accepts it
+/// behind some candidate's hit or not at all, and the tile counts them.
 pub fn check_tile_claims(
     culler: &Culler,
     accel: &Accel,
@@ -1001,18 +1067,29 @@ pub fn check_tile_claims(
             }
             let ray = accel.ray(x, y).expect("in the image");
             let (tile, candidates) = accel.tile(x, y);
+            // The nearest hit among the candidates: what an occluded triangle is behind.
+            let nearest = candidates
+                .iter()
+                .filter_map(|&index| culler.fixed_hit(index as usize, ray))
+                .map(|t| t as i32)
+                .min();
             let mut skipped = 0u32;
             for index in 0..triangles {
                 if candidates.binary_search(&(index as u32)).is_ok() {
                     continue;
                 }
-                match culler.rejects(index, ray) {
-                    Some(_) => skipped += 1,
-                    None => {
-                        return Err(format!(
-                            "pixel ({x}, {y}): triangle {index} skipped but BIU does not reject it"
-                        ))
-                    }
+                skipped += 1;
+                if culler.rejects(index, ray).is_some() {
+                    continue;
+                }
+                let behind = match culler.fixed_hit(index, ray) {
+                    None => true,
+                    Some(t) => nearest.is_some_and(|nearest| t as i32 > nearest),
+                };
+                if culler.biu() != Biu::Fixed || !behind || index + 1 == triangles {
+                    return Err(format!(
+                        "pixel ({x}, {y}): triangle {index} skipped but BIU does not reject it, nor is it behind a candidate's hit"
+                    ));
                 }
             }
             if skipped != tile.skipped + tile.skipped_unknown {

@@ -427,6 +427,30 @@ impl Culler {
     }
 }
 
+impl Culler {
+    /// The t the fixed BIU keeps triangle `index` at under `ray`, when it accepts it:
+    /// every edge test passes, `t > 0` and no quotient's residual exceeds 0x3FFF raw
+    /// (fixed.shdr's FIXED_BIU_INSIDE and FIXED_BIU_IN_FRONT, with the same ALU functions).
+    pub fn fixed_hit(&self, index: usize, ray: Vec3) -> Option<u32> {
+        let f = self.fixed.get(index)?;
+        if fixed_rejects(&self.triangles[index], f, ray).is_some() {
+            return None;
+        }
+        let s = self.reject_state(index, ray);
+        if !alu::compare(s.t_hit, 0, JG) {
+            return None;
+        }
+        let (bound, negative_bound) = (0x3FFF, 0xFFFF_C001);
+        for (dividend, quotient) in [(s.h1, s.t_hit), (s.h2, s.u), (s.h3, s.v)] {
+            let residual = alu::sub(dividend, alu::mul(quotient, s.delta));
+            if alu::compare(residual, bound, JG) || alu::compare(negative_bound, residual, JG) {
+                return None;
+            }
+        }
+        Some(s.t_hit)
+    }
+}
+
 /// BIU's verdict for the triangle with constants `k` under `ray`.
 #[inline(always)]
 fn rejects(k: &TriangleConstants, ray: Vec3) -> Option<Exit> {

@@ -218,6 +218,7 @@ mod tests {
                 match verdict {
                     Verdict::Exit(exit) => assert_eq!(exact, Some(exit), "{k:?} {ray:?}"),
                     Verdict::Rejected => assert!(exact.is_some(), "{k:?} {ray:?}"),
+                    Verdict::Occluded => unreachable!("the edge verdict claims no occlusion"),
                 }
             }
         }

@@ -27,7 +27,7 @@
 //! triangle (the exact verdict, lane by lane) and the unbounded one (a candidate
 //! everywhere).
 
-use super::{Around, Exit, Forms, Node, NodeKind, Verdict, H3_ERROR, UNSETTLED};
+use super::{Exit, Forms, Node, NodeKind, Verdict, H3_ERROR, UNSETTLED};
 use rayon::prelude::*;
 
 /// The doubled numerators' scales: one more halving than the forms' (2^-34 and 2^-17).
@@ -479,7 +479,7 @@ fn visit_avx2(groups: &[Group], forms: &FloatForms, into: &mut Collector) {
 /// [`visit`] with the exact integer verdict, node by node: for the rare triangle whose
 /// forms are too wide for double precision.
 pub(super) fn visit_exact(groups: &[Group], nodes: &[Node], forms: &Forms, into: &mut Collector) {
-    visit_nodes(groups, nodes, |around| forms.verdict(around), into);
+    visit_nodes(groups, nodes, |_, node| forms.verdict(&node.around), into);
 }
 
 /// [`visit`] with a verdict computed node by node from the node's rays.
@@ -487,13 +487,13 @@ pub(super) fn visit_exact(groups: &[Group], nodes: &[Node], forms: &Forms, into:
 pub(super) fn visit_nodes(
     groups: &[Group],
     nodes: &[Node],
-    verdict: impl Fn(&Around) -> Option<Verdict>,
+    verdict: impl Fn(u32, &Node) -> Option<Verdict>,
     into: &mut Collector,
 ) {
     let verdicts = |group: &Group| {
         group
             .nodes
-            .map(|at| verdict(&nodes[at as usize].around).map_or(UNSETTLED, Verdict::code))
+            .map(|at| verdict(at, &nodes[at as usize]).map_or(UNSETTLED, Verdict::code))
     };
     descend(groups, into, verdicts, append);
 }
