@@ -99,14 +99,27 @@ impl FixedForms {
         }
     }
 
-    /// What the fixed BIU does for every ray of `rays`, if that is certain.
+    /// What the fixed BIU does for every ray of `rays`, if that is certain. The edge
+    /// values' intervals are computed as BIU's path reaches their tests (most nodes fail
+    /// one of the first), each once for both orientations.
     #[inline(always)]
     pub(super) fn verdict(&self, rays: &Around) -> Option<Verdict> {
-        let [g2, g3, delta, g1] = [0, 1, 2, 3].map(|f| self.interval(f, rays));
+        let delta = self.interval(2, rays);
+        let mut edges: [Option<Interval>; 3] = [None; 3];
+        let mut edge =
+            |k: usize| *edges[k].get_or_insert_with(|| self.interval([0, 1, 3][k], rays));
         // `JLX D', 0`: D' <= 0 takes the back-facing tests; each side's tests concern only
         // its own rays, which the whole box's intervals bound.
-        let front = (delta.hi > 0).then(|| path([delta, g2, g3, g1], false));
-        let back = (delta.lo <= 0).then(|| path([delta, g2, g3, g1], true));
+        let front = if delta.hi > 0 {
+            match path(delta, &mut edge, false) {
+                // Some front-facing ray is undecided: so is the node.
+                None => return None,
+                verdict => Some(verdict),
+            }
+        } else {
+            None
+        };
+        let back = (delta.lo <= 0).then(|| path(delta, &mut edge, true));
         match (front, back) {
             (Some(v), None) | (None, Some(v)) => v,
             (Some(Some(a)), Some(Some(b))) if a == b => Some(a),
@@ -132,23 +145,26 @@ fn holds(value: Interval, bound: i64, back: bool) -> Holds {
     }
 }
 
-/// BIU's tests in order for one orientation, on the intervals of D', g2, g3 and g1: the
-/// exit if every ray takes the same one, [`Verdict::Rejected`] if every ray fails some
-/// test, otherwise `None`.
-fn path([delta, g2, g3, g1]: [Interval; 4], back: bool) -> Option<Verdict> {
+/// BIU's tests in order for one orientation, on the interval of D' and those of g2, g3
+/// and g1 (`edge(0..3)`, asked for only as the path reaches them): the exit if every ray
+/// takes the same one, [`Verdict::Rejected`] if every ray fails some test, otherwise
+/// `None`.
+#[inline(always)]
+fn path(delta: Interval, edge: &mut impl FnMut(usize) -> Interval, back: bool) -> Option<Verdict> {
     // Not flat: D' > 32, that is D' >= 33 (front), or D' <= -33 (back).
     let not_flat = -(i64::from(FIXED_FLAT) + 1);
     let tests = [
-        (holds(delta, not_flat, back), Exit::Flat),
-        (holds(g2, FIXED_TOLERANCE.into(), back), Exit::G2),
-        (holds(g3, FIXED_TOLERANCE.into(), back), Exit::G3),
-        (holds(g1, FIXED_TOLERANCE_G1.into(), back), Exit::G1),
+        (None, not_flat, Exit::Flat),
+        (Some(0), FIXED_TOLERANCE.into(), Exit::G2),
+        (Some(1), FIXED_TOLERANCE.into(), Exit::G3),
+        (Some(2), FIXED_TOLERANCE_G1.into(), Exit::G1),
     ];
     // The first test no ray passes ends every path that gets there; tests before it that
     // some rays fail send those rays out earlier.
     let mut earlier_fail = false;
-    for (holds, exit) in tests {
-        match holds {
+    for (which, bound, exit) in tests {
+        let value = which.map_or(delta, &mut *edge);
+        match holds(value, bound, back) {
             Holds::Never if !earlier_fail => return Some(Verdict::Exit(exit)),
             Holds::Never => return Some(Verdict::Rejected),
             Holds::Sometimes => earlier_fail = true,
