@@ -38,6 +38,7 @@ use super::{Forms, Node, NodeKind, RayBox, TILE};
 use crate::emu::core::alu::Vec3;
 use crate::emu::machine::cull::{Biu, Culler};
 use rayon::prelude::*;
+use std::sync::atomic::{AtomicI64, Ordering};
 
 /// An upper bound on the instructions of a MAIN whose BIU accepts the triangle: BIU's
 /// 157..=172 (16), the fixed edge tests, t > 0 and the residual guards (29), the closer
@@ -123,32 +124,33 @@ impl Depths {
         // A tile may be covered by several triangles: those down to a quarter of its
         // solid angle are tried.
         let least_angle = tile_solid_angle(nodes) / 4.0;
-        let nearest = (0..culler.constants().len())
+        // One shared depth per pixel, lowered atomically: a frame's worth of words however
+        // many threads try triangles (the least t does not depend on their order).
+        let nearest: Vec<AtomicI64> = (0..pixels.rays.len())
+            .map(|_| AtomicI64::new(OPEN))
+            .collect();
+        (0..culler.constants().len())
             .into_par_iter()
             .filter(|&triangle| solid_angle(culler, triangle) >= least_angle)
-            .fold(
-                || vec![OPEN; pixels.rays.len()],
-                |mut nearest, triangle| {
-                    let fixed = &culler.fixed_constants()[triangle];
-                    let k = &culler.constants()[triangle];
-                    if let Some(forms) = FixedForms::new(k, fixed, all) {
-                        let mut hit = |at: usize| {
-                            if let Some(t) = culler.fixed_hit(triangle, pixels.rays[at]) {
-                                nearest[at] = nearest[at].min(i64::from(t as i32));
-                            }
-                        };
-                        cover(nodes, root, &forms, pixels, &mut hit);
-                    }
-                    nearest
-                },
-            )
-            .reduce(
-                || vec![OPEN; pixels.rays.len()],
-                |a, b| a.iter().zip(&b).map(|(a, b)| *a.min(b)).collect(),
-            );
+            .for_each(|triangle| {
+                let fixed = &culler.fixed_constants()[triangle];
+                let k = &culler.constants()[triangle];
+                if let Some(forms) = FixedForms::new(k, fixed, all) {
+                    let mut hit = |at: usize| {
+                        if let Some(t) = culler.fixed_hit(triangle, pixels.rays[at]) {
+                            nearest[at].fetch_min(i64::from(t as i32), Ordering::Relaxed);
+                        }
+                    };
+                    cover(nodes, root, &forms, pixels, &mut hit);
+                }
+            });
         for (at, node) in nodes.iter().enumerate() {
             per_node[at] = match node.kind {
-                NodeKind::Leaf(tile) => pixels.of(tile).map(|p| nearest[p]).max().unwrap_or(OPEN),
+                NodeKind::Leaf(tile) => pixels
+                    .of(tile)
+                    .map(|p| nearest[p].load(Ordering::Relaxed))
+                    .max()
+                    .unwrap_or(OPEN),
                 NodeKind::Split(..) => node
                     .kind
                     .children()
