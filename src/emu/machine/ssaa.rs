@@ -144,6 +144,11 @@ fn box_filter_into(samples: &Frame, k: u32, frame: &mut Frame, first_row: u32) {
 /// The fewest samples a pass holds (small frames render in one pass).
 pub const MIN_PASS_SAMPLES: u64 = 1 << 20;
 
+/// A pass holds about the output's pixels over this many samples: a sample held costs
+/// about twice what an output pixel does (its words and hit in a core's output memory,
+/// then in the pass's assembled rows), so a pass then holds about half the output frame.
+pub const PASS_SHARE: u64 = 4;
+
 /// A frame as [`RenderOptions`] ask for it, supersampled when [`RenderOptions::ssaa`] is
 /// over 1: one machine renders the samples ([`sample_scene`] of the output's scene) in
 /// passes of sample rows ([`super::passes`]) of about one output frame's samples (at
@@ -204,7 +209,8 @@ impl<'s> Supersampler<'s> {
         let per_pass = rows.map_or_else(
             || {
                 let pixels = u64::from(scene.width()) * u64::from(scene.height());
-                let budget = pixels.max(MIN_PASS_SAMPLES) / u64::from(samples.width());
+                let budget =
+                    (pixels / PASS_SHARE).max(MIN_PASS_SAMPLES) / u64::from(samples.width());
                 // Whole tile rows of the structure too, from the first row as a frame's.
                 let step = factor * TILE / gcd(factor, TILE);
                 (budget.min(u64::from(u32::MAX)) as u32 / step).max(1) * step
@@ -508,6 +514,52 @@ mod tests {
         cancel.store(true, std::sync::atomic::Ordering::Relaxed);
         let cancelled = sampler.render(None, |_| Ok::<_, RenderError>(()));
         assert!(matches!(cancelled, Err(RenderError::Cancelled)));
+    }
+
+    /// At 1920x1080, whatever the cores and the factor: passes of whole multiples of K
+    /// sample rows and of the structure's tile rows, in order over the sample image, none
+    /// holding more than its share of the output's pixels (what bounds a render's
+    /// memory: [`super::passes`] holds one pass's samples at a time).
+    #[test]
+    fn passes_hold_a_share_of_the_output_in_whole_output_and_tile_rows() {
+        let (width, height) = (1920, 1080);
+        for (k, cores) in [
+            (4, Some(1)),
+            (4, None),
+            (4, Some(16)),
+            (2, Some(1080)),
+            (3, None),
+        ] {
+            let obj = ObjOptions {
+                width,
+                height,
+                ssaa: k,
+                ..ObjOptions::default()
+            };
+            let scene = default_scene::load(&obj).unwrap().scene;
+            let options = RenderOptions {
+                ssaa: k,
+                cores,
+                ..RenderOptions::default()
+            };
+            let sampler = Supersampler::new(&scene, &options).unwrap();
+            let passes = sampler.pass_rows();
+            let step = k * TILE / gcd(k, TILE);
+            assert_eq!(passes[0].start, 0);
+            assert_eq!(passes[passes.len() - 1].end, height * k);
+            for (pass, next) in passes.iter().zip(&passes[1..]) {
+                assert_eq!(pass.end, next.start);
+                assert_eq!(pass.len() as u32 % step, 0, "K {k}: {pass:?}");
+            }
+            let share = (u64::from(width * height) / PASS_SHARE).max(MIN_PASS_SAMPLES);
+            let samples = |pass: &Range<u32>| pass.len() as u64 * u64::from(width * k);
+            let most = passes.iter().map(samples).max().unwrap();
+            assert!(most <= share, "K {k}, {cores:?} cores: {most} samples");
+            assert!(
+                most + samples(&(0..step)) > share,
+                "K {k}: as large as fits"
+            );
+        }
     }
 
     #[test]
