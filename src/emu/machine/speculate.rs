@@ -43,7 +43,7 @@
 //! `CHUNKS_PER_THREAD * T` chunks over all cores (none smaller than [`MIN_CHUNK_PIXELS`]),
 //! at row starts, and at tile-row starts where the structure is used (a chunk that starts
 //! inside a tile row would compute that row's candidate verdicts again). Every batch
-//! (and every pass of rows, [`super::passes`]) starts each core from its real state and is
+//! (and every pass of rows, `machine/passes.rs`) starts each core from its real state and is
 //! cut again, so each batch keeps every thread busy to its end; all chunks of all cores go
 //! to rayon as one parallel iterator (work stealing). With one thread nothing is cut and a core runs as it always did.
 //!

@@ -18,7 +18,7 @@
 //! [`Supersampler`] renders such a frame from the output's scene ([`sample_scene`]: an OBJ
 //! scene loaded with `ObjOptions::ssaa` K is, resolution and partitions aside, the scene
 //! fitted at K times the resolution) on one machine in *passes* of sample rows
-//! ([`super::passes`]), each box-filtered into the output frame as it finishes, so that
+//! (`machine/passes.rs`), each box-filtered into the output frame as it finishes, so that
 //! memory follows one pass's samples (about one output frame's worth, whatever the core
 //! count), not the whole sample image. Passes are exact: each core carries its state from
 //! one pass into the next, as from one pixel to the next, so every sample is the one a
@@ -151,8 +151,9 @@ pub const PASS_SHARE: u64 = 4;
 
 /// A frame as [`RenderOptions`] ask for it, supersampled when [`RenderOptions::ssaa`] is
 /// over 1: one machine renders the samples ([`sample_scene`] of the output's scene) in
-/// passes of sample rows ([`super::passes`]) of about one output frame's samples (at
-/// least [`MIN_PASS_SAMPLES`]), each box-filtered into the output frame as it finishes.
+/// passes of sample rows (`machine/passes.rs`) of about a quarter of the output's
+/// pixels in samples ([`PASS_SHARE`]; at least [`MIN_PASS_SAMPLES`]), each box-filtered
+/// into the output frame as it finishes.
 /// A pass is a run of whole multiples of K sample rows (so the K sample rows of an output
 /// row are in one pass) and of the structure's tile rows, of one core or of several; every
 /// core carries its state from one pass into the next, so the samples are those of one
