@@ -205,7 +205,7 @@ pub fn time_frames(
     frames: u32,
 ) -> Result<(Duration, Render), BenchError> {
     if options.ssaa > 1 {
-        // A machine per pass, each pass's render timed (as one machine's render is).
+        // One machine renders the samples in passes, timed as one render.
         let sampler = Supersampler::new(scene, options)?;
         let mut best = Duration::MAX;
         let mut last = None;

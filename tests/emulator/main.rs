@@ -22,3 +22,4 @@ mod opcode_table;
 mod opcodes;
 mod ply;
 mod shaders;
+mod ssaa;

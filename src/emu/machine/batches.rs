@@ -12,7 +12,7 @@ use rayon::prelude::*;
 use super::accel::{Accel, AccelRefusal, RayTree, RowVerdicts};
 use super::cull::Culler;
 use super::options::AccelUse;
-use super::Machine;
+use super::{Machine, Stages};
 use crate::emu::core::alu::Vec3;
 use crate::emu::core::{CoreState, NoObserver};
 use crate::emu::isa::registers::{address, EntryPoint};
@@ -114,33 +114,47 @@ impl Machine<'_> {
     /// When `accel` wants the structure for this scene and culling applies: every active
     /// pixel's ray, their tree and the plan of the batches, each stage timed.
     pub(super) fn prepare_structure(&mut self, accel: AccelUse) {
+        let mut stages = self.stages;
+        self.accel = self.structure(accel, self.active_rows(), &mut stages);
+        self.stages = stages;
+    }
+
+    /// The structure for image rows `rows` when `accel` wants it for this scene and
+    /// culling applies (`Ok(None)`: not wanted): the active pixels' rays there, their tree
+    /// and the plan of the batches, each stage's time added to `stages`.
+    pub(super) fn structure(
+        &self,
+        accel: AccelUse,
+        rows: Range<u32>,
+        stages: &mut Stages,
+    ) -> Result<Option<FrameAccel>, AccelRefusal> {
         let Ok(culler) = &self.culler else {
-            return;
+            return Ok(None);
         };
         if !accel.wanted(self.scene.triangles.len()) {
-            return;
+            return Ok(None);
         }
-        let rows = self.active_rows();
         let start = Instant::now();
         let rays = self.precompute_rays(rows.clone());
-        self.stages.rays = start.elapsed();
+        stages.rays += start.elapsed();
         let tree = rays.and_then(|rays| {
             let start = Instant::now();
             let tree = RayTree::new(self.scene.width(), rows.start, rows.len() as u32, rays);
-            self.stages.tree = start.elapsed();
+            stages.tree += start.elapsed();
             tree
         });
         let start = Instant::now();
-        self.accel = tree.map(|tree| Some(self.plan(tree, culler)));
-        self.stages.plan = start.elapsed();
+        let planned = tree.map(|tree| Some(self.plan(tree, culler, rows)));
+        stages.plan += start.elapsed();
+        planned
     }
 
-    /// The structure's batches: the whole frame's tiles at once (built now) when their
-    /// candidates fit the machine's batch budget, for certain or by estimate; else each
-    /// core's rows cut into as many batches as that budget needs, each holding about the
-    /// same share of the core's candidates, so that every batch holds about the budget
-    /// over all cores, which render it in parallel.
-    fn plan(&self, tree: RayTree, culler: &Culler) -> FrameAccel {
+    /// The structure's batches over image rows `rows`: their tiles at once (built now)
+    /// when their candidates fit the machine's batch budget, for certain or by estimate;
+    /// else each core's rows there cut into as many batches as that budget needs, each
+    /// holding about the same share of the core's candidates, so that every batch holds
+    /// about the budget over all cores, which render it in parallel.
+    fn plan(&self, tree: RayTree, culler: &Culler, rows: Range<u32>) -> FrameAccel {
         let cores = self.active.len();
         let tiles = u64::from(tree.tile_rows()) * u64::from(tree.tiles_per_row());
         let triangles = self.scene.triangles.len() as u64;
@@ -166,7 +180,8 @@ impl Machine<'_> {
         let mut ends = vec![vec![u32::MAX; cores]; batches as usize];
         let weight = |y: u32| tree.tile_row(y).map_or(0, |row| per_row[row as usize]);
         for (core, partition) in self.partitions[self.active.clone()].iter().enumerate() {
-            let rows = partition.start_pixel().1..partition.end_pixel().1;
+            let (y0, y1) = (partition.start_pixel().1, partition.end_pixel().1);
+            let rows = y0.max(rows.start)..y1.min(rows.end);
             let total: u64 = rows.clone().map(weight).sum();
             let (mut sum, mut batch) = (0, 0);
             for y in rows {
@@ -224,8 +239,10 @@ impl Machine<'_> {
     /// ([`super::triangles::TileCandidates::new`] compares).
     fn precompute_rays(&self, rows: Range<u32>) -> Result<Vec<Vec3>, AccelRefusal> {
         let width = self.scene.width() as usize;
+        // Only the cores with pixels in those rows.
         let booted = self
             .active_partitions()
+            .filter(|(_, p)| p.start_pixel().1 < rows.end && p.end_pixel().1 > rows.start)
             .collect::<Vec<_>>()
             .into_par_iter()
             .map(|(index, partition)| {

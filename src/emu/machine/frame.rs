@@ -164,7 +164,8 @@ impl Machine<'_> {
             .for_each(|(((words, written), hits), y)| {
                 for ((_, partition), (core, merged)) in &cores {
                     let ((x0, y0), (x1, y1)) = (partition.start_pixel(), partition.end_pixel());
-                    if y < y0 || y >= y1 {
+                    // A core that ended before these rows has no pieces here.
+                    if y < y0 || y >= y1 || core.pieces.is_empty() {
                         continue;
                     }
                     let first = if y == y0 { x0 } else { 0 };

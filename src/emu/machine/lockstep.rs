@@ -9,24 +9,21 @@ use rayon::prelude::*;
 
 use super::hits::PixelHit;
 use super::options::Lockstep;
+use super::pixel::output_words;
 use super::pixel::{classify, Width};
 use super::progress::ProgressReporter;
-use super::speculate::CoreRun;
+use super::speculate::Cores;
 use super::triangles::{self, Every, Streamed};
 use super::Machine;
 use crate::emu::core::group::{self, lanes_of, Abandoned, CoreGroup, LaneMask, LANES};
-use crate::emu::core::{CoreState, NoObserver, Triangle};
+use crate::emu::core::{Core, CoreState, OutputMemory, Triangle};
 use crate::emu::isa::registers::EntryPoint;
 use crate::stage::PixelStage;
 
 impl Machine<'_> {
-    /// The cores in lock-step groups, one group per worker thread (more when there are
-    /// more cores than a group holds); `None` when lock-step does not apply or a core
-    /// faulted (the caller then renders core by core, which reports the fault exactly).
-    pub(super) fn render_lockstep(
-        &self,
-        progress: Option<&AtomicU64>,
-    ) -> Option<(Vec<CoreRun>, usize)> {
+    /// How many lock-step groups the frame's cores make, one per worker thread (more when
+    /// there are more cores than a group holds); `None` when lock-step does not apply.
+    pub(super) fn lockstep_groups(&self) -> Option<usize> {
         let cores = self.active.len();
         let groups = rayon::current_num_threads()
             .max(cores.div_ceil(LANES))
@@ -43,50 +40,86 @@ impl Machine<'_> {
             Lockstep::Always => cores > 1,
             Lockstep::Never => false,
         };
-        if !lockstep {
-            return None;
-        }
-        // Group g holds cores g, g + groups, ...: neighbouring bands often cost alike, so
-        // spreading them evens out the groups' work.
-        let first = self.active.start;
-        let members: Vec<Vec<usize>> = (0..groups)
-            .map(|g| (first + g..first + cores).step_by(groups).collect())
-            .collect();
-        let runs: Vec<Result<Vec<CoreRun>, Abandoned>> = members
-            .par_iter()
-            .map(|indices| self.run_group(indices, progress))
-            .collect();
-        let mut by_core: Vec<Option<CoreRun>> = (0..cores).map(|_| None).collect();
-        for (indices, runs) in members.iter().zip(runs) {
-            for (&index, run) in indices.iter().zip(runs.ok()?) {
-                by_core[index - first] = Some(run);
-            }
-        }
-        Some((by_core.into_iter().collect::<Option<_>>()?, groups))
+        lockstep.then_some(groups)
     }
 
-    /// The cores `indices` (at most [`LANES`]) from boot to their last pixel in lock-step.
-    fn run_group(
-        &self,
-        indices: &[usize],
+    /// The cores with pixels before image row `end` (`None`: to their end) in lock-step
+    /// groups, one per worker thread (more when there are more cores than a group holds),
+    /// each core from its state in `cores`. A fault, a cancel or a core running past its
+    /// partition gives the groups up and leaves `cores` as they were: the caller renders
+    /// those pixels core by core, which reports it exactly.
+    pub(super) fn advance_grouped<'m>(
+        &'m self,
+        cores: &mut Cores<'m>,
+        end: Option<u32>,
         progress: Option<&AtomicU64>,
-    ) -> Result<Vec<CoreRun>, Abandoned> {
-        let mut cores = Vec::with_capacity(indices.len());
-        for &index in indices {
-            let core = self
-                .boot_core(index, &self.partitions[index], &mut NoObserver)
-                .map_err(|_| Abandoned)?;
-            cores.push(core);
-        }
-        let mut group = CoreGroup::new(cores);
-        let pixels: Vec<usize> = indices
-            .iter()
-            .map(|&index| self.partitions[index].pixel_count())
+    ) -> Result<(), Abandoned> {
+        let lanes: Vec<Lane> = (cores.progress.iter().zip(&cores.partitions))
+            .enumerate()
+            .filter(|(_, (core, _))| core.state.is_some())
+            .map(|(core, (progress, (_, partition)))| Lane {
+                core,
+                done: progress.done,
+                end: end.map_or(partition.pixel_count(), |row| partition.row_start(row)),
+                pixels: partition.pixel_count(),
+            })
+            .filter(|lane| lane.done < lane.end)
             .collect();
+        if lanes.is_empty() {
+            return Ok(());
+        }
+        let groups = rayon::current_num_threads()
+            .max(lanes.len().div_ceil(LANES))
+            .min(lanes.len());
+        // Group g holds cores g, g + groups, ...: neighbouring bands often cost alike, so
+        // spreading them evens out the groups' work.
+        let members: Vec<Vec<(Lane, Core<'_>)>> = (0..groups)
+            .map(|g| {
+                let lanes = lanes[g..].iter().step_by(groups);
+                lanes
+                    .map(|lane| {
+                        let state = cores.progress[lane.core].state.as_deref();
+                        let mut core = state.expect("a running core").clone();
+                        let words = output_words(cores.partitions[lane.core].1);
+                        core.replace_output(OutputMemory::window(3 * lane.done, words));
+                        (*lane, core)
+                    })
+                    .collect()
+            })
+            .collect();
+        let runs: Vec<Result<Vec<LaneRun<'_>>, Abandoned>> = members
+            .into_par_iter()
+            .map(|members| self.run_group(members, progress))
+            .collect();
+        let runs: Vec<Vec<LaneRun<'_>>> = runs.into_iter().collect::<Result<_, _>>()?;
+        for run in runs.into_iter().flatten() {
+            let progress = &mut cores.progress[run.core];
+            progress.add_grouped(run.state, run.before, run.hits, run.ended);
+        }
+        Ok(())
+    }
+
+    /// The cores `members` (at most [`LANES`]) in lock-step, each from its state to its
+    /// lane's end pixel or until its NPG asks for no more.
+    fn run_group<'m>(
+        &self,
+        members: Vec<(Lane, Core<'m>)>,
+        progress: Option<&AtomicU64>,
+    ) -> Result<Vec<LaneRun<'m>>, Abandoned> {
+        let (lanes, cores): (Vec<Lane>, Vec<Core<'m>>) = members.into_iter().unzip();
+        let before: Vec<(u64, u64)> = cores
+            .iter()
+            .map(|core| (core.instructions(), core.culled_routines()))
+            .collect();
+        let mut group = CoreGroup::new(cores);
         let mut done = 0;
         let mut active = group.all();
+        let mut ended: LaneMask = 0;
         let mut reporter = ProgressReporter::new(progress);
-        let mut hits: Vec<Vec<PixelHit>> = pixels.iter().map(|&n| Vec::with_capacity(n)).collect();
+        let mut hits: Vec<Vec<PixelHit>> = lanes
+            .iter()
+            .map(|lane| Vec::with_capacity(lane.end - lane.done))
+            .collect();
         while active != 0 {
             let more = self.pixel(&mut Grouped {
                 group: &mut group,
@@ -94,26 +127,56 @@ impl Machine<'_> {
                 hits: &mut hits,
             })?;
             done += 1;
-            reporter.add(active.count_ones() as u64, more == 0);
-            for lane in lanes_of(active & more) {
-                if done >= pixels[lane] {
+            reporter.add(active.count_ones() as u64, false);
+            ended |= active & !more;
+            active &= more;
+            for (lane, at) in lanes.iter().enumerate() {
+                if active & (1 << lane) == 0 || at.done + done < at.end {
+                    continue;
+                }
+                if at.done + done >= at.pixels {
                     // NPG runs past the partition: the core-by-core rerun reports it.
                     return Err(Abandoned);
                 }
+                active &= !(1 << lane);
             }
-            active &= more;
             if self.cancelled() {
                 // The core-by-core rerun stops at once with `Cancelled`.
                 return Err(Abandoned);
             }
         }
-        Ok(group
-            .into_cores()
-            .into_iter()
-            .zip(hits)
-            .map(|(core, hits)| CoreRun::whole(core, hits))
+        reporter.add(0, true);
+        let cores = group.into_cores().into_iter();
+        let runs = (lanes.into_iter().zip(before).zip(cores).zip(hits)).enumerate();
+        Ok(runs
+            .map(|(lane, (((at, before), state), hits))| LaneRun {
+                core: at.core,
+                state,
+                before,
+                hits,
+                ended: ended & (1 << lane) != 0,
+            })
             .collect())
     }
+}
+
+/// An active core taking pixels `done .. end` in a lock-step group (of its `pixels`).
+#[derive(Clone, Copy)]
+struct Lane {
+    core: usize,
+    done: usize,
+    end: usize,
+    pixels: usize,
+}
+
+/// What a lane of a group did: its core after the pixels (`before`: its instruction and
+/// culled counts before), what they hit, and whether NPG asked for no more.
+struct LaneRun<'m> {
+    core: usize,
+    state: Core<'m>,
+    before: (u64, u64),
+    hits: Vec<PixelHit>,
+    ended: bool,
 }
 
 /// The lanes `active` of a group taking a pixel, and what each lane's rays hit so far.
@@ -186,6 +249,7 @@ impl Width for Grouped<'_, '_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::emu::core::NoObserver;
     use crate::emu::machine::tests::tiny_scene;
     use crate::emu::machine::{PixelAccel, RenderOptions};
 
@@ -226,14 +290,14 @@ mod tests {
         for lockstep in [Lockstep::Always, Lockstep::Auto] {
             let machine = Machine::new(&scene, &options(true, lockstep)).expect("a machine");
             assert!(machine.culler.is_ok());
-            assert!(machine.render_lockstep(None).is_none(), "{lockstep:?}");
+            assert!(machine.lockstep_groups().is_none(), "{lockstep:?}");
         }
         let one_core = RenderOptions {
             cores: Some(1),
             ..options(false, Lockstep::Always)
         };
         let machine = Machine::new(&scene, &one_core).expect("a machine");
-        assert!(machine.render_lockstep(None).is_none(), "one core");
+        assert!(machine.lockstep_groups().is_none(), "one core");
     }
 
     /// The first pixel of cores 0 and 3 as lanes of one group and each alone: the same

@@ -9,7 +9,8 @@
 //! sources ([`triangles`]); cores in lock-step groups (`lockstep.rs`) or each core's pixels
 //! cut into chunks run in parallel ([`speculate`]); the acceleration structure's batches
 //! (`batches.rs`, [`accel`]); the frame put together from the output memories
-//! (`frame.rs`); progress and cancellation (`progress.rs`).
+//! (`frame.rs`), or handed over in passes of rows (`passes.rs`: supersampling, [`ssaa`]);
+//! progress and cancellation (`progress.rs`).
 
 pub mod accel;
 pub mod band;
@@ -20,6 +21,7 @@ mod frame;
 pub mod hits;
 mod lockstep;
 mod options;
+mod passes;
 mod pixel;
 mod progress;
 pub mod speculate;
@@ -27,9 +29,8 @@ pub mod ssaa;
 pub mod triangles;
 
 use std::ops::Range;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64};
 use std::sync::Arc;
-use std::time::Instant;
 
 use crate::emu::core::exec::Fault;
 use crate::emu::core::program::Program;
@@ -47,7 +48,7 @@ use cull::{Culler, Refusal};
 pub use frame::{Frame, Render, Stages};
 pub use options::{AccelMode, AccelUse, Lockstep, RenderOptions};
 pub use pixel::PixelDone;
-use speculate::{ChunkStats, Chunking};
+use speculate::Chunking;
 
 /// A core stopped: which core, at which pixel, in which routine, and why.
 #[derive(Debug, thiserror::Error)]
@@ -91,8 +92,12 @@ pub struct Machine<'a> {
     lockstep: Lockstep,
     /// The program that shades each pixel ([`RenderOptions::stage`]).
     stage: Arc<dyn PixelStage>,
-    /// The acceleration structure (`Ok(None)`: not wanted for this frame).
+    /// The acceleration structure (`Ok(None)`: not wanted for this frame, or made per
+    /// pass).
     accel: Result<Option<FrameAccel>, AccelRefusal>,
+    /// `Some`: the structure, when this use wants it, is made for each pass's rows after
+    /// the first ([`Machine::for_passes`]) rather than with the machine.
+    structure_per_pass: Option<AccelUse>,
     /// How long preparing the structure took, stage by stage ([`Stages::preparation`]).
     stages: Stages,
     /// About how many candidates one batch of the structure may hold (4 bytes each):
@@ -107,6 +112,27 @@ pub struct Machine<'a> {
 impl<'a> Machine<'a> {
     pub fn new(scene: &'a Scene, options: &RenderOptions) -> Result<Machine<'a>, RenderError> {
         Machine::with_batches(scene, options, batch_candidates(scene.triangles.len()))
+    }
+
+    /// [`Machine::new`] for a render in passes ([`passes`]) whose first pass is image rows
+    /// `first`: the machine makes the acceleration structure for those rows only, and
+    /// the render makes it for each later pass's rows, so that one pass's rays are held
+    /// at a time, not the frame's.
+    fn for_passes(
+        scene: &'a Scene,
+        options: &RenderOptions,
+        first: Range<u32>,
+    ) -> Result<Machine<'a>, RenderError> {
+        let deferred = RenderOptions {
+            accel: AccelUse::Never,
+            ..options.clone()
+        };
+        let mut machine = Machine::new(scene, &deferred)?;
+        let mut stages = machine.stages;
+        machine.accel = machine.structure(options.accel, first, &mut stages);
+        machine.stages = stages;
+        machine.structure_per_pass = Some(options.accel);
+        Ok(machine)
     }
 
     /// [`Machine::new`] with batches of the acceleration structure of about
@@ -137,6 +163,7 @@ impl<'a> Machine<'a> {
             program,
             culler,
             accel: Ok(None),
+            structure_per_pass: None,
             stages: Stages::default(),
             batch_candidates,
             partitions,
@@ -216,67 +243,18 @@ impl<'a> Machine<'a> {
         self.render_rows(progress, 0..self.scene.height())
     }
 
-    /// [`Machine::render`] with a frame of image rows `rows` only (those of the active
-    /// partitions, for a frame rendered in passes: [`ssaa`]).
+    /// [`Machine::render`] with a frame of image rows `rows` only (in one pass).
     fn render_rows(
         &self,
         progress: Option<&AtomicU64>,
         rows: Range<u32>,
     ) -> Result<Render, RenderError> {
-        let start = Instant::now();
-        // Where the counter stood: a frame rendered in passes counts on from there.
-        let counted = progress.map_or(0, |counter| counter.load(Ordering::Relaxed));
-        let mut structure = None;
-        let mut chunks = ChunkStats::default();
-        let mut stages = self.stages;
-        let (cores, lockstep_groups) = match self.render_lockstep(progress) {
-            Some(grouped) => grouped,
-            None => {
-                if let Some(counter) = progress {
-                    counter.store(counted, Ordering::Relaxed);
-                }
-                match self.render_core_by_core(progress, &mut structure, &mut chunks, &mut stages) {
-                    Ok(cores) => (cores, 0),
-                    // Skipped exits were charged at their most: only per-triangle culling
-                    // stops a pixel exactly where the hardware's watchdog would.
-                    Err(error)
-                        if matches!(self.accel, Ok(Some(_)))
-                            && !matches!(error, RenderError::Cancelled) =>
-                    {
-                        let exact = Machine {
-                            accel: Ok(None),
-                            ..self.clone()
-                        };
-                        if let Some(counter) = progress {
-                            counter.store(counted, Ordering::Relaxed);
-                        }
-                        return exact.render_rows(progress, rows);
-                    }
-                    Err(error) => return Err(error),
-                }
-            }
-        };
-        let assembling = Instant::now();
-        let frame = self.assemble(&cores, rows);
-        stages.assemble = assembling.elapsed();
-        Ok(Render {
-            frame,
-            instructions: cores.iter().map(|c| c.instructions).sum(),
-            instructions_exact: cores.iter().all(|c| c.unknown_cost == 0),
-            elapsed: start.elapsed(),
-            cores: self.active.len(),
-            triangles: self.scene.triangles.len(),
-            culled: cores.iter().map(|c| c.culled).sum(),
-            culling_refused: self.culler.as_ref().err().cloned(),
-            lockstep_groups,
-            accel: match &self.accel {
-                Ok(accel) => Ok(accel.is_some() && lockstep_groups == 0),
-                Err(refusal) => Err(refusal.clone()),
-            },
-            structure,
-            chunks,
-            stages,
-        })
+        let mut frame = None;
+        let mut render = self.render_passes(progress, &[rows], &mut |_, rendered| {
+            frame = Some(rendered);
+        })?;
+        render.frame = frame.expect("a render that succeeds assembles its one pass");
+        Ok(render)
     }
 }
 

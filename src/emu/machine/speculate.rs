@@ -43,9 +43,9 @@
 //! `CHUNKS_PER_THREAD * T` chunks over all cores (none smaller than [`MIN_CHUNK_PIXELS`]),
 //! at row starts, and at tile-row starts where the structure is used (a chunk that starts
 //! inside a tile row would compute that row's candidate verdicts again). Every batch
-//! starts each core from its real state and is cut again, so each batch keeps every thread
-//! busy to its end; all chunks of all cores go to rayon as one parallel iterator (work
-//! stealing). With one thread nothing is cut and a core runs as it always did.
+//! (and every pass of rows, `machine/passes.rs`) starts each core from its real state and is
+//! cut again, so each batch keeps every thread busy to its end; all chunks of all cores go
+//! to rayon as one parallel iterator (work stealing). With one thread nothing is cut and a core runs as it always did.
 //!
 //! # Seeds, pieces and re-runs
 //!
@@ -70,11 +70,11 @@ use rayon::prelude::*;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use super::accel::Accel;
+use super::accel::{Accel, RayTree};
 use super::hits::PixelHit;
 use super::pixel::output_words;
 use super::progress::ProgressReporter;
-use super::{Machine, PixelAccel, PixelDone, RenderError, Stages, StructureUse};
+use super::{FrameAccel, Machine, PixelAccel, PixelDone, RenderError, Stages, StructureUse};
 use crate::emu::core::track::{Footprint, ELEMENTS};
 use crate::emu::core::{Core, CoreState, Fault, NoObserver, OutputMemory};
 use crate::emu::isa::registers::{address, EntryPoint};
@@ -203,7 +203,8 @@ pub(super) struct CoreRun {
 }
 
 impl CoreRun {
-    /// A core run whole, as lock-step groups do.
+    /// A core run whole, in one piece (for tests of frame assembly).
+    #[cfg(test)]
     pub fn whole(core: Core<'_>, hits: Vec<PixelHit>) -> CoreRun {
         CoreRun {
             culled: core.culled_routines(),
@@ -283,22 +284,20 @@ impl Machine<'_> {
     }
 
     /// Where chunks of `partition`'s pixels `range` start (besides `range.start`), about
-    /// `pixels` apart: at row starts (tile-row starts when the structure is used and there
-    /// are enough of them), or anywhere when rows are longer than a chunk.
+    /// `pixels` apart: at row starts (starts of `tile_rows`' tile rows when the structure
+    /// is used and there are enough of them), or anywhere when rows are longer than a
+    /// chunk.
     fn chunk_starts(
         &self,
         partition: &Partition,
         range: Range<usize>,
         pixels: usize,
+        tile_rows: Option<&RayTree>,
     ) -> Vec<usize> {
         let width = partition.end_pixel().0 as usize;
         if width > pixels || self.chunking.pixels.is_some() {
             return (range.start + pixels..range.end).step_by(pixels).collect();
         }
-        let tile_rows = match &self.accel {
-            Ok(Some(accel)) => Some(&accel.tree),
-            _ => None,
-        };
         let (y0, y1) = (partition.start_pixel().1, partition.end_pixel().1);
         let mut starts = Vec::new();
         let mut last = range.start;
@@ -417,12 +416,13 @@ impl Machine<'_> {
 
     /// Runs every active core through `ranges` (per core, the pixels of this batch;
     /// `states`: each core's real state at its range's start, `None` for a core that has
-    /// ended) with `batch` as the structure, chunk by chunk in parallel; returns each
-    /// core's chunks in order, checked and re-run where their guess was wrong.
+    /// ended) with `batch` as the structure (cut from `tree`), chunk by chunk in parallel;
+    /// returns each core's chunks in order, checked and re-run where their guess was wrong.
     #[allow(clippy::too_many_arguments)]
     fn run_batch<'m>(
         &'m self,
         batch: Option<&Accel>,
+        tree: Option<&RayTree>,
         ranges: &[Range<usize>],
         states: Vec<Option<Box<Core<'m>>>>,
         starts: &[Vec<usize>],
@@ -446,7 +446,7 @@ impl Machine<'_> {
                     .map(|(&k, seed)| (k, seed.take().map_or(Start::None, Start::Seed)))
                     .collect(),
                 Seeds::Made(made) => pixels
-                    .map(|pixels| self.chunk_starts(partition, range.clone(), pixels))
+                    .map(|pixels| self.chunk_starts(partition, range.clone(), pixels, tree))
                     .unwrap_or_default()
                     .into_iter()
                     .map(|k| (k, Start::Seed(Box::new(made.seed(partition, k - WARM_UP)))))
@@ -746,34 +746,38 @@ fn walk<'m>(
 }
 
 impl Machine<'_> {
-    /// Every core on its own, its pixels cut into chunks that run in parallel (one chunk
-    /// per core with one thread); with the acceleration structure, batch by batch
+    /// Every core on its own through the image rows before `end` (`None`: to its end),
+    /// its pixels cut into chunks that run in parallel (one chunk per core with one
+    /// thread); with the acceleration structure `accel`, batch by batch
     /// ([`FrameAccel`](super::FrameAccel)): each batch is built, every core renders its
     /// pixels of the batch, and the batch is dropped before the next is built. A core's
-    /// state carries over from batch to batch, so batches change nothing a core computes.
-    /// `structure` receives what the batches held, `stats` how chunks went. Every core
-    /// runs to its end or its fault, so the error reported is always the lowest-numbered
-    /// failing core's, whatever the threads' timing.
-    pub(super) fn render_core_by_core(
-        &self,
+    /// state carries over from batch to batch and from pass to pass, so neither changes
+    /// anything a core computes. `structure` receives what the batches held, `stats` how
+    /// chunks went. A core that fails stops; the others run on (see
+    /// [`Cores::finish`]).
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn advance_alone<'m>(
+        &'m self,
+        cores: &mut Cores<'m>,
+        accel: Option<&FrameAccel>,
+        end: Option<u32>,
         progress: Option<&AtomicU64>,
         structure: &mut Option<StructureUse>,
         stats: &mut ChunkStats,
         stages: &mut Stages,
-    ) -> Result<Vec<CoreRun>, RenderError> {
-        let seeding = Instant::now();
-        let mut cores = self.cores();
-        stages.seeds = seeding.elapsed();
-        if let (Ok(culler), Ok(Some(accel))) = (&self.culler, &self.accel) {
-            let mut batches = StructureUse::default();
+    ) -> Result<(), RenderError> {
+        let last = end.unwrap_or(u32::MAX);
+        if let (Ok(culler), Some(accel)) = (&self.culler, accel) {
+            let batches = structure.get_or_insert_with(StructureUse::default);
             for ends in &accel.ends {
                 if self.cancelled() {
                     return Err(RenderError::Cancelled);
                 }
+                let ends: Vec<u32> = ends.iter().map(|&row| row.min(last)).collect();
                 let batch = match &accel.whole {
                     Some(whole) => whole.clone(),
                     None => {
-                        let wanted = accel.tree.tile_rows_of(cores.rows_before(ends));
+                        let wanted = accel.tree.tile_rows_of(cores.rows_before(&ends));
                         if !wanted.contains(&true) {
                             continue;
                         }
@@ -784,38 +788,30 @@ impl Machine<'_> {
                     }
                 };
                 batches.add(&batch);
-                self.advance(
-                    &mut cores,
-                    Some(&batch),
-                    Some(ends),
-                    progress,
-                    stats,
-                    stages,
-                );
+                let structure = (Some(&*batch), Some(&accel.tree));
+                self.advance(cores, structure, Some(&ends), progress, stats, stages);
             }
             stages.batches = batches.build;
-            *structure = Some(batches);
         }
         // Without the structure, or should a core outlast its last batch (its NPG leaving
         // the partition's order), the rest with per-triangle culling.
-        self.advance(&mut cores, None, None, progress, stats, stages);
-        cores
-            .progress
-            .into_iter()
-            .map(CoreProgress::finish)
-            .collect()
+        let ends = vec![last; cores.partitions.len()];
+        self.advance(cores, (None, None), Some(&ends), progress, stats, stages);
+        Ok(())
     }
 
-    /// The active cores booted, with where their chunks start and their seeds.
-    fn cores(&self) -> Cores<'_> {
+    /// The active cores booted, with where their chunks start and their seeds (none when
+    /// `seeded` is false: the cores run in lock-step groups); chunks start at tile rows of
+    /// `tree`, where the structure is made with the machine.
+    pub(super) fn cores(&self, seeded: bool, tree: Option<&RayTree>) -> Cores<'_> {
         let partitions: Vec<(usize, &Partition)> = self.active_partitions().collect();
         // Fixed for the frame: where made seeds do not apply, the skeleton's snapshots
         // must be taken in one pass (batches cut chunks too, as they come).
         let total = partitions.iter().map(|(_, p)| p.pixel_count()).sum();
-        let starts: Vec<Vec<usize>> = match self.chunk_pixels(total) {
+        let starts: Vec<Vec<usize>> = match self.chunk_pixels(total).filter(|_| seeded) {
             Some(pixels) => partitions
                 .iter()
-                .map(|(_, p)| self.chunk_starts(p, 0..p.pixel_count(), pixels))
+                .map(|(_, p)| self.chunk_starts(p, 0..p.pixel_count(), pixels, tree))
                 .collect(),
             None => vec![Vec::new(); partitions.len()],
         };
@@ -835,12 +831,12 @@ impl Machine<'_> {
         }
     }
 
-    /// Runs every core on to the row `ends` names for it (`None`: to its end), with
-    /// `batch` as the structure.
+    /// Runs every core on to the row `ends` names for it (`u32::MAX`: to its end), with
+    /// `structure` (a batch and the tree it was cut from) as the structure.
     fn advance<'m>(
         &'m self,
         cores: &mut Cores<'m>,
-        batch: Option<&Accel>,
+        structure: (Option<&Accel>, Option<&RayTree>),
         ends: Option<&[u32]>,
         progress: Option<&AtomicU64>,
         stats: &mut ChunkStats,
@@ -862,10 +858,17 @@ impl Machine<'_> {
         let states: Vec<_> = cores
             .progress
             .iter_mut()
-            .map(|core| core.state.take())
+            .zip(&ranges)
+            // A core with nothing to do keeps its state (and takes no seed).
+            .map(|(core, range)| match range.is_empty() {
+                true => None,
+                false => core.state.take(),
+            })
             .collect();
+        let (batch, tree) = structure;
         let runs = self.run_batch(
             batch,
+            tree,
             &ranges,
             states,
             &cores.starts,
@@ -874,21 +877,23 @@ impl Machine<'_> {
             stats,
             stages,
         );
-        for (core, runs) in cores.progress.iter_mut().zip(runs) {
-            core.add(runs);
+        for ((core, runs), range) in cores.progress.iter_mut().zip(runs).zip(&ranges) {
+            if !range.is_empty() {
+                core.add(runs);
+            }
         }
     }
 }
 
 /// The active cores of a frame being rendered.
-struct Cores<'m> {
+pub(super) struct Cores<'m> {
     /// Each with its core number.
-    partitions: Vec<(usize, &'m Partition)>,
+    pub partitions: Vec<(usize, &'m Partition)>,
     /// Where chunks start, besides batch starts ([`Machine::chunk_starts`]).
     starts: Vec<Vec<usize>>,
     /// Where their chunks' seeds come from.
     seeds: Vec<Seeds<'m>>,
-    progress: Vec<CoreProgress<'m>>,
+    pub progress: Vec<CoreProgress<'m>>,
 }
 
 impl Cores<'_> {
@@ -904,13 +909,41 @@ impl Cores<'_> {
                 next.map_or(u32::MAX, |(_, y)| y)..partition.end_pixel().1.min(end)
             })
     }
+
+    /// Each core's pieces since the last call, in pixel order (its counts stay).
+    pub fn take_pieces(&mut self) -> Vec<CoreRun> {
+        self.progress
+            .iter_mut()
+            .map(|core| CoreRun {
+                pieces: std::mem::take(&mut core.run.pieces),
+                instructions: 0,
+                culled: 0,
+                unknown_cost: 0,
+            })
+            .collect()
+    }
+
+    /// Every core's run (its counts, and the pieces not taken), or the lowest-numbered
+    /// failing core's error: every core runs to its end or its fault, so that is the
+    /// error whatever the threads' timing and however the frame is cut into passes.
+    pub fn finish(self) -> Result<Vec<CoreRun>, RenderError> {
+        self.progress
+            .into_iter()
+            .map(CoreProgress::finish)
+            .collect()
+    }
+
+    /// Whether some core has failed (the render's outcome is then an error).
+    pub fn failed(&self) -> bool {
+        self.progress.iter().any(|core| core.failed.is_some())
+    }
 }
 
-/// One core's render so far, from batch to batch.
-struct CoreProgress<'m> {
+/// One core's render so far, from batch to batch and pass to pass.
+pub(super) struct CoreProgress<'m> {
     /// Its real state at pixel `done`; `None` once it ended (or did not boot).
-    state: Option<Box<Core<'m>>>,
-    done: usize,
+    pub state: Option<Box<Core<'m>>>,
+    pub done: usize,
     run: CoreRun,
     /// How it failed (booting, or at a pixel).
     failed: Option<RenderError>,
@@ -963,6 +996,29 @@ impl<'m> CoreProgress<'m> {
                 }
             }
         }
+    }
+
+    /// The core's pixels from `done` on as a lock-step group ran them: `core` after
+    /// them (its output memory holding their words), with `before` its instruction
+    /// counts before; `ended` when NPG asked for no more.
+    pub fn add_grouped(
+        &mut self,
+        mut core: Core<'m>,
+        before: (u64, u64),
+        hits: Vec<PixelHit>,
+        ended: bool,
+    ) {
+        self.run.instructions += core.instructions() - before.0;
+        self.run.culled += core.culled_routines() - before.1;
+        let output = core.replace_output(OutputMemory::new(0));
+        let start = self.done;
+        self.done += hits.len();
+        self.run.pieces.push(Piece {
+            start,
+            output,
+            hits,
+        });
+        self.state = (!ended).then(|| Box::new(core));
     }
 
     fn finish(self) -> Result<CoreRun, RenderError> {

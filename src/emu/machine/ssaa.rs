@@ -17,19 +17,22 @@
 //!
 //! [`Supersampler`] renders such a frame from the output's scene ([`sample_scene`]: an OBJ
 //! scene loaded with `ObjOptions::ssaa` K is, resolution and partitions aside, the scene
-//! fitted at K times the resolution) in *passes* of whole partitions, each box-filtered
-//! into the output frame as it finishes, so that memory follows one pass's samples (about
-//! one output frame's worth), not the whole sample image. A pass of whole partitions is
-//! exact: partitions share nothing, and a core's pixels depend only on its own earlier
-//! pixels.
+//! fitted at K times the resolution) on one machine in *passes* of sample rows
+//! (`machine/passes.rs`), each box-filtered into the output frame as it finishes, so that
+//! memory follows one pass's samples (about one output frame's worth, whatever the core
+//! count), not the whole sample image. Passes are exact: each core carries its state from
+//! one pass into the next, as from one pixel to the next, so every sample is the one a
+//! single pass over the sample image computes; and a pass holds whole output rows (K
+//! sample rows each), so each output pixel is filtered from one pass's samples.
 
 use std::borrow::Cow;
 use std::ops::Range;
 use std::sync::atomic::AtomicU64;
 
+use super::accel::TILE;
 use super::fingerprint::Fingerprint;
 use super::hits::PixelHit;
-use super::{frame, Band, Frame, Machine, Render, RenderError, RenderOptions};
+use super::{frame, Frame, Machine, Render, RenderError, RenderOptions};
 use crate::io::scene::{config_row, Partition, Scene};
 
 /// The largest supported factor: 16 samples per pixel.
@@ -141,37 +144,46 @@ fn box_filter_into(samples: &Frame, k: u32, frame: &mut Frame, first_row: u32) {
 /// The fewest samples a pass holds (small frames render in one pass).
 pub const MIN_PASS_SAMPLES: u64 = 1 << 20;
 
+/// A pass holds about the output's pixels over this many samples: a sample held costs
+/// about twice what an output pixel does (its words and hit in a core's output memory,
+/// then in the pass's assembled rows), so a pass then holds about half the output frame.
+pub const PASS_SHARE: u64 = 4;
+
 /// A frame as [`RenderOptions`] ask for it, supersampled when [`RenderOptions::ssaa`] is
-/// over 1: the machines render the samples ([`sample_scene`] of the output's scene) in
-/// passes of whole partitions of about one output frame's samples (at least
-/// [`MIN_PASS_SAMPLES`], at least one partition), each box-filtered into the output frame
-/// as it finishes. Without supersampling it is the one machine of the options.
+/// over 1: one machine renders the samples ([`sample_scene`] of the output's scene) in
+/// passes of sample rows (`machine/passes.rs`) of about a quarter of the output's
+/// pixels in samples ([`PASS_SHARE`]; at least [`MIN_PASS_SAMPLES`]), each box-filtered
+/// into the output frame as it finishes.
+/// A pass is a run of whole multiples of K sample rows (so the K sample rows of an output
+/// row are in one pass) and of the structure's tile rows, of one core or of several; every
+/// core carries its state from one pass into the next, so the samples are those of one
+/// pass over the sample image. Without supersampling it is the one machine of the options.
 pub struct Supersampler<'s> {
-    /// What the machines render: the output's scene, or its samples.
+    /// What the machine renders: the output's scene, or its samples.
     samples: Cow<'s, Scene>,
-    /// The machines' options (with the samples, their partitions are in the scene).
+    /// The machine's options (with the samples, their partitions are in the scene).
     options: RenderOptions,
     factor: u32,
     /// The output's partitions, and those of them rendered (a band's, or all).
     output: Vec<Partition>,
     active: Range<usize>,
-    /// The band of the partitions each pass renders.
-    passes: Vec<Option<Band>>,
+    /// The sample rows of each pass, in order.
+    passes: Vec<Range<u32>>,
 }
 
 impl<'s> Supersampler<'s> {
     /// Checks the options against the scene (the same errors as [`Machine::new`]) and
     /// plans the passes.
     pub fn new(scene: &'s Scene, options: &RenderOptions) -> Result<Self, RenderError> {
-        Supersampler::with_pass_floor(scene, options, MIN_PASS_SAMPLES)
+        Supersampler::with_pass_rows(scene, options, None)
     }
 
-    /// [`Supersampler::new`] with passes of at least `floor` samples instead of
-    /// [`MIN_PASS_SAMPLES`] (for tests: passes never change a frame).
-    pub fn with_pass_floor(
+    /// [`Supersampler::new`] with passes of `rows` sample rows (rounded up to a multiple
+    /// of the factor) when given, for tests: passes never change a frame.
+    pub fn with_pass_rows(
         scene: &'s Scene,
         options: &RenderOptions,
-        floor: u64,
+        rows: Option<u32>,
     ) -> Result<Self, RenderError> {
         let factor = options.ssaa;
         validate_factor(factor).map_err(RenderError::Config)?;
@@ -180,25 +192,33 @@ impl<'s> Supersampler<'s> {
             Some(band) => band.cores(output.len()).map_err(RenderError::Config)?,
             None => 0..output.len(),
         };
+        let rows_of = |k: u32| {
+            let rows = frame::rows_of(&output[active.clone()]);
+            rows.start * k..rows.end * k
+        };
         if factor == 1 {
             return Ok(Supersampler {
                 samples: Cow::Borrowed(scene),
                 options: options.clone(),
                 factor,
+                passes: vec![rows_of(1)],
                 output,
                 active,
-                passes: vec![options.band],
             });
         }
         let samples = sample_scene(scene, factor, &output).map_err(RenderError::Config)?;
-        let pixels = u64::from(scene.width()) * u64::from(scene.height());
-        let passes = passes(
-            &output,
-            active.clone(),
-            factor,
-            pixels.max(floor),
-            options.band,
+        let per_pass = rows.map_or_else(
+            || {
+                let pixels = u64::from(scene.width()) * u64::from(scene.height());
+                let budget =
+                    (pixels / PASS_SHARE).max(MIN_PASS_SAMPLES) / u64::from(samples.width());
+                // Whole tile rows of the structure too, from the first row as a frame's.
+                let step = factor * TILE / gcd(factor, TILE);
+                (budget.min(u64::from(u32::MAX)) as u32 / step).max(1) * step
+            },
+            |rows| rows.div_ceil(factor).max(1).saturating_mul(factor),
         );
+        let passes = pass_rows(rows_of(factor), per_pass);
         Ok(Supersampler {
             samples: Cow::Owned(samples),
             options: RenderOptions {
@@ -223,7 +243,7 @@ impl<'s> Supersampler<'s> {
         self.factor
     }
 
-    /// The scene the machines render: the output's, or its samples.
+    /// The scene the machine renders: the output's, or its samples.
     pub fn samples(&self) -> &Scene {
         &self.samples
     }
@@ -248,6 +268,11 @@ impl<'s> Supersampler<'s> {
         self.passes.len()
     }
 
+    /// The sample rows of each pass, in order.
+    pub fn pass_rows(&self) -> &[Range<u32>] {
+        &self.passes
+    }
+
     /// The samples the render runs, as its progress counter counts them.
     pub fn total_samples(&self) -> u64 {
         let per_pixel = u64::from(self.factor * self.factor);
@@ -255,13 +280,14 @@ impl<'s> Supersampler<'s> {
         output.iter().map(|p| p.pixel_count() as u64).sum::<u64>() * per_pixel
     }
 
-    /// The machine of the whole frame's samples (for timing it, or tracing a sample); a
-    /// render builds one machine per pass instead.
+    /// The machine of the whole frame's samples, its acceleration structure made for
+    /// all of them (for timing it, or tracing a sample); a render in passes makes the
+    /// structure pass by pass instead.
     pub fn machine(&self) -> Result<Machine<'_>, RenderError> {
         Machine::new(&self.samples, &self.options)
     }
 
-    /// The fingerprint of what the machines render ([`Fingerprint::of_frame`]).
+    /// The fingerprint of what the machine renders ([`Fingerprint::of_frame`]).
     pub fn fingerprint(&self) -> Fingerprint {
         let partitions = match self.factor {
             1 => &self.output,
@@ -270,146 +296,57 @@ impl<'s> Supersampler<'s> {
         Fingerprint::of_frame(&self.samples, partitions, &self.options)
     }
 
-    /// Renders the frame pass by pass: `prepare` sees each pass's machine before it
-    /// renders (notes, checks); `progress` counts the samples done over all passes;
-    /// raising [`RenderOptions::cancel`] stops the render with [`RenderError::Cancelled`].
+    /// Renders the frame, pass by pass when supersampled: `prepare` sees the machine
+    /// before it renders (notes, checks); `progress` counts the samples done over all
+    /// passes; raising [`RenderOptions::cancel`] stops the render with
+    /// [`RenderError::Cancelled`].
     pub fn render<E: From<RenderError>>(
         &self,
         progress: Option<&AtomicU64>,
         mut prepare: impl FnMut(&Machine<'_>) -> Result<(), E>,
     ) -> Result<Render, E> {
         let k = self.factor;
-        let mut output = (k > 1).then(|| {
-            let (width, height) = self.size();
-            Frame::blank(width, height, self.output.clone())
-        });
-        let mut total: Option<Render> = None;
-        for &band in &self.passes {
-            let options = RenderOptions {
-                band,
-                ..self.options.clone()
-            };
-            let machine = Machine::new(&self.samples, &options)?;
-            prepare(&machine)?;
-            let mut render = match &mut output {
-                None => machine.render(progress)?,
-                Some(output) => {
-                    let rows = machine.active_rows();
-                    let mut render = machine.render_rows(progress, rows.clone())?;
-                    let strip =
-                        std::mem::replace(&mut render.frame, Frame::blank(0, 0, Vec::new()));
-                    box_filter_into(&strip, k, output, rows.start / k);
-                    render
-                }
-            };
-            if let Some(sum) = total.take() {
-                render = add(sum, render);
-            }
-            total = Some(render);
+        let machine = match self.passes.len() {
+            1 => Machine::new(&self.samples, &self.options)?,
+            _ => Machine::for_passes(&self.samples, &self.options, self.passes[0].clone())?,
+        };
+        prepare(&machine)?;
+        if k == 1 {
+            return Ok(machine.render(progress)?);
         }
-        let mut render = total.expect("a render has at least one pass");
-        if let Some(output) = output {
-            render.frame = output;
-        }
+        let (width, height) = self.size();
+        let mut output = Frame::blank(width, height, self.output.clone());
+        let mut render = machine.render_passes(progress, &self.passes, &mut |first, strip| {
+            box_filter_into(&strip, k, &mut output, first / k);
+        })?;
+        render.frame = output;
         Ok(render)
     }
 }
 
-/// The bands of the samples' partitions (as many as the output's) that passes render:
-/// the partitions `active` (of `band`, when there is one) in groups of about `budget`
-/// samples each (see [`Supersampler`]); one pass when partitions share rows (a
-/// later pass's strip would hide an earlier one's pixels).
-fn passes(
-    output: &[Partition],
-    active: Range<usize>,
-    k: u32,
-    budget: u64,
-    band: Option<Band>,
-) -> Vec<Option<Band>> {
-    let per_pixel = u64::from(k * k);
-    let samples: u64 = output[active.clone()]
-        .iter()
-        .map(|p| p.pixel_count() as u64 * per_pixel)
-        .sum();
-    if samples <= budget {
-        return vec![band];
-    }
-    let count = output.len() as u32;
-    let passes: Vec<Band> = match band {
-        // Within a band: a pass per partition.
-        Some(_) => active
-            .map(|c| Band {
-                index: c as u32,
-                count,
-            })
-            .collect(),
-        None => {
-            let count = samples.div_ceil(budget).min(u64::from(count)) as u32;
-            (0..count).map(|index| Band { index, count }).collect()
-        }
-    };
-    let rows: Vec<Range<u32>> = passes
-        .iter()
-        .map(|pass| frame::rows_of(&output[pass.cores(output.len()).expect("a band of the frame")]))
+/// Sample rows `rows` cut into passes of `per_pass` rows (the last may be shorter).
+fn pass_rows(rows: Range<u32>, per_pass: u32) -> Vec<Range<u32>> {
+    let starts = rows.clone().step_by(per_pass.max(1) as usize);
+    let passes: Vec<Range<u32>> = starts
+        .map(|y| y..y.saturating_add(per_pass).min(rows.end))
         .collect();
-    let apart = rows.iter().enumerate().all(|(i, a)| {
-        rows[i + 1..]
-            .iter()
-            .all(|b| a.end <= b.start || b.end <= a.start)
-    });
-    if !apart {
-        return vec![band];
+    match passes.is_empty() {
+        true => vec![rows],
+        false => passes,
     }
-    passes.into_iter().map(Some).collect()
 }
 
-/// Two passes' reports as one frame's.
-fn add(mut sum: Render, pass: Render) -> Render {
-    sum.instructions += pass.instructions;
-    sum.instructions_exact &= pass.instructions_exact;
-    sum.elapsed += pass.elapsed;
-    sum.cores += pass.cores;
-    sum.culled += pass.culled;
-    sum.lockstep_groups += pass.lockstep_groups;
-    sum.accel = match (sum.accel, pass.accel) {
-        (Ok(a), Ok(b)) => Ok(a || b),
-        (Err(refusal), _) | (_, Err(refusal)) => Err(refusal),
-    };
-    sum.structure = match (sum.structure, pass.structure) {
-        (Some(mut a), Some(b)) => {
-            a.build += b.build;
-            a.batches += b.batches;
-            a.tiles += b.tiles;
-            a.candidates += b.candidates;
-            a.most_candidates = a.most_candidates.max(b.most_candidates);
-            Some(a)
-        }
-        (a, b) => a.or(b),
-    };
-    sum.chunks.speculative += pass.chunks.speculative;
-    sum.chunks.reruns += pass.chunks.reruns;
-    let (s, p) = (&mut sum.stages, pass.stages);
-    for (a, b) in [
-        (&mut s.rays, p.rays),
-        (&mut s.tree, p.tree),
-        (&mut s.plan, p.plan),
-        (&mut s.seeds, p.seeds),
-        (&mut s.batches, p.batches),
-        (&mut s.pixels, p.pixels),
-        (&mut s.check, p.check),
-        (&mut s.assemble, p.assemble),
-        (&mut s.chunk_time, p.chunk_time),
-    ] {
-        *a += b;
+fn gcd(a: u32, b: u32) -> u32 {
+    match b {
+        0 => a,
+        _ => gcd(b, a % b),
     }
-    s.chunks += p.chunks;
-    s.longest_chunk = s.longest_chunk.max(p.longest_chunk);
-    sum
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::emu::machine::Band;
     use std::sync::atomic::AtomicBool;
     use std::sync::Arc;
 
@@ -516,17 +453,19 @@ mod tests {
             assert!(expected.words.iter().any(|&w| w != 0));
             assert_eq!(rendered.frame, expected, "{rom:?}");
             assert_eq!(rendered.instructions, samples.instructions);
-            // In one pass per partition, and for a band of them: the same words.
-            let sampler = Supersampler::with_pass_floor(&output, &ssaa, 1).unwrap();
-            assert_eq!(sampler.passes(), 4);
-            let passes = sampler.render(None, |_| Ok::<_, RenderError>(()));
-            assert_eq!(passes.unwrap().frame, expected);
+            // In passes of 2 sample rows (one output row), and for a band of them: the
+            // same words.
+            let sampler = Supersampler::with_pass_rows(&output, &ssaa, Some(2)).unwrap();
+            assert_eq!(sampler.passes(), 16);
+            let passes = sampler.render(None, |_| Ok::<_, RenderError>(())).unwrap();
+            assert_eq!(passes.frame, expected);
+            assert_eq!(passes.instructions, samples.instructions);
             let band = RenderOptions {
                 band: Some(Band { index: 1, count: 2 }),
                 ..ssaa.clone()
             };
-            let sampler = Supersampler::with_pass_floor(&output, &band, 1).unwrap();
-            assert_eq!((sampler.passes(), sampler.active_rows()), (2, 8..16));
+            let sampler = Supersampler::with_pass_rows(&output, &band, Some(2)).unwrap();
+            assert_eq!((sampler.passes(), sampler.active_rows()), (8, 8..16));
             let half = sampler.render(None, |_| Ok::<_, RenderError>(()));
             let half = half.unwrap().frame;
             assert_eq!(half.words[24 * 8 * 3..], expected.words[24 * 8 * 3..]);
@@ -565,7 +504,8 @@ mod tests {
             cancel: Some(cancel.clone()),
             ..options
         };
-        let sampler = Supersampler::with_pass_floor(&output, &options, 1).unwrap();
+        let sampler = Supersampler::with_pass_rows(&output, &options, Some(4)).unwrap();
+        assert_eq!(sampler.passes(), 8);
         let done = AtomicU64::new(0);
         sampler
             .render(Some(&done), |_| Ok::<_, RenderError>(()))
@@ -575,6 +515,52 @@ mod tests {
         cancel.store(true, std::sync::atomic::Ordering::Relaxed);
         let cancelled = sampler.render(None, |_| Ok::<_, RenderError>(()));
         assert!(matches!(cancelled, Err(RenderError::Cancelled)));
+    }
+
+    /// At 1920x1080, whatever the cores and the factor: passes of whole multiples of K
+    /// sample rows and of the structure's tile rows, in order over the sample image, none
+    /// holding more than its share of the output's pixels (what bounds a render's
+    /// memory: [`super::passes`] holds one pass's samples at a time).
+    #[test]
+    fn passes_hold_a_share_of_the_output_in_whole_output_and_tile_rows() {
+        let (width, height) = (1920, 1080);
+        for (k, cores) in [
+            (4, Some(1)),
+            (4, None),
+            (4, Some(16)),
+            (2, Some(1080)),
+            (3, None),
+        ] {
+            let obj = ObjOptions {
+                width,
+                height,
+                ssaa: k,
+                ..ObjOptions::default()
+            };
+            let scene = default_scene::load(&obj).unwrap().scene;
+            let options = RenderOptions {
+                ssaa: k,
+                cores,
+                ..RenderOptions::default()
+            };
+            let sampler = Supersampler::new(&scene, &options).unwrap();
+            let passes = sampler.pass_rows();
+            let step = k * TILE / gcd(k, TILE);
+            assert_eq!(passes[0].start, 0);
+            assert_eq!(passes[passes.len() - 1].end, height * k);
+            for (pass, next) in passes.iter().zip(&passes[1..]) {
+                assert_eq!(pass.end, next.start);
+                assert_eq!(pass.len() as u32 % step, 0, "K {k}: {pass:?}");
+            }
+            let share = (u64::from(width * height) / PASS_SHARE).max(MIN_PASS_SAMPLES);
+            let samples = |pass: &Range<u32>| pass.len() as u64 * u64::from(width * k);
+            let most = passes.iter().map(samples).max().unwrap();
+            assert!(most <= share, "K {k}, {cores:?} cores: {most} samples");
+            assert!(
+                most + samples(&(0..step)) > share,
+                "K {k}: as large as fits"
+            );
+        }
     }
 
     #[test]

@@ -3,6 +3,7 @@
 
 use super::*;
 use crate::io::scene::obj::{default_scene, ObjOptions};
+use std::sync::atomic::Ordering;
 
 /// The built-in scene at `width` x `height`, on 4 cores.
 pub(crate) fn tiny_scene(width: u32, height: u32) -> Scene {
