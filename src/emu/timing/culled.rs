@@ -5,17 +5,11 @@
 //! BIUs) depend on the values, through H1, H2, H3 and Δ, which the culler computes
 //! anyway. Its cycles are the path's words' costs ([`super::cost`]) plus the DIVs'.
 
-use std::cell::RefCell;
-
 use super::cost::{div_cycles, instruction_cost, Cost};
-use super::record::Recording;
 use crate::emu::core::alu::{self, Vec3};
 use crate::emu::core::rom::{rom, RomVariant};
-use crate::emu::core::CoreState;
-use crate::emu::isa::registers::address;
 use crate::emu::isa::{Instr, Word};
 use crate::emu::machine::cull::{self, Biu, Culler, Exit, REJECT_PATH_WORDS};
-use crate::emu::machine::triangles::Candidates;
 
 /// The words of a rejecting MAIN, in the order it runs them, up to its RETURN (43),
 /// without BIU's three DIVs (169..=171): MAIN's CALL, BIU 157..=168, its tests and RET,
@@ -124,50 +118,12 @@ impl RejectTiming {
     }
 }
 
-/// [`crate::emu::machine::triangles::CulledRuns`] that books each skipped MAIN's cycles in
-/// the core's recording.
-pub struct TimedCulledRuns<'a> {
-    pub culler: &'a Culler,
-    pub timing: RejectTiming,
-    pub recording: &'a RefCell<Recording>,
-}
-
-impl<C: CoreState> Candidates<C> for TimedCulledRuns<'_> {
-    #[inline]
-    fn next(&mut self, core: &mut C, from: usize) -> usize {
-        if !cull::main_returns_false(core) {
-            return from;
-        }
-        let ray = core.register(address::CREG_RAY_DIRECTION);
-        // Culler::skippable_run, booking each MAIN's cycles on the way.
-        let (budget, mut instructions, mut last_sum) = (core.budget_left(), 0, None);
-        let mut end = from;
-        let mut recording = self.recording.borrow_mut();
-        while end < self.culler.constants().len() {
-            let Some((exit, cycles)) = self.timing.main(self.culler, end, ray) else {
-                break;
-            };
-            if instructions + exit.instructions() > budget {
-                break;
-            }
-            instructions += exit.instructions();
-            if exit == Exit::Sum {
-                last_sum = Some(end);
-            }
-            recording.push_main(cycles);
-            end += 1;
-        }
-        if end > from {
-            core.charge_skipped((end - from) as u64, instructions);
-            self.culler.write_skipped(core, end - 1, last_sum, ray);
-        }
-        end
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::emu::core::CoreState;
+    use crate::emu::isa::registers::address;
+    use crate::emu::timing::record::Recording;
     use crate::emu::core::program::Program;
     use crate::emu::core::Core;
     use crate::emu::isa::registers::EntryPoint;
@@ -214,7 +170,7 @@ mod tests {
             core.set_budget(1_000);
             let mut recording = Recording::default();
             let returned = core.run(EntryPoint::Main, &mut recording).unwrap();
-            let run = recording.runs[0];
+            let run = *recording.run(0);
             let timed = timing.main(&culler, 0, ray);
             prop_assert_eq!(timed.is_some(), culler.rejects(0, ray).is_some());
             if let Some((exit, cycles)) = timed {

@@ -36,8 +36,6 @@ pub mod tmem;
 
 use std::path::Path;
 
-use rayon::prelude::*;
-
 use crate::emu::core::alu::Vec3;
 use crate::emu::core::exec::Core;
 use crate::emu::core::output::OutputMemory;
@@ -48,7 +46,7 @@ use crate::emu::machine::cull::{self, Culler, Exit};
 use crate::emu::machine::{Frame, Machine};
 use culled::RejectTiming;
 use record::Recording;
-use sim::{Course, Hazard, Routines, Setup, SimEnding, Stop};
+use sim::{Course, Hazard, HazardKind, Routines, Setup, SimEnding, Stop};
 
 /// The clock the frame time is given at unless `--clock` says otherwise: 100 MHz, the
 /// only clock THEIA's sources name (`aDefinitions.v`'s `CLOCK_PERIOD` of 10 ns, which
@@ -183,47 +181,22 @@ pub fn measure(machine: &Machine<'_>, options: &TimingOptions) -> Result<Timing,
         .ok(),
     };
     let culler = machine.culler().ok().or(own.as_ref());
-    let recordings = record(machine, culler)?;
-    let mut replay = Replay {
-        cursors: vec![0; recordings.len()],
-        recordings,
+    let mut live = Live::new(machine, culler);
+    let course = sim::simulate(&setup, &mut live).map_err(|stop| match stop {
+        Stop::Fault(message) => TimingError::Fault(message),
+        Stop::Diverged => unreachable!("a live run follows the hardware"),
+    })?;
+    // Where the control units ran the functional sequence (no hazard, no core past its
+    // partition), the cores wrote what the functional render writes.
+    let hazard_pixels = match live.left_the_sequence {
+        true => live.differences(&functional_frame(machine)?),
+        false => Vec::new(),
     };
-    let simulated = sim::simulate(&setup, &mut replay);
-    match simulated {
-        Ok(course) => Ok(Timing {
-            course,
-            live: false,
-            hazard_pixels: Vec::new(),
-        }),
-        Err(Stop::Fault(message)) => Err(TimingError::Fault(message)),
-        Err(Stop::Diverged) => {
-            let mut live = Live::new(machine, culler);
-            let course = sim::simulate(&setup, &mut live).map_err(|stop| match stop {
-                Stop::Fault(message) => TimingError::Fault(message),
-                Stop::Diverged => unreachable!("a live run follows the hardware"),
-            })?;
-            let hazard_pixels = live.differences(&functional_frame(machine)?);
-            Ok(Timing {
-                course,
-                live: true,
-                hazard_pixels,
-            })
-        }
-    }
-}
-
-/// Every core's routines as the functional emulator runs them (partitions in parallel).
-fn record(machine: &Machine<'_>, culler: Option<&Culler>) -> Result<Vec<Recording>, TimingError> {
-    machine
-        .active_partitions()
-        .collect::<Vec<_>>()
-        .par_iter()
-        .map(|&(index, partition)| {
-            record::record_core(machine, culler, index, partition).map_err(|(entry, fault)| {
-                TimingError::Fault(format!("core {index}, routine {}: {fault}", entry.name()))
-            })
-        })
-        .collect()
+    Ok(Timing {
+        course,
+        live: live.left_the_sequence,
+        hazard_pixels,
+    })
 }
 
 /// The functional render's frame (what the cores write when no hazard strikes).
@@ -234,47 +207,20 @@ fn functional_frame(machine: &Machine<'_>) -> Result<Frame, TimingError> {
         .map_err(|e| TimingError::Fault(e.to_string()))
 }
 
-/// The recorded runs, handed out in order.
-struct Replay {
-    recordings: Vec<Recording>,
-    cursors: Vec<usize>,
-}
-
-impl Routines for Replay {
-    fn peek_main(&mut self, core: usize, _triangle: usize) -> Result<Option<(u32, bool)>, Stop> {
-        let recording = &self.recordings[core];
-        Ok(recording
-            .runs
-            .get(self.cursors[core])
-            .filter(|run| run.entry == EntryPoint::Main && run.events == 0)
-            .map(|run| (run.tail, run.value)))
-    }
-
-    fn start(&mut self, core: usize, entry: EntryPoint) -> Result<usize, Stop> {
-        let index = self.cursors[core];
-        match self.recordings[core].runs.get(index) {
-            Some(run) if run.entry == entry => {
-                self.cursors[core] += 1;
-                Ok(index)
-            }
-            _ => Err(Stop::Diverged),
-        }
-    }
-
-    fn recording(&self, core: usize) -> &Recording {
-        &self.recordings[core]
-    }
-
-    fn hazard(&mut self, _hazard: &Hazard) -> Result<(), Stop> {
-        Err(Stop::Diverged)
-    }
-}
-
 /// The functional cores, run as the control units start their routines: the swap memory
 /// flips at every MAIN start and the host's triangles land in the IO copies, so a MAIN
-/// started twice on one triangle sees what the hardware's sees.
+/// started twice on one triangle sees what the hardware's sees. Until a hazard, that is
+/// the functional render's pixel sequence, watchdog and all: the budget is refilled per
+/// pixel, as [`Machine::boot_core`] and the pixel sequence refill it.
 struct Live<'m> {
     machine: &'m Machine<'m>,
+    /// Whether the control units left the functional pixel sequence: a re-entry hazard
+    /// (from then on the watchdog guards each routine: a hazard can make a pixel run MAIN
+    /// far more often than it has triangles, and the hardware has no watchdog to stop
+    /// it), or a core that went on past its partition's last pixel.
+    left_the_sequence: bool,
+    /// Per core, the pixels it started (RGU runs).
+    pixels: Vec<usize>,
     cores: Vec<Core<'m>>,
     recordings: Vec<Recording>,
     /// Which triangle each core's swap copies hold (by the core's storage order: the copy
@@ -315,6 +261,8 @@ impl<'m> Live<'m> {
             .collect();
         Live {
             machine,
+            left_the_sequence: false,
+            pixels: vec![0; machine.partitions().len()],
             recordings: vec![Recording::default(); machine.partitions().len()],
             held: vec![[None; 2]; machine.partitions().len()],
             unwritten: vec![None; machine.partitions().len()],
@@ -353,22 +301,30 @@ impl Live<'_> {
     /// values (its registers written before anything else runs), anything else interpreted.
     fn run(&mut self, core: usize, entry: EntryPoint) -> Result<usize, Stop> {
         let functional = &mut self.cores[core];
-        // The watchdog guards each routine: a hazard can make a pixel run MAIN far more
-        // often than it has triangles, and the hardware has no watchdog to stop it.
-        functional.refill_budget();
+        let per_pixel = matches!(
+            entry,
+            EntryPoint::Initial | EntryPoint::Cppu | EntryPoint::UserConstants | EntryPoint::Rgu
+        );
+        if per_pixel || self.left_the_sequence {
+            functional.refill_budget();
+        }
         let recording = &mut self.recordings[core];
         let shown = self.held[core][functional.parity()];
         if let (EntryPoint::Main, Some((culler, timing)), Some(index)) = (entry, self.culled, shown)
         {
             let ray = functional.register(address::CREG_RAY_DIRECTION);
             if cull::main_returns_false(functional) {
-                if let Some((exit, cycles)) = timing.main(culler, index, ray) {
+                // Skipped only where the budget covers it, as the culled render skips.
+                let timed = timing.main(culler, index, ray);
+                if let Some((exit, cycles)) =
+                    timed.filter(|(exit, _)| exit.instructions() <= functional.budget_left())
+                {
                     let earlier_sum = self.unwritten[core].and_then(|(_, sum, _)| sum);
                     let last_sum = (exit == Exit::Sum).then_some(index).or(earlier_sum);
                     self.unwritten[core] = Some((index, last_sum, ray));
                     functional.charge(exit.instructions());
                     recording.push_main(cycles);
-                    return Ok(recording.runs.len() - 1);
+                    return Ok(recording.len() - 1);
                 }
             }
         }
@@ -382,7 +338,7 @@ impl Live<'_> {
         functional.run(entry, recording).map_err(|fault| {
             Stop::Fault(format!("core {core}, routine {}: {fault}", entry.name()))
         })?;
-        Ok(recording.runs.len() - 1)
+        Ok(recording.len() - 1)
     }
 
     /// The host's triangle (`None`: the one past the list) into core `core`'s IO copy:
@@ -423,12 +379,28 @@ impl Live<'_> {
 
 impl Routines for Live<'_> {
     fn start(&mut self, core: usize, entry: EntryPoint) -> Result<usize, Stop> {
-        if entry == EntryPoint::Main {
-            if let Some((_, run)) = self.prepared[core].take() {
-                return Ok(run);
-            }
+        if entry == EntryPoint::Rgu {
+            self.pixels[core] += 1;
+            // The functional sequence stops one pixel past the partition.
+            self.left_the_sequence |=
+                self.pixels[core] > self.machine.partitions()[core].pixel_count() + 1;
         }
-        self.run(core, entry)
+        let prepared = match entry {
+            EntryPoint::Main => self.prepared[core].take().map(|(_, run)| run),
+            _ => None,
+        };
+        let run = match prepared {
+            Some(run) => run,
+            None => self.run(core, entry)?,
+        };
+        // The control unit is done with every routine before this one.
+        self.recordings[core].forget_before(run);
+        Ok(run)
+    }
+
+    fn hazard(&mut self, hazard: &Hazard) -> Result<(), Stop> {
+        self.left_the_sequence |= hazard.kind == HazardKind::Reentry;
+        Ok(())
     }
 
     fn peek_main(&mut self, core: usize, triangle: usize) -> Result<Option<(u32, bool)>, Stop> {
@@ -443,7 +415,7 @@ impl Routines for Live<'_> {
                 run
             }
         };
-        let run = &self.recordings[core].runs[run];
+        let run = self.recordings[core].run(run);
         Ok((run.events == 0).then_some((run.tail, run.value)))
     }
 

@@ -4,19 +4,15 @@
 //! report shows (OMWRITE, the cycle a pixel's colour is written). An [`Observer`], so the
 //! functional emulator's own loop records it, and only when asked: renders without
 //! `--cycles` use [`NoObserver`](crate::emu::core::NoObserver), which compiles away.
-
-use std::cell::RefCell;
+//!
+//! A recording holds only the routines still in use: the timing forgets each core's runs
+//! before the one its control unit starts ([`Recording::forget_before`]), so its memory
+//! stays bounded however many pixels and triangles the frame has.
 
 use super::cost::{div_cycles, kind, CostKind};
-use super::culled::{RejectTiming, TimedCulledRuns};
 use crate::emu::core::alu::Vec3;
-use crate::emu::core::exec::{Core, Fault, Observer, Step};
-use crate::emu::core::CoreState;
+use crate::emu::core::exec::{Observer, Step};
 use crate::emu::isa::registers::EntryPoint;
-use crate::emu::machine::cull::Culler;
-use crate::emu::machine::triangles::{self, Every};
-use crate::emu::machine::Machine;
-use crate::io::scene::Partition;
 
 /// One routine as it ran: `events` of [`Recording::events`] from `first_event`, then
 /// `tail` cycles to its RETURN.
@@ -25,7 +21,8 @@ pub struct RoutineRun {
     pub entry: EntryPoint,
     /// Bit 0 of its RETURN.
     pub value: bool,
-    pub first_event: u32,
+    /// The index of its first event among every event recorded (forgotten ones included).
+    pub first_event: u64,
     pub events: u32,
     /// Cycles from the last event (or the routine's first instruction) to the RETURN.
     pub tail: u32,
@@ -51,22 +48,68 @@ pub enum EventKind {
     Hang,
 }
 
-/// A core's routines in the order they ran.
+/// A core's routines in the order they ran, from the first one not forgotten.
 #[derive(Clone, Debug, Default)]
 pub struct Recording {
-    pub runs: Vec<RoutineRun>,
-    pub events: Vec<Event>,
+    /// Runs `forgotten_runs..`.
+    runs: Vec<RoutineRun>,
+    /// Events `forgotten_events..`.
+    events: Vec<Event>,
+    forgotten_runs: usize,
+    forgotten_events: u64,
     /// Cycles counted since the last event, in the routine being recorded.
     pending: u32,
-    first_event: u32,
+    first_event: u64,
     hung: bool,
 }
 
+/// Forgotten runs are dropped from memory in batches of at least this many (a drain per
+/// routine would move the rest every time).
+const FORGET_BATCH: usize = 4096;
+
 impl Recording {
+    /// Run `index` (counted from the first routine recorded), if recorded and not forgotten.
+    pub fn get(&self, index: usize) -> Option<&RoutineRun> {
+        self.runs.get(index.checked_sub(self.forgotten_runs)?)
+    }
+
+    /// Run `index` (counted from the first routine recorded).
+    pub fn run(&self, index: usize) -> &RoutineRun {
+        &self.runs[index - self.forgotten_runs]
+    }
+
+    /// How many routines were recorded, forgotten ones included.
+    pub fn len(&self) -> usize {
+        self.forgotten_runs + self.runs.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
     /// The events of `run`.
     pub fn events_of(&self, run: &RoutineRun) -> &[Event] {
-        let first = run.first_event as usize;
+        let first = (run.first_event - self.forgotten_events) as usize;
         &self.events[first..first + run.events as usize]
+    }
+
+    /// Forgets the runs before run `index` (and their events): nobody reads them again.
+    pub fn forget_before(&mut self, index: usize) {
+        let dead = index.saturating_sub(self.forgotten_runs).min(self.runs.len());
+        if dead < FORGET_BATCH {
+            return;
+        }
+        self.runs.drain(..dead);
+        self.forgotten_runs += dead;
+        let first_kept = self.runs.first().map_or(self.total_events(), |run| run.first_event);
+        self.events
+            .drain(..(first_kept - self.forgotten_events) as usize);
+        self.forgotten_events = first_kept;
+    }
+
+    /// Events recorded, forgotten ones included.
+    fn total_events(&self) -> u64 {
+        self.forgotten_events + self.events.len() as u64
     }
 
     /// A MAIN that returned FALSE after `cycles`, timed without being interpreted.
@@ -74,7 +117,7 @@ impl Recording {
         self.runs.push(RoutineRun {
             entry: EntryPoint::Main,
             value: false,
-            first_event: self.events.len() as u32,
+            first_event: self.total_events(),
             events: 0,
             tail: cycles,
         });
@@ -95,7 +138,7 @@ impl Observer for Recording {
     fn routine_start(&mut self, _entry: EntryPoint, _address: u16) {
         self.pending = 0;
         self.hung = false;
-        self.first_event = self.events.len() as u32;
+        self.first_event = self.total_events();
     }
 
     fn step(&mut self, step: &Step) {
@@ -123,59 +166,8 @@ impl Observer for Recording {
             entry,
             value,
             first_event: self.first_event,
-            events: self.events.len() as u32 - self.first_event,
+            events: (self.total_events() - self.first_event) as u32,
             tail: self.pending,
         });
     }
-}
-
-/// Core `index`'s whole run of `partition`, recorded: boot (INITIAL, CPPU,
-/// USERCONSTANTS), then per pixel RGU, MAIN per triangle (those `culler` proves
-/// rejected timed from its values, [`super::culled`]), PSU2 on a hit, the pixel shader and
-/// NPG, as [`Machine::run_pixel`] runs them. Stops at NPG's FALSE, a fault (with its
-/// routine), or one pixel past the partition (the hardware would go on).
-pub fn record_core(
-    machine: &Machine<'_>,
-    culler: Option<&Culler>,
-    index: usize,
-    partition: &Partition,
-) -> Result<Recording, (EntryPoint, Fault)> {
-    let recording = RefCell::new(Recording::default());
-    let mut core = machine
-        .boot_core(index, partition, &mut *recording.borrow_mut())
-        .map_err(|error| match error {
-            crate::emu::machine::RenderError::Core { entry, fault, .. } => (entry, fault),
-            _ => unreachable!("booting a core fails only in a routine"),
-        })?;
-    let culled = culler.and_then(|culler| Some((culler, RejectTiming::new(culler)?)));
-    let run = |core: &mut Core<'_>, entry| {
-        core.run(entry, &mut *recording.borrow_mut())
-            .map_err(|fault| (entry, fault))
-    };
-    for _ in 0..=partition.pixel_count() {
-        core.refill_budget();
-        run(&mut core, EntryPoint::Rgu)?;
-        let triangles = &machine.scene().triangles;
-        let main = |core: &mut Core<'_>| run(core, EntryPoint::Main);
-        let hit = match culled {
-            Some((culler, timing)) => {
-                let mut source = TimedCulledRuns {
-                    culler,
-                    timing,
-                    recording: &recording,
-                };
-                triangles::run(&mut core, triangles, &mut source, main)?
-            }
-            None => triangles::run(&mut core, triangles, &mut Every, main)?,
-        };
-        core.load_dummy_triangle();
-        if hit {
-            run(&mut core, EntryPoint::Psu2)?;
-        }
-        run(&mut core, EntryPoint::PixelShader)?;
-        if !run(&mut core, EntryPoint::Npg)? {
-            break;
-        }
-    }
-    Ok(recording.into_inner())
 }

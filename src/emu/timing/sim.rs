@@ -720,7 +720,7 @@ impl<'s> Sim<'s> {
             for core in 0..self.cores.len() {
                 routines.flip(core);
                 let run = routines.start(core, EntryPoint::Main)?;
-                let value = routines.recording(core).runs[run].value;
+                let value = routines.recording(core).run(run).value;
                 let sim = &mut self.cores[core];
                 // The periods from the previous MAIN's return to this one's: ACK_MAIN and
                 // the trigger and MAIN busy, the waits for GACK and HDA waiting.
@@ -762,7 +762,7 @@ impl<'s> Sim<'s> {
                 cu::WAIT_FOR_MAIN => {
                     core.course.periods.busy += r + 1 - core.since;
                     let run = core.routine.take().expect("a core in MAIN runs it");
-                    core.value = routines.recording(index).runs[run.run].value;
+                    core.value = routines.recording(index).run(run.run).value;
                     core.hit |= core.value;
                 }
                 cu::WAIT_FOR_HOST_DATA_ACK => core.course.periods.busy -= 1,
@@ -843,7 +843,7 @@ impl<'s> Sim<'s> {
                     running.tmread_from = None;
                     let events = routines
                         .recording(index)
-                        .events_of(&routines.recording(index).runs[running.run]);
+                        .events_of(routines.recording(index).run(running.run));
                     let EventKind::Tmread(addresses) = events[running.event as usize - 1].kind
                     else {
                         unreachable!("a read starts at a TMREAD event")
@@ -934,7 +934,7 @@ impl<'s> Sim<'s> {
     fn end_routine(&mut self, index: usize, t: u64, state: u8, routines: &dyn Routines) {
         let core = &mut self.cores[index];
         let run = core.routine.take().expect("a done core ran a routine");
-        core.value = routines.recording(index).runs[run.run].value;
+        core.value = routines.recording(index).run(run.run).value;
         if state == cu::WAIT_FOR_MAIN {
             core.hit |= core.value;
             core.main_returned = t;
@@ -1134,7 +1134,7 @@ fn advance(
     omwrites: &mut Vec<(u64, u64)>,
     pixel: u64,
 ) {
-    let run = &recording.runs[running.run];
+    let run = recording.run(running.run);
     let events = recording.events_of(run);
     while let Some(event) = events.get(running.event as usize) {
         let at = running.cursor + u64::from(event.before);
