@@ -121,12 +121,12 @@ impl RejectTiming {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::emu::core::CoreState;
-    use crate::emu::isa::registers::address;
-    use crate::emu::timing::record::Recording;
     use crate::emu::core::program::Program;
     use crate::emu::core::Core;
+    use crate::emu::core::CoreState;
+    use crate::emu::isa::registers::address;
     use crate::emu::isa::registers::EntryPoint;
+    use crate::emu::timing::record::Recording;
     use proptest::prelude::*;
 
     /// A Q15.17 value: mostly small (so rays meet triangles and both DIV paths occur),

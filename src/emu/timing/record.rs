@@ -95,13 +95,18 @@ impl Recording {
 
     /// Forgets the runs before run `index` (and their events): nobody reads them again.
     pub fn forget_before(&mut self, index: usize) {
-        let dead = index.saturating_sub(self.forgotten_runs).min(self.runs.len());
+        let dead = index
+            .saturating_sub(self.forgotten_runs)
+            .min(self.runs.len());
         if dead < FORGET_BATCH {
             return;
         }
         self.runs.drain(..dead);
         self.forgotten_runs += dead;
-        let first_kept = self.runs.first().map_or(self.total_events(), |run| run.first_event);
+        let first_kept = self
+            .runs
+            .first()
+            .map_or(self.total_events(), |run| run.first_event);
         self.events
             .drain(..(first_kept - self.forgotten_events) as usize);
         self.forgotten_events = first_kept;
