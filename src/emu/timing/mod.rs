@@ -159,6 +159,17 @@ pub fn timeable(machine: &Machine<'_>) -> Result<(), TimingError> {
 
 /// Times `machine`'s frame.
 pub fn measure(machine: &Machine<'_>, options: &TimingOptions) -> Result<Timing, TimingError> {
+    measure_rendered(machine, options, None)
+}
+
+/// [`measure`], given `machine`'s functional frame where the caller has rendered it: a
+/// frame the hazards change is then compared with it instead of rendered again. A frame
+/// of other partitions (a supersampled render's output) is not `machine`'s and is ignored.
+pub fn measure_rendered(
+    machine: &Machine<'_>,
+    options: &TimingOptions,
+    rendered: Option<&Frame>,
+) -> Result<Timing, TimingError> {
     timeable(machine)?;
     let packets = u64::from(options.instruction_words.saturating_sub(1).div_ceil(2)).max(1);
     let setup = Setup {
@@ -188,9 +199,11 @@ pub fn measure(machine: &Machine<'_>, options: &TimingOptions) -> Result<Timing,
     })?;
     // Where the control units ran the functional sequence (no hazard, no core past its
     // partition), the cores wrote what the functional render writes.
-    let hazard_pixels = match live.left_the_sequence {
-        true => live.differences(&functional_frame(machine)?),
-        false => Vec::new(),
+    let rendered = rendered.filter(|frame| frame.partitions == machine.partitions());
+    let hazard_pixels = match (live.left_the_sequence, rendered) {
+        (false, _) => Vec::new(),
+        (true, Some(frame)) => live.differences(frame),
+        (true, None) => live.differences(&functional_frame(machine)?),
     };
     Ok(Timing {
         course,

@@ -690,8 +690,9 @@ impl<'s> Sim<'s> {
         let mut committed = 0;
         let mut next_returned = returned.clone();
         let mut next_triggers = triggers.clone();
+        let mut durations = Vec::with_capacity(self.cores.len());
         for j in first..self.setup.triangles - 1 {
-            let mut durations = Vec::with_capacity(self.cores.len());
+            durations.clear();
             for core in 0..self.cores.len() {
                 match routines.peek_main(core, j)? {
                     Some(duration) => durations.push(duration),
