@@ -110,7 +110,10 @@ impl RejectTiming {
         let h3 = alu::dot(k.q, ray);
         let exit = match self.biu {
             Biu::Faithful => cull::verdict(h2, || h3, delta)?,
-            Biu::Fixed => culler.rejects(index, ray)?,
+            Biu::Fixed => {
+                let f = &culler.fixed_constants()[index];
+                cull::fixed_verdict(alu::dot(ray, f.c2), h3, alu::dot(ray, f.c_delta))?
+            }
         };
         let base = self.cycles[exit.code() as usize - 1];
         let div = |h: u32| div_cycles([h; 3], [delta; 3]);
