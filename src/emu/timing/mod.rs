@@ -4,24 +4,27 @@
 //!
 //! # How
 //!
-//! 1. **Each core's routines, from the functional run** ([`record`]): every core runs its
-//!    partition through the ordinary interpreter with a [`record::Recording`] observer
-//!    (partitions in parallel, as a render runs them). For every routine the control unit
-//!    starts, it keeps the cycles its instructions hold the execution unit ([`cost`]:
-//!    ALU latency + 1, DIV's short path, MAG 40, RET 4), and, apart, the TMREADs (their
-//!    time depends on the other cores) and OMWRITEs (for the report).
+//! 1. **Each core's routines, from the functional cores** ([`record`]): the control
+//!    units of step 2 drive the ordinary interpreter (`Live`), one routine at a time as
+//!    each triggers it, with a [`record::Recording`] observer. For every routine it keeps
+//!    the cycles its instructions hold the execution unit ([`cost`]: ALU latency + 1,
+//!    DIV's short path, MAG 40, RET 4), and, apart, the TMREADs (their time depends on the
+//!    other cores) and OMWRITEs (for the report). A MAIN the culler proves rejected is
+//!    timed from its values instead ([`culled`]), so the pixels x triangles tests cost
+//!    what a culled render's do; and a recording forgets the routines its control unit
+//!    is done with, so memory does not grow with the frame.
 //! 2. **The machine, clock by clock** ([`sim`]): the host's state machine streams the
 //!    configuration and every pixel's triangles, each core's control unit triggers its
 //!    routines and waits for the host and the other cores through the 1-bit "latched" and
 //!    "committed" flags, and the texture memory's four bank arbiters serve the TMREADs
 //!    ([`tmem`]). Only periods where something changes are visited.
 //! 3. **Hazards.** Where a core starts MAIN again on a triangle another core has not yet
-//!    latched (the published control unit's re-entry hazard), the recorded run no longer
-//!    describes what the hardware runs: the frame is simulated again with the functional
-//!    cores driven by the control units themselves (`Live`), swap-memory flips, stale
-//!    triangles and all, one routine at a time. A frame that can never end (the published
-//!    host's STDONE deadlock, a core that waits for a triangle after the last one) ends
-//!    in [`sim::SimEnding::Deadlock`] at the period from which nothing moves.
+//!    latched (the published control unit's re-entry hazard), the hardware leaves the
+//!    functional pixel sequence; the functional cores follow it, swap-memory flips, stale
+//!    triangles and all, and the pixels whose words then differ from the functional
+//!    render's are reported ([`Timing::hazard_pixels`]). A frame that can never end (the
+//!    published host's STDONE deadlock, a core that waits for a triangle after the last
+//!    one) ends in [`sim::SimEnding::Deadlock`] at the period from which nothing moves.
 //!
 //! Counted as `tests/rtl/bench.v` counts: the bench's `DONE cycles=N` is
 //! [`Timing::frame_cycles`]. The published test bench (`TestBench_THEIA.v`) loads the
@@ -123,7 +126,8 @@ pub enum TimingError {
 #[derive(Clone, Debug)]
 pub struct Timing {
     pub course: Course,
-    /// Whether a hazard made the frame run live (the recorded run no longer held).
+    /// Whether the control units left the functional pixel sequence (a re-entry hazard,
+    /// or a core that went on past its partition): the hardware's image may differ.
     pub live: bool,
     /// Output words that differ from the functional render's because of hazards (the
     /// hardware's image), when the frame ran live: `(core, pixel k)` of each pixel.
@@ -195,7 +199,6 @@ pub fn measure_rendered(
     let mut live = Live::new(machine, culler);
     let course = sim::simulate(&setup, &mut live).map_err(|stop| match stop {
         Stop::Fault(message) => TimingError::Fault(message),
-        Stop::Diverged => unreachable!("a live run follows the hardware"),
     })?;
     // Where the control units ran the functional sequence (no hazard, no core past its
     // partition), the cores wrote what the functional render writes.
@@ -478,5 +481,39 @@ mod tests {
         // TestBench_THEIA.v built by ../shared/rtl/build.sh --host-fix: DUMP START at
         // 8,284,675 ns, Simulation end time 8,286,787 ns).
         assert_eq!(published_bench_ns(631_861, 4, 8), 8_286_787);
+    }
+
+    /// The built-in scene at 16x16 meets re-entry hazards (the control units leave the
+    /// functional sequence): given the render's frame or not, the timing is the same, and
+    /// a frame of other partitions is not taken for the machine's.
+    #[test]
+    fn a_frame_with_hazards_is_timed_the_same_with_the_render_s_frame_or_without() {
+        use crate::emu::core::Program;
+        use crate::emu::machine::RenderOptions;
+        use crate::io::scene::obj::{default_scene, ObjOptions};
+        let obj = ObjOptions {
+            width: 16,
+            height: 16,
+            ..ObjOptions::default()
+        };
+        let scene = default_scene::load(&obj).expect("loads").scene;
+        let machine = Machine::new(&scene, &RenderOptions::default()).expect("a machine");
+        let options = TimingOptions::new(Program::default_imem().len());
+        let alone = measure(&machine, &options).expect("timed");
+        assert!(alone.live);
+        assert!(alone
+            .hazards()
+            .iter()
+            .any(|h| h.kind == HazardKind::Reentry));
+        let mut frame = machine.render(None).expect("renders").frame;
+        let given = measure_rendered(&machine, &options, Some(&frame)).expect("timed");
+        assert_eq!(given.frame_cycles(), alone.frame_cycles());
+        assert_eq!(given.hazard_pixels, alone.hazard_pixels);
+        // A frame whose words the hazards would not explain, but of other partitions:
+        // ignored (the machine's own frame is rendered and compared instead).
+        frame.words.iter_mut().for_each(|word| *word ^= 1);
+        frame.partitions.pop();
+        let other = measure_rendered(&machine, &options, Some(&frame)).expect("timed");
+        assert_eq!(other.hazard_pixels, alone.hazard_pixels);
     }
 }

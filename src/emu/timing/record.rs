@@ -176,3 +176,55 @@ impl Observer for Recording {
         });
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A recording of `runs` MAINs, each of `cycles` = its index, every third with an
+    /// OMWRITE event.
+    fn recording(runs: usize) -> Recording {
+        let mut recording = Recording::default();
+        for index in 0..runs {
+            if index % 3 == 0 {
+                recording.routine_start(EntryPoint::Main, 37);
+                recording.pending = index as u32;
+                recording.push_event(EventKind::Omwrite);
+                recording.routine_end(EntryPoint::Main, true);
+            } else {
+                recording.push_main(index as u32);
+            }
+        }
+        recording
+    }
+
+    #[test]
+    fn a_recording_forgets_runs_in_batches_and_keeps_the_rest_and_their_events() {
+        let runs = 3 * FORGET_BATCH;
+        let mut recording = recording(runs);
+        // Too few to drop yet: everything is still there.
+        recording.forget_before(FORGET_BATCH - 1);
+        assert_eq!(recording.runs.len(), runs);
+        assert!(recording.get(0).is_some());
+        let kept = 2 * FORGET_BATCH + 1;
+        recording.forget_before(kept);
+        assert_eq!(recording.len(), runs);
+        assert_eq!(recording.runs.len(), runs - kept);
+        assert!(recording.get(kept - 1).is_none());
+        assert_eq!(recording.events.len(), (runs - kept).div_ceil(3));
+        for index in kept..runs {
+            let run = *recording.run(index);
+            let events = recording.events_of(&run);
+            match index % 3 {
+                0 => assert_eq!((events.len(), events[0].before), (1, index as u32)),
+                _ => assert_eq!((events.len(), run.tail), (0, index as u32)),
+            }
+        }
+        // New runs go on counting from where the forgotten ones left off.
+        recording.push_main(7);
+        assert_eq!(recording.run(runs).tail, 7);
+        recording.forget_before(runs + 1);
+        assert_eq!((recording.runs.len(), recording.events.len()), (0, 0));
+        assert!(!recording.is_empty());
+    }
+}

@@ -69,8 +69,8 @@ const HOST_START: u64 = 13;
 /// Periods the host takes to stream one triangle: 7 packets of 10, then one.
 pub const STREAM_PERIODS: u64 = 71;
 
-/// Where the routines a core runs come from: its recorded functional run, or the
-/// functional core itself, run as the control unit triggers it (after a hazard).
+/// Where the routines a core runs come from: the functional core, run as its control
+/// unit triggers each routine (`timing::Live`), or any other source of runs (a test's).
 pub trait Routines {
     /// Core `core`'s next routine, which its control unit starts as `entry`: its index in
     /// [`Routines::recording`].
@@ -88,8 +88,8 @@ pub trait Routines {
     fn peek_main(&mut self, _core: usize, _triangle: usize) -> Result<Option<(u32, bool)>, Stop> {
         Ok(None)
     }
-    /// A hazard happened: a recorded run no longer holds ([`Stop::Diverged`]), a live
-    /// one goes on.
+    /// A hazard happened (a source that follows the functional pixel sequence no longer
+    /// describes the hardware from here on; it may stop the simulation).
     fn hazard(&mut self, _hazard: &Hazard) -> Result<(), Stop> {
         Ok(())
     }
@@ -98,8 +98,6 @@ pub trait Routines {
 /// Why a simulation stopped before the frame's end.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Stop {
-    /// The recorded run no longer describes what the hardware runs (after a hazard).
-    Diverged,
     /// The functional core stopped (a fault), with its message.
     Fault(String),
 }
