@@ -14,7 +14,7 @@ use crate::emu::core::alu::Vec3;
 use crate::emu::core::exec::{Observer, Step};
 use crate::emu::isa::registers::EntryPoint;
 
-/// One routine as it ran: `events` of [`Recording::events`] from `first_event`, then
+/// One routine as it ran: its `events` ([`Recording::events_of`]) from `first_event`, then
 /// `tail` cycles to its RETURN.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct RoutineRun {
