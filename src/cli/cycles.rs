@@ -5,7 +5,7 @@ use std::path::Path;
 use clap::{Args, ValueEnum};
 
 use theia::emu::core::Program;
-use theia::emu::machine::{Machine, RenderOptions};
+use theia::emu::machine::{Frame, Machine, RenderOptions};
 use theia::emu::timing::sim::{HazardKind, SimEnding};
 use theia::emu::timing::{self, HostKind, Timing, TimingOptions, DEFAULT_CLOCK_MHZ};
 use theia::io::scene::Scene;
@@ -73,13 +73,15 @@ impl CyclesArgs {
     }
 }
 
-/// Times `machine`'s frame and prints the report on stdout.
+/// Times `machine`'s frame (`rendered`: its functional frame, if at hand) and prints the
+/// report on stdout.
 pub fn report(
     machine: &Machine<'_>,
+    rendered: Option<&Frame>,
     options: &TimingOptions,
     clock_mhz: f64,
 ) -> anyhow::Result<()> {
-    let timing = timing::measure(machine, options)?;
+    let timing = timing::measure_rendered(machine, options, rendered)?;
     print!("{}", text(&timing, machine.scene().height(), clock_mhz));
     Ok(())
 }

@@ -194,7 +194,12 @@ fn render_frame(
     if let Some(machine) = timed {
         let dir = args.scene.scene.as_deref().filter(|path| path.is_dir());
         let timing = args.cycles.options(sampler.samples(), &options, dir);
-        super::cycles::report(&machine, &timing, args.cycles.clock_mhz())?;
+        super::cycles::report(
+            &machine,
+            Some(&render.frame),
+            &timing,
+            args.cycles.clock_mhz(),
+        )?;
     }
     Ok(())
 }

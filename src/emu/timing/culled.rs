@@ -1,72 +1,103 @@
 //! The cycles of the MAINs culling skips (`machine::cull`), so that a timed frame runs as
-//! fast as a culled render: a rejecting MAIN of the faithful ROM runs one of three fixed
-//! paths (its BIU leaves at 173, 175 or 178), and only its three DIVs' cycles depend on
-//! the values, through H1, H2, H3 and Δ, which the culler computes anyway. Its cycles
-//! are the path's words' costs ([`super::cost`]) plus the DIVs'. The fixed ROM's BIU is
-//! timed by interpreting it.
-
-use std::cell::RefCell;
+//! fast as a culled render: a rejecting MAIN of either ROM runs one fixed path per exit
+//! (the faithful BIU leaves at 173, 175 or 178; the fixed one at its flat, g2, g3 or g1
+//! test, fixed.shdr 280..=308), and only its three DIVs' cycles (169..=171, shared by both
+//! BIUs) depend on the values, through H1, H2, H3 and Δ, which the culler computes
+//! anyway. Its cycles are the path's words' costs ([`super::cost`]) plus the DIVs'.
 
 use super::cost::{div_cycles, instruction_cost, Cost};
-use super::record::Recording;
 use crate::emu::core::alu::{self, Vec3};
-use crate::emu::core::CoreState;
-use crate::emu::isa::registers::address;
+use crate::emu::core::rom::{rom, RomVariant};
 use crate::emu::isa::{Instr, Word};
 use crate::emu::machine::cull::{self, Biu, Culler, Exit, REJECT_PATH_WORDS};
-use crate::emu::machine::triangles::Candidates;
 
 /// The words of a rejecting MAIN, in the order it runs them, up to its RETURN (43),
 /// without BIU's three DIVs (169..=171): MAIN's CALL, BIU 157..=168, its tests and RET,
-/// MAIN's JEQX.
-fn path(exit: Exit) -> Vec<u16> {
+/// MAIN's JEQX. The fixed BIU tests on one of two sides (`back`: D' <= 0).
+fn path(exit: Exit, back: bool) -> Vec<u16> {
     let mut path = vec![37];
     path.extend(157..=168);
     path.push(172);
     match exit {
         Exit::U => path.push(173),
         Exit::V => path.extend([174, 175]),
-        _ => path.extend([174, 176, 177, 178]),
+        Exit::Sum => path.extend([174, 176, 177, 178]),
+        // fixed.shdr: six edge values and JLX (280..=286), then the side's three SETs
+        // and its flat test (front 287..=290, back 298..=301), each test jumping over
+        // its RET to the next.
+        _ => {
+            path.extend(280..=286);
+            let side: u16 = if back { 298 } else { 287 };
+            path.extend(side..side + 4);
+            let tests = match exit {
+                Exit::Flat => 0,
+                Exit::G2 => 1,
+                Exit::G3 => 2,
+                _ => 3,
+            };
+            let after_flat = side + 5;
+            path.extend((0..tests).map(|test| after_flat + 2 * test));
+            // The failing test's RET.
+            path.push(if tests == 0 {
+                side + 4
+            } else {
+                after_flat + 2 * tests - 1
+            });
+        }
     }
     path.push(38);
     path
 }
 
+/// The word at `address` of a reject path: the faithful ROM's (`REJECT_PATH_WORDS`), or
+/// the fixed ROM's from 280 on (the culler checked both against the program).
+fn path_word(biu: Biu, address: u16) -> Word {
+    if address >= 280 || (biu == Biu::Fixed && address == 172) {
+        return rom(RomVariant::Fixed)[address as usize];
+    }
+    REJECT_PATH_WORDS
+        .iter()
+        .find(|(a, _)| *a == address)
+        .map(|&(_, word)| Word(word))
+        .expect("every address of the path is a reject-path word")
+}
+
 /// The cycles of the rejecting MAINs: per exit, without the DIVs.
 #[derive(Clone, Copy, Debug)]
 pub struct RejectTiming {
-    u: u32,
-    v: u32,
-    sum: u32,
+    biu: Biu,
+    /// By [`Exit::code`] - 1.
+    cycles: [u32; 4],
 }
 
 impl RejectTiming {
-    /// For a culler of the faithful BIU (whose path words the culler has checked).
+    /// For a culler of either BIU (whose path words the culler has checked); `None` where
+    /// the fixed BIU's two sides would cost differently (they do not: the same opcodes).
     pub fn new(culler: &Culler) -> Option<RejectTiming> {
-        if culler.biu() != Biu::Faithful {
-            return None;
-        }
-        let cycles = |exit| {
-            path(exit)
+        let biu = culler.biu();
+        let cycles = |exit, back| -> u32 {
+            path(exit, back)
                 .iter()
-                .map(|address| {
-                    let word = REJECT_PATH_WORDS
-                        .iter()
-                        .find(|(a, _)| a == address)
-                        .map(|&(_, word)| Word(word))
-                        .expect("every address of the path is a reject-path word");
-                    match instruction_cost(Instr::decode(word)) {
+                .map(
+                    |&address| match instruction_cost(Instr::decode(path_word(biu, address))) {
                         Cost::Fixed(cycles) => cycles,
                         other => unreachable!("a reject path has no {other:?}"),
-                    }
-                })
+                    },
+                )
                 .sum()
         };
-        Some(RejectTiming {
-            u: cycles(Exit::U),
-            v: cycles(Exit::V),
-            sum: cycles(Exit::Sum),
-        })
+        let mut timing = RejectTiming {
+            biu,
+            cycles: [0; 4],
+        };
+        for &exit in biu.exits() {
+            let front = cycles(exit, false);
+            if biu == Biu::Fixed && cycles(exit, true) != front {
+                return None;
+            }
+            timing.cycles[exit.code() as usize - 1] = front;
+        }
+        Some(timing)
     }
 
     /// MAIN on triangle `index` under `ray`, when BIU rejects it: its exit and its cycles
@@ -77,54 +108,79 @@ impl RejectTiming {
         let p = alu::cross(ray, k.e2);
         let (delta, h2) = (alu::dot(p, k.e1), alu::dot(p, k.t));
         let h3 = alu::dot(k.q, ray);
-        let exit = cull::verdict(h2, || h3, delta)?;
-        let base = match exit {
-            Exit::U => self.u,
-            Exit::V => self.v,
-            _ => self.sum,
+        let exit = match self.biu {
+            Biu::Faithful => cull::verdict(h2, || h3, delta)?,
+            Biu::Fixed => {
+                let f = &culler.fixed_constants()[index];
+                cull::fixed_verdict(alu::dot(ray, f.c2), h3, alu::dot(ray, f.c_delta))?
+            }
         };
+        let base = self.cycles[exit.code() as usize - 1];
         let div = |h: u32| div_cycles([h; 3], [delta; 3]);
         Some((exit, base + div(k.h1) + div(h2) + div(h3)))
     }
 }
 
-/// [`crate::emu::machine::triangles::CulledRuns`] that books each skipped MAIN's cycles in
-/// the core's recording.
-pub struct TimedCulledRuns<'a> {
-    pub culler: &'a Culler,
-    pub timing: RejectTiming,
-    pub recording: &'a RefCell<Recording>,
-}
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::emu::core::program::Program;
+    use crate::emu::core::Core;
+    use crate::emu::core::CoreState;
+    use crate::emu::isa::registers::address;
+    use crate::emu::isa::registers::EntryPoint;
+    use crate::emu::timing::record::Recording;
+    use proptest::prelude::*;
 
-impl<C: CoreState> Candidates<C> for TimedCulledRuns<'_> {
-    #[inline]
-    fn next(&mut self, core: &mut C, from: usize) -> usize {
-        if !cull::main_returns_false(core) {
-            return from;
-        }
-        let ray = core.register(address::CREG_RAY_DIRECTION);
-        // Culler::skippable_run, booking each MAIN's cycles on the way.
-        let (budget, mut instructions, mut last_sum) = (core.budget_left(), 0, None);
-        let mut end = from;
-        let mut recording = self.recording.borrow_mut();
-        while end < self.culler.constants().len() {
-            let Some((exit, cycles)) = self.timing.main(self.culler, end, ray) else {
-                break;
-            };
-            if instructions + exit.instructions() > budget {
-                break;
+    /// A Q15.17 value: mostly small (so rays meet triangles and both DIV paths occur),
+    /// sometimes any word.
+    fn word() -> impl Strategy<Value = u32> {
+        prop_oneof![
+            4 => (-8i32 << 17..8i32 << 17).prop_map(|v| v as u32),
+            1 => any::<u32>(),
+        ]
+    }
+
+    fn vec3() -> impl Strategy<Value = Vec3> {
+        [word(), word(), word()]
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(3000))]
+
+        /// A MAIN the culler rejects costs what the interpreted one records, on either
+        /// ROM: its exit's path and its three DIVs.
+        #[test]
+        fn a_timed_rejecting_main_costs_what_the_interpreted_one_records(
+            triangle in [vec3(), vec3(), vec3(), vec3(), vec3(), vec3(), vec3()],
+            camera in vec3(),
+            ray in vec3(),
+            fixed in any::<bool>(),
+        ) {
+            let variant = if fixed { RomVariant::Fixed } else { RomVariant::Faithful };
+            let program = Program::new(rom(variant), &Program::default_imem());
+            let mut config = [[0; 3]; 6];
+            config[address::CREG_CAMERA_POSITION as usize] = camera;
+            let culler = Culler::new(&program, &[triangle], &config).unwrap();
+            let timing = RejectTiming::new(&culler).expect("both ROMs are timed");
+            let texture = [0u32; 4];
+            let mut core = Core::new(&program, &texture, 16);
+            for (row, value) in config.iter().enumerate() {
+                core.host_write(row as u16, *value);
             }
-            instructions += exit.instructions();
-            if exit == Exit::Sum {
-                last_sum = Some(end);
+            core.write_register(address::CREG_RAY_DIRECTION, ray);
+            core.load_triangle(&triangle);
+            core.set_budget(1_000);
+            let mut recording = Recording::default();
+            let returned = core.run(EntryPoint::Main, &mut recording).unwrap();
+            let run = *recording.run(0);
+            let timed = timing.main(&culler, 0, ray);
+            prop_assert_eq!(timed.is_some(), culler.rejects(0, ray).is_some());
+            if let Some((exit, cycles)) = timed {
+                prop_assert!(!returned);
+                prop_assert_eq!(run.events, 0);
+                prop_assert_eq!(cycles, run.tail, "{:?}", exit);
             }
-            recording.push_main(cycles);
-            end += 1;
         }
-        if end > from {
-            core.charge_skipped((end - from) as u64, instructions);
-            self.culler.write_skipped(core, end - 1, last_sum, ray);
-        }
-        end
     }
 }

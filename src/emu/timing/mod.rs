@@ -4,24 +4,27 @@
 //!
 //! # How
 //!
-//! 1. **Each core's routines, from the functional run** ([`record`]): every core runs its
-//!    partition through the ordinary interpreter with a [`record::Recording`] observer
-//!    (partitions in parallel, as a render runs them). For every routine the control unit
-//!    starts, it keeps the cycles its instructions hold the execution unit ([`cost`]:
-//!    ALU latency + 1, DIV's short path, MAG 40, RET 4), and, apart, the TMREADs (their
-//!    time depends on the other cores) and OMWRITEs (for the report).
+//! 1. **Each core's routines, from the functional cores** ([`record`]): the control
+//!    units of step 2 drive the ordinary interpreter (`Live`), one routine at a time as
+//!    each triggers it, with a [`record::Recording`] observer. For every routine it keeps
+//!    the cycles its instructions hold the execution unit ([`cost`]: ALU latency + 1,
+//!    DIV's short path, MAG 40, RET 4), and, apart, the TMREADs (their time depends on the
+//!    other cores) and OMWRITEs (for the report). A MAIN the culler proves rejected is
+//!    timed from its values instead ([`culled`]), so the pixels x triangles tests cost
+//!    what a culled render's do; and a recording forgets the routines its control unit
+//!    is done with, so memory does not grow with the frame.
 //! 2. **The machine, clock by clock** ([`sim`]): the host's state machine streams the
 //!    configuration and every pixel's triangles, each core's control unit triggers its
 //!    routines and waits for the host and the other cores through the 1-bit "latched" and
 //!    "committed" flags, and the texture memory's four bank arbiters serve the TMREADs
 //!    ([`tmem`]). Only periods where something changes are visited.
 //! 3. **Hazards.** Where a core starts MAIN again on a triangle another core has not yet
-//!    latched (the published control unit's re-entry hazard), the recorded run no longer
-//!    describes what the hardware runs: the frame is simulated again with the functional
-//!    cores driven by the control units themselves (`Live`), swap-memory flips, stale
-//!    triangles and all, one routine at a time. A frame that can never end (the published
-//!    host's STDONE deadlock, a core that waits for a triangle after the last one) ends
-//!    in [`sim::SimEnding::Deadlock`] at the period from which nothing moves.
+//!    latched (the published control unit's re-entry hazard), the hardware leaves the
+//!    functional pixel sequence; the functional cores follow it, swap-memory flips, stale
+//!    triangles and all, and the pixels whose words then differ from the functional
+//!    render's are reported ([`Timing::hazard_pixels`]). A frame that can never end (the
+//!    published host's STDONE deadlock, a core that waits for a triangle after the last
+//!    one) ends in [`sim::SimEnding::Deadlock`] at the period from which nothing moves.
 //!
 //! Counted as `tests/rtl/bench.v` counts: the bench's `DONE cycles=N` is
 //! [`Timing::frame_cycles`]. The published test bench (`TestBench_THEIA.v`) loads the
@@ -36,8 +39,6 @@ pub mod tmem;
 
 use std::path::Path;
 
-use rayon::prelude::*;
-
 use crate::emu::core::alu::Vec3;
 use crate::emu::core::exec::Core;
 use crate::emu::core::output::OutputMemory;
@@ -48,7 +49,7 @@ use crate::emu::machine::cull::{self, Culler, Exit};
 use crate::emu::machine::{Frame, Machine};
 use culled::RejectTiming;
 use record::Recording;
-use sim::{Course, Hazard, Routines, Setup, SimEnding, Stop};
+use sim::{Course, Hazard, HazardKind, Routines, Setup, SimEnding, Stop};
 
 /// The clock the frame time is given at unless `--clock` says otherwise: 100 MHz, the
 /// only clock THEIA's sources name (`aDefinitions.v`'s `CLOCK_PERIOD` of 10 ns, which
@@ -125,7 +126,8 @@ pub enum TimingError {
 #[derive(Clone, Debug)]
 pub struct Timing {
     pub course: Course,
-    /// Whether a hazard made the frame run live (the recorded run no longer held).
+    /// Whether the control units left the functional pixel sequence (a re-entry hazard,
+    /// or a core that went on past its partition): the hardware's image may differ.
     pub live: bool,
     /// Output words that differ from the functional render's because of hazards (the
     /// hardware's image), when the frame ran live: `(core, pixel k)` of each pixel.
@@ -161,6 +163,17 @@ pub fn timeable(machine: &Machine<'_>) -> Result<(), TimingError> {
 
 /// Times `machine`'s frame.
 pub fn measure(machine: &Machine<'_>, options: &TimingOptions) -> Result<Timing, TimingError> {
+    measure_rendered(machine, options, None)
+}
+
+/// [`measure`], given `machine`'s functional frame where the caller has rendered it: a
+/// frame the hazards change is then compared with it instead of rendered again. A frame
+/// of other partitions (a supersampled render's output) is not `machine`'s and is ignored.
+pub fn measure_rendered(
+    machine: &Machine<'_>,
+    options: &TimingOptions,
+    rendered: Option<&Frame>,
+) -> Result<Timing, TimingError> {
     timeable(machine)?;
     let packets = u64::from(options.instruction_words.saturating_sub(1).div_ceil(2)).max(1);
     let setup = Setup {
@@ -183,47 +196,23 @@ pub fn measure(machine: &Machine<'_>, options: &TimingOptions) -> Result<Timing,
         .ok(),
     };
     let culler = machine.culler().ok().or(own.as_ref());
-    let recordings = record(machine, culler)?;
-    let mut replay = Replay {
-        cursors: vec![0; recordings.len()],
-        recordings,
+    let mut live = Live::new(machine, culler);
+    let course = sim::simulate(&setup, &mut live).map_err(|stop| match stop {
+        Stop::Fault(message) => TimingError::Fault(message),
+    })?;
+    // Where the control units ran the functional sequence (no hazard, no core past its
+    // partition), the cores wrote what the functional render writes.
+    let rendered = rendered.filter(|frame| frame.partitions == machine.partitions());
+    let hazard_pixels = match (live.left_the_sequence, rendered) {
+        (false, _) => Vec::new(),
+        (true, Some(frame)) => live.differences(frame),
+        (true, None) => live.differences(&functional_frame(machine)?),
     };
-    let simulated = sim::simulate(&setup, &mut replay);
-    match simulated {
-        Ok(course) => Ok(Timing {
-            course,
-            live: false,
-            hazard_pixels: Vec::new(),
-        }),
-        Err(Stop::Fault(message)) => Err(TimingError::Fault(message)),
-        Err(Stop::Diverged) => {
-            let mut live = Live::new(machine, culler);
-            let course = sim::simulate(&setup, &mut live).map_err(|stop| match stop {
-                Stop::Fault(message) => TimingError::Fault(message),
-                Stop::Diverged => unreachable!("a live run follows the hardware"),
-            })?;
-            let hazard_pixels = live.differences(&functional_frame(machine)?);
-            Ok(Timing {
-                course,
-                live: true,
-                hazard_pixels,
-            })
-        }
-    }
-}
-
-/// Every core's routines as the functional emulator runs them (partitions in parallel).
-fn record(machine: &Machine<'_>, culler: Option<&Culler>) -> Result<Vec<Recording>, TimingError> {
-    machine
-        .active_partitions()
-        .collect::<Vec<_>>()
-        .par_iter()
-        .map(|&(index, partition)| {
-            record::record_core(machine, culler, index, partition).map_err(|(entry, fault)| {
-                TimingError::Fault(format!("core {index}, routine {}: {fault}", entry.name()))
-            })
-        })
-        .collect()
+    Ok(Timing {
+        course,
+        live: live.left_the_sequence,
+        hazard_pixels,
+    })
 }
 
 /// The functional render's frame (what the cores write when no hazard strikes).
@@ -234,47 +223,20 @@ fn functional_frame(machine: &Machine<'_>) -> Result<Frame, TimingError> {
         .map_err(|e| TimingError::Fault(e.to_string()))
 }
 
-/// The recorded runs, handed out in order.
-struct Replay {
-    recordings: Vec<Recording>,
-    cursors: Vec<usize>,
-}
-
-impl Routines for Replay {
-    fn peek_main(&mut self, core: usize, _triangle: usize) -> Result<Option<(u32, bool)>, Stop> {
-        let recording = &self.recordings[core];
-        Ok(recording
-            .runs
-            .get(self.cursors[core])
-            .filter(|run| run.entry == EntryPoint::Main && run.events == 0)
-            .map(|run| (run.tail, run.value)))
-    }
-
-    fn start(&mut self, core: usize, entry: EntryPoint) -> Result<usize, Stop> {
-        let index = self.cursors[core];
-        match self.recordings[core].runs.get(index) {
-            Some(run) if run.entry == entry => {
-                self.cursors[core] += 1;
-                Ok(index)
-            }
-            _ => Err(Stop::Diverged),
-        }
-    }
-
-    fn recording(&self, core: usize) -> &Recording {
-        &self.recordings[core]
-    }
-
-    fn hazard(&mut self, _hazard: &Hazard) -> Result<(), Stop> {
-        Err(Stop::Diverged)
-    }
-}
-
 /// The functional cores, run as the control units start their routines: the swap memory
 /// flips at every MAIN start and the host's triangles land in the IO copies, so a MAIN
-/// started twice on one triangle sees what the hardware's sees.
+/// started twice on one triangle sees what the hardware's sees. Until a hazard, that is
+/// the functional render's pixel sequence, watchdog and all: the budget is refilled per
+/// pixel, as [`Machine::boot_core`] and the pixel sequence refill it.
 struct Live<'m> {
     machine: &'m Machine<'m>,
+    /// Whether the control units left the functional pixel sequence: a re-entry hazard
+    /// (from then on the watchdog guards each routine: a hazard can make a pixel run MAIN
+    /// far more often than it has triangles, and the hardware has no watchdog to stop
+    /// it), or a core that went on past its partition's last pixel.
+    left_the_sequence: bool,
+    /// Per core, the pixels it started (RGU runs).
+    pixels: Vec<usize>,
     cores: Vec<Core<'m>>,
     recordings: Vec<Recording>,
     /// Which triangle each core's swap copies hold (by the core's storage order: the copy
@@ -315,6 +277,8 @@ impl<'m> Live<'m> {
             .collect();
         Live {
             machine,
+            left_the_sequence: false,
+            pixels: vec![0; machine.partitions().len()],
             recordings: vec![Recording::default(); machine.partitions().len()],
             held: vec![[None; 2]; machine.partitions().len()],
             unwritten: vec![None; machine.partitions().len()],
@@ -353,22 +317,30 @@ impl Live<'_> {
     /// values (its registers written before anything else runs), anything else interpreted.
     fn run(&mut self, core: usize, entry: EntryPoint) -> Result<usize, Stop> {
         let functional = &mut self.cores[core];
-        // The watchdog guards each routine: a hazard can make a pixel run MAIN far more
-        // often than it has triangles, and the hardware has no watchdog to stop it.
-        functional.refill_budget();
+        let per_pixel = matches!(
+            entry,
+            EntryPoint::Initial | EntryPoint::Cppu | EntryPoint::UserConstants | EntryPoint::Rgu
+        );
+        if per_pixel || self.left_the_sequence {
+            functional.refill_budget();
+        }
         let recording = &mut self.recordings[core];
         let shown = self.held[core][functional.parity()];
         if let (EntryPoint::Main, Some((culler, timing)), Some(index)) = (entry, self.culled, shown)
         {
             let ray = functional.register(address::CREG_RAY_DIRECTION);
             if cull::main_returns_false(functional) {
-                if let Some((exit, cycles)) = timing.main(culler, index, ray) {
+                // Skipped only where the budget covers it, as the culled render skips.
+                let timed = timing.main(culler, index, ray);
+                if let Some((exit, cycles)) =
+                    timed.filter(|(exit, _)| exit.instructions() <= functional.budget_left())
+                {
                     let earlier_sum = self.unwritten[core].and_then(|(_, sum, _)| sum);
                     let last_sum = (exit == Exit::Sum).then_some(index).or(earlier_sum);
                     self.unwritten[core] = Some((index, last_sum, ray));
                     functional.charge(exit.instructions());
                     recording.push_main(cycles);
-                    return Ok(recording.runs.len() - 1);
+                    return Ok(recording.len() - 1);
                 }
             }
         }
@@ -382,7 +354,7 @@ impl Live<'_> {
         functional.run(entry, recording).map_err(|fault| {
             Stop::Fault(format!("core {core}, routine {}: {fault}", entry.name()))
         })?;
-        Ok(recording.runs.len() - 1)
+        Ok(recording.len() - 1)
     }
 
     /// The host's triangle (`None`: the one past the list) into core `core`'s IO copy:
@@ -423,12 +395,28 @@ impl Live<'_> {
 
 impl Routines for Live<'_> {
     fn start(&mut self, core: usize, entry: EntryPoint) -> Result<usize, Stop> {
-        if entry == EntryPoint::Main {
-            if let Some((_, run)) = self.prepared[core].take() {
-                return Ok(run);
-            }
+        if entry == EntryPoint::Rgu {
+            self.pixels[core] += 1;
+            // The functional sequence stops one pixel past the partition.
+            self.left_the_sequence |=
+                self.pixels[core] > self.machine.partitions()[core].pixel_count() + 1;
         }
-        self.run(core, entry)
+        let prepared = match entry {
+            EntryPoint::Main => self.prepared[core].take().map(|(_, run)| run),
+            _ => None,
+        };
+        let run = match prepared {
+            Some(run) => run,
+            None => self.run(core, entry)?,
+        };
+        // The control unit is done with every routine before this one.
+        self.recordings[core].forget_before(run);
+        Ok(run)
+    }
+
+    fn hazard(&mut self, hazard: &Hazard) -> Result<(), Stop> {
+        self.left_the_sequence |= hazard.kind == HazardKind::Reentry;
+        Ok(())
     }
 
     fn peek_main(&mut self, core: usize, triangle: usize) -> Result<Option<(u32, bool)>, Stop> {
@@ -443,7 +431,7 @@ impl Routines for Live<'_> {
                 run
             }
         };
-        let run = &self.recordings[core].runs[run];
+        let run = self.recordings[core].run(run);
         Ok((run.events == 0).then_some((run.tail, run.value)))
     }
 
@@ -493,5 +481,39 @@ mod tests {
         // TestBench_THEIA.v built by ../shared/rtl/build.sh --host-fix: DUMP START at
         // 8,284,675 ns, Simulation end time 8,286,787 ns).
         assert_eq!(published_bench_ns(631_861, 4, 8), 8_286_787);
+    }
+
+    /// The built-in scene at 16x16 meets re-entry hazards (the control units leave the
+    /// functional sequence): given the render's frame or not, the timing is the same, and
+    /// a frame of other partitions is not taken for the machine's.
+    #[test]
+    fn a_frame_with_hazards_is_timed_the_same_with_the_render_s_frame_or_without() {
+        use crate::emu::core::Program;
+        use crate::emu::machine::RenderOptions;
+        use crate::io::scene::obj::{default_scene, ObjOptions};
+        let obj = ObjOptions {
+            width: 16,
+            height: 16,
+            ..ObjOptions::default()
+        };
+        let scene = default_scene::load(&obj).expect("loads").scene;
+        let machine = Machine::new(&scene, &RenderOptions::default()).expect("a machine");
+        let options = TimingOptions::new(Program::default_imem().len());
+        let alone = measure(&machine, &options).expect("timed");
+        assert!(alone.live);
+        assert!(alone
+            .hazards()
+            .iter()
+            .any(|h| h.kind == HazardKind::Reentry));
+        let mut frame = machine.render(None).expect("renders").frame;
+        let given = measure_rendered(&machine, &options, Some(&frame)).expect("timed");
+        assert_eq!(given.frame_cycles(), alone.frame_cycles());
+        assert_eq!(given.hazard_pixels, alone.hazard_pixels);
+        // A frame whose words the hazards would not explain, but of other partitions:
+        // ignored (the machine's own frame is rendered and compared instead).
+        frame.words.iter_mut().for_each(|word| *word ^= 1);
+        frame.partitions.pop();
+        let other = measure_rendered(&machine, &options, Some(&frame)).expect("timed");
+        assert_eq!(other.hazard_pixels, alone.hazard_pixels);
     }
 }

@@ -4,28 +4,25 @@
 //! report shows (OMWRITE, the cycle a pixel's colour is written). An [`Observer`], so the
 //! functional emulator's own loop records it, and only when asked: renders without
 //! `--cycles` use [`NoObserver`](crate::emu::core::NoObserver), which compiles away.
-
-use std::cell::RefCell;
+//!
+//! A recording holds only the routines still in use: the timing forgets each core's runs
+//! before the one its control unit starts ([`Recording::forget_before`]), so its memory
+//! stays bounded however many pixels and triangles the frame has.
 
 use super::cost::{div_cycles, kind, CostKind};
-use super::culled::{RejectTiming, TimedCulledRuns};
 use crate::emu::core::alu::Vec3;
-use crate::emu::core::exec::{Core, Fault, Observer, Step};
-use crate::emu::core::CoreState;
+use crate::emu::core::exec::{Observer, Step};
 use crate::emu::isa::registers::EntryPoint;
-use crate::emu::machine::cull::Culler;
-use crate::emu::machine::triangles::{self, Every};
-use crate::emu::machine::Machine;
-use crate::io::scene::Partition;
 
-/// One routine as it ran: `events` of [`Recording::events`] from `first_event`, then
+/// One routine as it ran: its `events` ([`Recording::events_of`]) from `first_event`, then
 /// `tail` cycles to its RETURN.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct RoutineRun {
     pub entry: EntryPoint,
     /// Bit 0 of its RETURN.
     pub value: bool,
-    pub first_event: u32,
+    /// The index of its first event among every event recorded (forgotten ones included).
+    pub first_event: u64,
     pub events: u32,
     /// Cycles from the last event (or the routine's first instruction) to the RETURN.
     pub tail: u32,
@@ -51,22 +48,73 @@ pub enum EventKind {
     Hang,
 }
 
-/// A core's routines in the order they ran.
+/// A core's routines in the order they ran, from the first one not forgotten.
 #[derive(Clone, Debug, Default)]
 pub struct Recording {
-    pub runs: Vec<RoutineRun>,
-    pub events: Vec<Event>,
+    /// Runs `forgotten_runs..`.
+    runs: Vec<RoutineRun>,
+    /// Events `forgotten_events..`.
+    events: Vec<Event>,
+    forgotten_runs: usize,
+    forgotten_events: u64,
     /// Cycles counted since the last event, in the routine being recorded.
     pending: u32,
-    first_event: u32,
+    first_event: u64,
     hung: bool,
 }
 
+/// Forgotten runs are dropped from memory in batches of at least this many (a drain per
+/// routine would move the rest every time).
+const FORGET_BATCH: usize = 4096;
+
 impl Recording {
+    /// Run `index` (counted from the first routine recorded), if recorded and not forgotten.
+    pub fn get(&self, index: usize) -> Option<&RoutineRun> {
+        self.runs.get(index.checked_sub(self.forgotten_runs)?)
+    }
+
+    /// Run `index` (counted from the first routine recorded).
+    pub fn run(&self, index: usize) -> &RoutineRun {
+        &self.runs[index - self.forgotten_runs]
+    }
+
+    /// How many routines were recorded, forgotten ones included.
+    pub fn len(&self) -> usize {
+        self.forgotten_runs + self.runs.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
     /// The events of `run`.
     pub fn events_of(&self, run: &RoutineRun) -> &[Event] {
-        let first = run.first_event as usize;
+        let first = (run.first_event - self.forgotten_events) as usize;
         &self.events[first..first + run.events as usize]
+    }
+
+    /// Forgets the runs before run `index` (and their events): nobody reads them again.
+    pub fn forget_before(&mut self, index: usize) {
+        let dead = index
+            .saturating_sub(self.forgotten_runs)
+            .min(self.runs.len());
+        if dead < FORGET_BATCH {
+            return;
+        }
+        self.runs.drain(..dead);
+        self.forgotten_runs += dead;
+        let first_kept = self
+            .runs
+            .first()
+            .map_or(self.total_events(), |run| run.first_event);
+        self.events
+            .drain(..(first_kept - self.forgotten_events) as usize);
+        self.forgotten_events = first_kept;
+    }
+
+    /// Events recorded, forgotten ones included.
+    fn total_events(&self) -> u64 {
+        self.forgotten_events + self.events.len() as u64
     }
 
     /// A MAIN that returned FALSE after `cycles`, timed without being interpreted.
@@ -74,7 +122,7 @@ impl Recording {
         self.runs.push(RoutineRun {
             entry: EntryPoint::Main,
             value: false,
-            first_event: self.events.len() as u32,
+            first_event: self.total_events(),
             events: 0,
             tail: cycles,
         });
@@ -95,7 +143,7 @@ impl Observer for Recording {
     fn routine_start(&mut self, _entry: EntryPoint, _address: u16) {
         self.pending = 0;
         self.hung = false;
-        self.first_event = self.events.len() as u32;
+        self.first_event = self.total_events();
     }
 
     fn step(&mut self, step: &Step) {
@@ -123,59 +171,60 @@ impl Observer for Recording {
             entry,
             value,
             first_event: self.first_event,
-            events: self.events.len() as u32 - self.first_event,
+            events: (self.total_events() - self.first_event) as u32,
             tail: self.pending,
         });
     }
 }
 
-/// Core `index`'s whole run of `partition`, recorded: boot (INITIAL, CPPU,
-/// USERCONSTANTS), then per pixel RGU, MAIN per triangle (those `culler` proves
-/// rejected timed from its values, [`super::culled`]), PSU2 on a hit, the pixel shader and
-/// NPG, as [`Machine::run_pixel`] runs them. Stops at NPG's FALSE, a fault (with its
-/// routine), or one pixel past the partition (the hardware would go on).
-pub fn record_core(
-    machine: &Machine<'_>,
-    culler: Option<&Culler>,
-    index: usize,
-    partition: &Partition,
-) -> Result<Recording, (EntryPoint, Fault)> {
-    let recording = RefCell::new(Recording::default());
-    let mut core = machine
-        .boot_core(index, partition, &mut *recording.borrow_mut())
-        .map_err(|error| match error {
-            crate::emu::machine::RenderError::Core { entry, fault, .. } => (entry, fault),
-            _ => unreachable!("booting a core fails only in a routine"),
-        })?;
-    let culled = culler.and_then(|culler| Some((culler, RejectTiming::new(culler)?)));
-    let run = |core: &mut Core<'_>, entry| {
-        core.run(entry, &mut *recording.borrow_mut())
-            .map_err(|fault| (entry, fault))
-    };
-    for _ in 0..=partition.pixel_count() {
-        core.refill_budget();
-        run(&mut core, EntryPoint::Rgu)?;
-        let triangles = &machine.scene().triangles;
-        let main = |core: &mut Core<'_>| run(core, EntryPoint::Main);
-        let hit = match culled {
-            Some((culler, timing)) => {
-                let mut source = TimedCulledRuns {
-                    culler,
-                    timing,
-                    recording: &recording,
-                };
-                triangles::run(&mut core, triangles, &mut source, main)?
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A recording of `runs` MAINs, each of `cycles` = its index, every third with an
+    /// OMWRITE event.
+    fn recording(runs: usize) -> Recording {
+        let mut recording = Recording::default();
+        for index in 0..runs {
+            if index % 3 == 0 {
+                recording.routine_start(EntryPoint::Main, 37);
+                recording.pending = index as u32;
+                recording.push_event(EventKind::Omwrite);
+                recording.routine_end(EntryPoint::Main, true);
+            } else {
+                recording.push_main(index as u32);
             }
-            None => triangles::run(&mut core, triangles, &mut Every, main)?,
-        };
-        core.load_dummy_triangle();
-        if hit {
-            run(&mut core, EntryPoint::Psu2)?;
         }
-        run(&mut core, EntryPoint::PixelShader)?;
-        if !run(&mut core, EntryPoint::Npg)? {
-            break;
-        }
+        recording
     }
-    Ok(recording.into_inner())
+
+    #[test]
+    fn a_recording_forgets_runs_in_batches_and_keeps_the_rest_and_their_events() {
+        let runs = 3 * FORGET_BATCH;
+        let mut recording = recording(runs);
+        // Too few to drop yet: everything is still there.
+        recording.forget_before(FORGET_BATCH - 1);
+        assert_eq!(recording.runs.len(), runs);
+        assert!(recording.get(0).is_some());
+        let kept = 2 * FORGET_BATCH + 1;
+        recording.forget_before(kept);
+        assert_eq!(recording.len(), runs);
+        assert_eq!(recording.runs.len(), runs - kept);
+        assert!(recording.get(kept - 1).is_none());
+        assert_eq!(recording.events.len(), (runs - kept).div_ceil(3));
+        for index in kept..runs {
+            let run = *recording.run(index);
+            let events = recording.events_of(&run);
+            match index % 3 {
+                0 => assert_eq!((events.len(), events[0].before), (1, index as u32)),
+                _ => assert_eq!((events.len(), run.tail), (0, index as u32)),
+            }
+        }
+        // New runs go on counting from where the forgotten ones left off.
+        recording.push_main(7);
+        assert_eq!(recording.run(runs).tail, 7);
+        recording.forget_before(runs + 1);
+        assert_eq!((recording.runs.len(), recording.events.len()), (0, 0));
+        assert!(!recording.is_empty());
+    }
 }

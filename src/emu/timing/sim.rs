@@ -69,8 +69,8 @@ const HOST_START: u64 = 13;
 /// Periods the host takes to stream one triangle: 7 packets of 10, then one.
 pub const STREAM_PERIODS: u64 = 71;
 
-/// Where the routines a core runs come from: its recorded functional run, or the
-/// functional core itself, run as the control unit triggers it (after a hazard).
+/// Where the routines a core runs come from: the functional core, run as its control
+/// unit triggers each routine (`timing::Live`), or any other source of runs (a test's).
 pub trait Routines {
     /// Core `core`'s next routine, which its control unit starts as `entry`: its index in
     /// [`Routines::recording`].
@@ -88,8 +88,8 @@ pub trait Routines {
     fn peek_main(&mut self, _core: usize, _triangle: usize) -> Result<Option<(u32, bool)>, Stop> {
         Ok(None)
     }
-    /// A hazard happened: a recorded run no longer holds ([`Stop::Diverged`]), a live
-    /// one goes on.
+    /// A hazard happened (a source that follows the functional pixel sequence no longer
+    /// describes the hardware from here on; it may stop the simulation).
     fn hazard(&mut self, _hazard: &Hazard) -> Result<(), Stop> {
         Ok(())
     }
@@ -98,8 +98,6 @@ pub trait Routines {
 /// Why a simulation stopped before the frame's end.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Stop {
-    /// The recorded run no longer describes what the hardware runs (after a hazard).
-    Diverged,
     /// The functional core stopped (a fault), with its message.
     Fault(String),
 }
@@ -690,8 +688,9 @@ impl<'s> Sim<'s> {
         let mut committed = 0;
         let mut next_returned = returned.clone();
         let mut next_triggers = triggers.clone();
+        let mut durations = Vec::with_capacity(self.cores.len());
         for j in first..self.setup.triangles - 1 {
-            let mut durations = Vec::with_capacity(self.cores.len());
+            durations.clear();
             for core in 0..self.cores.len() {
                 match routines.peek_main(core, j)? {
                     Some(duration) => durations.push(duration),
@@ -720,7 +719,7 @@ impl<'s> Sim<'s> {
             for core in 0..self.cores.len() {
                 routines.flip(core);
                 let run = routines.start(core, EntryPoint::Main)?;
-                let value = routines.recording(core).runs[run].value;
+                let value = routines.recording(core).run(run).value;
                 let sim = &mut self.cores[core];
                 // The periods from the previous MAIN's return to this one's: ACK_MAIN and
                 // the trigger and MAIN busy, the waits for GACK and HDA waiting.
@@ -762,7 +761,7 @@ impl<'s> Sim<'s> {
                 cu::WAIT_FOR_MAIN => {
                     core.course.periods.busy += r + 1 - core.since;
                     let run = core.routine.take().expect("a core in MAIN runs it");
-                    core.value = routines.recording(index).runs[run.run].value;
+                    core.value = routines.recording(index).run(run.run).value;
                     core.hit |= core.value;
                 }
                 cu::WAIT_FOR_HOST_DATA_ACK => core.course.periods.busy -= 1,
@@ -843,7 +842,7 @@ impl<'s> Sim<'s> {
                     running.tmread_from = None;
                     let events = routines
                         .recording(index)
-                        .events_of(&routines.recording(index).runs[running.run]);
+                        .events_of(routines.recording(index).run(running.run));
                     let EventKind::Tmread(addresses) = events[running.event as usize - 1].kind
                     else {
                         unreachable!("a read starts at a TMREAD event")
@@ -934,7 +933,7 @@ impl<'s> Sim<'s> {
     fn end_routine(&mut self, index: usize, t: u64, state: u8, routines: &dyn Routines) {
         let core = &mut self.cores[index];
         let run = core.routine.take().expect("a done core ran a routine");
-        core.value = routines.recording(index).runs[run.run].value;
+        core.value = routines.recording(index).run(run.run).value;
         if state == cu::WAIT_FOR_MAIN {
             core.hit |= core.value;
             core.main_returned = t;
@@ -1134,7 +1133,7 @@ fn advance(
     omwrites: &mut Vec<(u64, u64)>,
     pixel: u64,
 ) {
-    let run = &recording.runs[running.run];
+    let run = recording.run(running.run);
     let events = recording.events_of(run);
     while let Some(event) = events.get(running.event as usize) {
         let at = running.cursor + u64::from(event.before);

@@ -114,15 +114,19 @@ impl TextureMemory {
             }
         }
         for (bank, arbiter) in self.arbiters.iter_mut().enumerate() {
-            let pointer = (arbiter.pointer as u64 + (t - arbiter.at)) % self.cores as u64;
-            let pointer = pointer as u32;
+            // Stepped period after period, the pointer is where the last step left it (no
+            // division in the loop a read spends its periods in).
+            let pointer = match t - arbiter.at {
+                0 => arbiter.pointer,
+                idle => ((u64::from(arbiter.pointer) + idle) % u64::from(self.cores)) as u32,
+            };
             let holds = requests[bank] & (1 << pointer) != 0;
             arbiter.granted = if holds { 1 << pointer } else { 0 };
             arbiter.granted_at = t;
-            arbiter.pointer = if holds {
-                pointer
-            } else {
-                (pointer + 1) % self.cores
+            arbiter.pointer = match holds {
+                true => pointer,
+                false if pointer + 1 == self.cores => 0,
+                false => pointer + 1,
             };
             arbiter.at = t + 1;
         }
