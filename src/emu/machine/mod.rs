@@ -31,9 +31,9 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
 
-use crate::emu::core::exec::Fault;
 use crate::emu::core::program::Program;
 use crate::emu::core::rom::rom;
+use crate::emu::core::Fault;
 use crate::emu::isa::registers::EntryPoint;
 use crate::io::scene::{Partition, Scene};
 use crate::stage::{PixelStage, TheiaPixelShader};

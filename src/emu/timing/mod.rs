@@ -39,8 +39,8 @@ use std::path::Path;
 use rayon::prelude::*;
 
 use crate::emu::core::alu::Vec3;
-use crate::emu::core::exec::Core;
 use crate::emu::core::output::OutputMemory;
+use crate::emu::core::Core;
 use crate::emu::core::CoreState;
 use crate::emu::isa::registers::address;
 use crate::emu::isa::registers::EntryPoint;
