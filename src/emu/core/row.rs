@@ -41,7 +41,8 @@ impl<const N: usize> Row<N> {
     #[inline(always)]
     pub fn blend(&mut self, value: &Row<N>, active: &[u32; N]) {
         if N == 1 {
-            *self = *value;
+            // Word by word, as `Rows::get` reads (see there).
+            self.set_lane(0, value.lane(0));
             return;
         }
         for component in 0..3 {
@@ -241,6 +242,17 @@ pub(crate) struct Rows<const N: usize>(pub [Row<N>; REGISTER_ARRAY_ROWS]);
 
 impl<const N: usize> Rows<N> {
     pub const ZERO: Rows<N> = Rows([Row::ZERO; REGISTER_ARRAY_ROWS]);
+
+    /// A copy of row `row`. A lone core's is read word by word: copied whole, the row the
+    /// interpreter carries from an arm to the loop's write stayed in a stack slot (written
+    /// in pieces, read back whole: a failed store forward per instruction).
+    #[inline(always)]
+    pub fn get(&self, row: u8) -> Row<N> {
+        if N == 1 {
+            return Row::splat(self.0[row as usize].lane(0));
+        }
+        self.0[row as usize]
+    }
 }
 
 impl<const N: usize> std::ops::Index<usize> for Rows<N> {
