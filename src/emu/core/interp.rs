@@ -54,53 +54,22 @@ pub(super) enum Interrupted {
 /// What an instruction does once it has computed, as its arm in [`effect`] says; the loop
 /// in [`execute`] applies it. (Side effects on a lane's latches and output memory, CALL's
 /// return register, OMWRITE's words, TMREAD's latch, happen in the arm.)
-///
-/// Every instruction but RETURN and a hang writes its destination row, so the row is a
-/// field beside where the lanes go ([`Flow`]).
 #[derive(Clone, Copy)]
-struct Effect<const N: usize> {
-    /// What goes to the destination row (zero for the control instructions, whose
-    /// destination is the latch row; unused for RETURN and a hang).
-    row: Row<N>,
-    flow: Flow,
-}
-
-/// Where the running lanes go after an instruction.
-#[derive(Clone, Copy)]
-enum Flow {
-    /// In sequence.
-    Next,
-    /// Every running lane continues at the slot (JMP, CALL).
+enum Effect<const N: usize> {
+    /// The row goes to the destination row; the running lanes go on in sequence.
+    Write(Row<N>),
+    /// Every running lane continues at the slot (JMP, CALL); zero goes to the destination
+    /// (the latch row).
     Jump(u16),
     /// A conditional jump: the lanes of the mask continue at the op's target, the other
-    /// running lanes in sequence.
+    /// running lanes in sequence; zero goes to the destination (the latch row).
     Branch(LaneMask),
-    /// RET: each lane continues at its return register.
-    Ret,
+    /// RET: the row goes to the destination; each lane continues at its return register.
+    Ret(Row<N>),
     /// RETURN: the running lanes' routine ends.
     Return,
     /// An opcode the hardware never finishes: the core stops before executing it.
     Hang,
-}
-
-impl<const N: usize> Effect<N> {
-    /// `row` is written; in sequence.
-    #[inline(always)]
-    fn write(row: Row<N>) -> Effect<N> {
-        Effect {
-            row,
-            flow: Flow::Next,
-        }
-    }
-
-    /// Zero is written (to the latch row); on to `flow`.
-    #[inline(always)]
-    fn control(flow: Flow) -> Effect<N> {
-        Effect {
-            row: Row::ZERO,
-            flow,
-        }
-    }
 }
 
 /// The control state the loop carries: where the running lanes are, what they forward,
@@ -365,10 +334,9 @@ pub(super) fn execute<'a, const N: usize, O: Observer, const PRECISE: bool>(
         };
         // Where every running lane goes (`None`: they part) unless in sequence, the row
         // written at once (the observer reads it back); `taken`: a conditional jump's.
-        let Effect { row, flow } = effect(m, op, this, c.group, &active, observer);
-        let (target, taken) = match flow {
-            Flow::Next => {
-                m.rows[op.d_row as usize].blend(&row, &active);
+        let (target, taken) = match effect(m, op, this, c.group, &active, observer) {
+            Effect::Write(result) => {
+                m.rows[op.d_row as usize].blend(&result, &active);
                 prev = op;
                 if O::ENABLED {
                     observe(observer, m, this, op, seen, None, pc);
@@ -378,19 +346,19 @@ pub(super) fn execute<'a, const N: usize, O: Observer, const PRECISE: bool>(
                 }
                 continue;
             }
-            Flow::Jump(target) => {
-                m.rows[op.d_row as usize].blend(&row, &active);
+            Effect::Jump(target) => {
+                m.rows[op.d_row as usize].blend(&Row::ZERO, &active);
                 (Some(target), None)
             }
-            Flow::Branch(jumps) => {
-                m.rows[op.d_row as usize].blend(&row, &active);
+            Effect::Branch(jumps) => {
+                m.rows[op.d_row as usize].blend(&Row::ZERO, &active);
                 (c.branch(jumps, op.imm as u16, pc), Some(jumps != 0))
             }
-            Flow::Ret => {
-                m.rows[op.d_row as usize].blend(&row, &active);
+            Effect::Ret(result) => {
+                m.rows[op.d_row as usize].blend(&result, &active);
                 (c.ret(&m.latches), None)
             }
-            Flow::Return => {
+            Effect::Return => {
                 let returned = finish(m, op, &mut c);
                 if O::ENABLED {
                     observe(observer, m, this, op, seen, None, pc);
@@ -401,8 +369,8 @@ pub(super) fn execute<'a, const N: usize, O: Observer, const PRECISE: bool>(
                 (pc, active) = c.regroup();
                 continue;
             }
-            Flow::Hang if N > 1 => return Err(Interrupted::Abandoned),
-            Flow::Hang => return Err(hang(m, prev, op, c.budget_left[0] + 1)),
+            Effect::Hang if N > 1 => return Err(Interrupted::Abandoned),
+            Effect::Hang => return Err(hang(m, prev, op, c.budget_left[0] + 1)),
         };
         let Some(target) = target else {
             // The running lanes parted (`N > 1`): each waits at its `lane_pc`.
@@ -464,6 +432,7 @@ fn effect<const N: usize, O: Observer>(
     active: &[u32; N],
     observer: &O,
 ) -> Effect<N> {
+    use Effect::Write;
     use Operation::*;
     let rows = &m.rows;
     let a = || rows.get(op.a_row);
@@ -472,49 +441,46 @@ fn effect<const N: usize, O: Observer>(
     // (`Operation::component`), fixed at compile time, so that the operand stays in
     // registers.
     match op.kind {
-        Nop | Zero => Effect::write(Row::ZERO),
-        Add => Effect::write(a().zip(&b(), alu::add)),
-        Sub => Effect::write(a().zip(&b(), alu::sub)),
-        Mul => Effect::write(a().zip(&b(), alu::mul)),
-        Imul => Effect::write(a().zip(&b(), alu::imul)),
-        Mod => Effect::write(a().zip(&b(), alu::modulo)),
-        Div => Effect::write(a().divide(&b(), active)),
-        Dot => Effect::write(a().dot(&b(), active)),
-        Cross => Effect::write(a().cross(&b(), active)),
-        Copy => Effect::write(a()),
-        Inc => Effect::write(a().map(alu::inc)),
-        Dec => Effect::write(a().map(alu::dec)),
-        Frac => Effect::write(a().map(alu::frac)),
-        Intp => Effect::write(a().map(alu::intp)),
-        Neg => Effect::write(a().map(alu::neg)),
-        Unscale => Effect::write(a().map(alu::unscale)),
-        Rescale => Effect::write(a().map(alu::rescale)),
-        IncX => Effect::write(a().increment::<{ IncX.component() }>()),
-        IncY => Effect::write(a().increment::<{ IncY.component() }>()),
-        IncZ => Effect::write(a().increment::<{ IncZ.component() }>()),
-        ExchangeX => Effect::write(a().exchange::<{ ExchangeX.component() }>(&b())),
-        ExchangeY => Effect::write(a().exchange::<{ ExchangeY.component() }>(&b())),
-        ExchangeZ => Effect::write(a().exchange::<{ ExchangeZ.component() }>(&b())),
-        SetX => Effect::write(b().set::<{ SetX.component() }>(op.imm)),
-        SetY => Effect::write(b().set::<{ SetY.component() }>(op.imm)),
-        SetZ => Effect::write(b().set::<{ SetZ.component() }>(op.imm)),
-        Mulp => Effect::write(a().mulp()),
-        Lea => Effect::write(Row::splat([op.imm; 3])),
-        Mag => Effect::write(a().each_lane(group, |a| [alu::vector_magnitude(a); 3])),
-        Swizzle => Effect::write(b().each_lane(group, |b| alu::swizzle(b, op.imm))),
-        Omwrite => Effect::write(omwrite(m, op, group)),
-        Tmread => Effect::write(tmread(m, op, group, observer)),
-        Jmp => Effect::control(Flow::Jump(jmp(m, op, this, group))),
-        Call => Effect::control(Flow::Jump(call(m, op, this, group, observer))),
-        Ret => Effect {
-            row: ret(m, op, this, group, observer),
-            flow: Flow::Ret,
-        },
-        BranchX => branch::<{ BranchX.component() }, N>(m, op, this, group),
-        BranchY => branch::<{ BranchY.component() }, N>(m, op, this, group),
-        BranchZ => branch::<{ BranchZ.component() }, N>(m, op, this, group),
-        Return => Effect::control(Flow::Return),
-        Hang => Effect::control(Flow::Hang),
+        Nop | Zero => Write(Row::ZERO),
+        Add => Write(a().zip(&b(), alu::add)),
+        Sub => Write(a().zip(&b(), alu::sub)),
+        Mul => Write(a().zip(&b(), alu::mul)),
+        Imul => Write(a().zip(&b(), alu::imul)),
+        Mod => Write(a().zip(&b(), alu::modulo)),
+        Div => Write(a().divide(&b(), active)),
+        Dot => Write(a().dot(&b(), active)),
+        Cross => Write(a().cross(&b(), active)),
+        Copy => Write(a()),
+        Inc => Write(a().map(alu::inc)),
+        Dec => Write(a().map(alu::dec)),
+        Frac => Write(a().map(alu::frac)),
+        Intp => Write(a().map(alu::intp)),
+        Neg => Write(a().map(alu::neg)),
+        Unscale => Write(a().map(alu::unscale)),
+        Rescale => Write(a().map(alu::rescale)),
+        IncX => Write(a().increment::<{ IncX.component() }>()),
+        IncY => Write(a().increment::<{ IncY.component() }>()),
+        IncZ => Write(a().increment::<{ IncZ.component() }>()),
+        ExchangeX => Write(a().exchange::<{ ExchangeX.component() }>(&b())),
+        ExchangeY => Write(a().exchange::<{ ExchangeY.component() }>(&b())),
+        ExchangeZ => Write(a().exchange::<{ ExchangeZ.component() }>(&b())),
+        SetX => Write(b().set::<{ SetX.component() }>(op.imm)),
+        SetY => Write(b().set::<{ SetY.component() }>(op.imm)),
+        SetZ => Write(b().set::<{ SetZ.component() }>(op.imm)),
+        Mulp => Write(a().mulp()),
+        Lea => Write(Row::splat([op.imm; 3])),
+        Mag => Write(a().each_lane(group, |a| [alu::vector_magnitude(a); 3])),
+        Swizzle => Write(b().each_lane(group, |b| alu::swizzle(b, op.imm))),
+        Omwrite => Write(omwrite(m, op, group)),
+        Tmread => Write(tmread(m, op, group, observer)),
+        Jmp => Effect::Jump(jmp(m, op, this, group)),
+        Call => Effect::Jump(call(m, op, this, group, observer)),
+        Ret => Effect::Ret(ret(m, op, this, group, observer)),
+        BranchX => Effect::Branch(branch::<{ BranchX.component() }, N>(m, op, this, group)),
+        BranchY => Effect::Branch(branch::<{ BranchY.component() }, N>(m, op, this, group)),
+        BranchZ => Effect::Branch(branch::<{ BranchZ.component() }, N>(m, op, this, group)),
+        Return => Effect::Return,
+        Hang => Effect::Hang,
     }
 }
 
@@ -609,10 +575,7 @@ fn ret<const N: usize, O: Observer>(
     group: LaneMask,
     observer: &O,
 ) -> Row<N> {
-    let result = Row(control::ret_result(
-        [op.imm; N],
-        m.rows[op.b_row as usize].0,
-    ));
+    let result = Row(control::ret_result([op.imm; N], m.rows.get(op.b_row).0));
     if O::TRACKS {
         let footprint = observer.footprint();
         if op.flags & RET_BEFORE_CALL != 0 {
@@ -629,14 +592,14 @@ fn ret<const N: usize, O: Observer>(
     result
 }
 
-/// A conditional jump on component `C`: the running lanes that take it go to its target.
+/// A conditional jump on component `C`: the running lanes that take it.
 #[inline(always)]
 fn branch<const C: usize, const N: usize>(
     m: &mut LaneState<'_, N>,
     op: &SlotOp,
     this: u16,
     group: LaneMask,
-) -> Effect<N> {
+) -> LaneMask {
     let (x, y) = (
         &m.rows[op.a_row as usize].0[C],
         &m.rows[op.b_row as usize].0[C],
@@ -649,7 +612,7 @@ fn branch<const C: usize, const N: usize>(
     if op.flags & TARGET_IS_CALL != 0 {
         arrive_by_jump(&mut m.latches, m.program, this, jumps);
     }
-    Effect::control(Flow::Branch(jumps))
+    jumps
 }
 
 /// The rare work before an op computes, as its flags say: operands whose forwarding

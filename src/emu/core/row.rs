@@ -41,8 +41,7 @@ impl<const N: usize> Row<N> {
     #[inline(always)]
     pub fn blend(&mut self, value: &Row<N>, active: &[u32; N]) {
         if N == 1 {
-            // Word by word, as `Rows::get` reads (see there).
-            self.set_lane(0, value.lane(0));
+            *self = *value;
             return;
         }
         for component in 0..3 {
