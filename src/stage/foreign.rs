@@ -8,7 +8,7 @@ use std::str::FromStr;
 
 use super::{PixelStage, ShadingCore};
 use crate::emu::core::alu::{self, Vec3};
-use crate::emu::core::exec::Fault;
+use crate::emu::core::Fault;
 
 /// Register addresses the stage inputs are read from (spec isa_and_formats §2.2).
 mod reg {

@@ -17,7 +17,7 @@ mod theia;
 use std::fmt;
 
 use crate::emu::core::alu::Vec3;
-use crate::emu::core::exec::Fault;
+use crate::emu::core::Fault;
 use crate::emu::isa::registers::EntryPoint;
 
 pub use foreign::{

@@ -1,7 +1,7 @@
 //! THEIA's own pixel stage: a routine of the core's microcode.
 
 use super::{PixelStage, ShadingCore};
-use crate::emu::core::exec::Fault;
+use crate::emu::core::Fault;
 use crate::emu::isa::registers::EntryPoint;
 
 /// THEIA's own pixel stage: the PIXELSHADER routine of the entry-point table (the ROM's

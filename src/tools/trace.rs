@@ -54,9 +54,9 @@
 use std::io::{self, Write};
 
 use crate::emu::core::alu::{magnitude32, Vec3};
-use crate::emu::core::exec::{NoObserver, Observer, Step};
 use crate::emu::core::program::Program;
 use crate::emu::core::CoreState;
+use crate::emu::core::{NoObserver, Observer, Step};
 use crate::emu::isa::opcodes::{Flow, InputA, InputB, Opcode, Writes};
 use crate::emu::isa::registers::{EntryPoint, USER_CODE_START};
 use crate::emu::machine::hits::{Artifact, PixelHit};

@@ -14,48 +14,25 @@
 //! budget, [`CoreGroup::run`] gives up with [`Abandoned`], leaving the group in no useful
 //! state, and the caller reruns core by core to report the fault exactly.
 
-use super::exec::{Core, NoObserver};
 use super::interp;
+use super::lone::Core;
+use super::mask::spread;
+pub use super::mask::{lanes_of, LaneIter, LaneMask};
+use super::observer::NoObserver;
 use super::output::OutputMemory;
+use super::row::{Row, Rows};
 pub use super::state::Lane;
-use super::state::{spread, triangle_rows, LaneState, Row, Rows};
+use super::state::{triangle_rows, LaneState};
 use super::triangle::Triangle;
 use crate::emu::isa::registers::EntryPoint;
 
 /// Cores per group.
 pub const LANES: usize = 8;
 
-/// One bit per lane.
-pub type LaneMask = u32;
-
 /// A lane would have faulted: lock-step execution was given up part-way.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
 #[error("a core faulted; lock-step execution was abandoned")]
 pub struct Abandoned;
-
-/// The lanes of a mask, lowest first.
-#[inline(always)]
-pub fn lanes_of(mask: LaneMask) -> LaneIter {
-    LaneIter(mask)
-}
-
-/// The lanes of a mask, lowest first (see [`lanes_of`]).
-#[derive(Clone, Copy, Debug)]
-pub struct LaneIter(LaneMask);
-
-impl Iterator for LaneIter {
-    type Item = usize;
-
-    #[inline(always)]
-    fn next(&mut self) -> Option<usize> {
-        if self.0 == 0 {
-            return None;
-        }
-        let lane = self.0.trailing_zeros() as usize;
-        self.0 &= self.0 - 1;
-        Some(lane)
-    }
-}
 
 /// Whether groups run on the vector unit they are compiled for (AVX2); elsewhere they
 /// work, lane-wide loops and all, but without the speed that makes them worth it.
@@ -270,8 +247,7 @@ mod tests {
     //! lanes, forwarding, CALL/RET, hangs and the watchdog.
     use super::*;
     use crate::emu::core::alu::Vec3;
-    use crate::emu::core::exec::tests::program_strategy;
-    use crate::emu::core::exec::NoObserver;
+    use crate::emu::core::interp::tests::program_strategy;
     use crate::emu::core::program::Program;
     use crate::emu::core::rom::{rom, RomVariant};
     use crate::emu::core::state::CoreState;

@@ -7,7 +7,7 @@
 //! interpreter's program counter is a slot index and its working set is a few kilobytes
 //! instead of a 64K-entry table.
 //!
-//! Each slot is decoded twice into an `Op`, once per swap-memory parity: the register
+//! Each slot is decoded twice into a `SlotOp` (`op`), once per swap-memory parity: the register
 //! rows an instruction reads and writes are then fixed numbers (bank-1 addresses already
 //! pointing at the copy the execution unit sees), and results the hardware writes nowhere
 //! (bank 0, or opcodes that never write) go to a latch row only forwarding reads.
@@ -20,104 +20,12 @@ use crate::emu::isa::registers::{
 use crate::emu::isa::{Flow, Instr, Word, Writes, UNDEFINED_ROM_WORD};
 
 use super::alu;
+use super::op::{
+    operand_row, storage_row, Operation, SlotOp, DYNAMIC_FORWARDING, FORWARD_A_ROW, FORWARD_B_ROW,
+    LATCH_ROW, OP_TABLE_LEN, RET_BEFORE_CALL, SAVES_OLD, SLOW_BEFORE_CALL, STALE_ROW,
+    TARGET_IS_CALL,
+};
 use super::track::{Packed, RunEffect};
-
-/// What an [`Op`] does: the opcode table's operation column (one variant per lane for the
-/// lane-specific ones), with [`Operation::Hang`] for undefined opcodes.
-pub(crate) use crate::emu::isa::Operation;
-
-/// Rows 0..127 are the address space as the execution unit sees it with swap parity 0;
-/// rows 128..159 hold the second swap-memory copy.
-pub(crate) const SHADOW_SWAP_ROW: usize = 128;
-/// Where the results of instructions that write no register go (writes the hardware drops,
-/// and opcodes that never write): a row no decoded read names. It holds the forwarding
-/// latch's value whenever the last instruction wrote no register.
-pub(crate) const LATCH_ROW: u8 = 160;
-/// The register array has 256 rows so that any `u8` row indexes it without a bounds check.
-pub(crate) const REGISTER_ARRAY_ROWS: usize = 256;
-
-/// The storage row behind a data address for swap parity `parity` (0 or 1): bits 6..5 pick
-/// the bank, 4..0 the row; higher bits are not decoded.
-pub(crate) fn storage_row(address: u16, parity: usize) -> usize {
-    let row = (address & 0x7F) as usize;
-    if row >> 5 == 1 && parity == 1 {
-        row - 32 + SHADOW_SWAP_ROW
-    } else {
-        row
-    }
-}
-
-/// One decoded instruction for one swap parity: 20 bytes.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct Op {
-    pub kind: Operation,
-    pub mask: u8,
-    /// [`DYNAMIC_FORWARDING`] when an operand's source depends on the path taken.
-    pub flags: u8,
-    /// The rows operands A and B are read from, forwarding already resolved (see
-    /// [`resolve_forwarding`]); [`FORWARD_A_ROW`]/[`FORWARD_B_ROW`] for a dynamic operand.
-    pub a_row: u8,
-    pub b_row: u8,
-    /// The row the result goes to; [`LATCH_ROW`] when the hardware writes no register.
-    pub d_row: u8,
-    /// The operands' own rows (what a dynamic operand reads when not forwarded).
-    pub a_home: u8,
-    pub b_home: u8,
-    /// Full 16-bit operand addresses, compared with the previous DST for forwarding.
-    pub a_addr: u16,
-    pub b_addr: u16,
-    /// The DST field (the next instruction's forwarding address).
-    pub dst: u16,
-    /// Instructions from here to the end of this straight run (the next jump, CALL, RET,
-    /// RETURN or hang, inclusive): the watchdog budget is checked once per run.
-    pub run: u16,
-    pub imm: u32,
-}
-
-impl Op {
-    /// What forwarding sees before a routine's first instruction, as if an op had run: the
-    /// DST latch reset to 0, the previous result in the latch row.
-    pub(crate) const ROUTINE_START: Op = Op {
-        kind: Operation::Nop,
-        mask: 0,
-        flags: 0,
-        a_row: LATCH_ROW,
-        b_row: LATCH_ROW,
-        d_row: LATCH_ROW,
-        a_home: LATCH_ROW,
-        b_home: LATCH_ROW,
-        a_addr: 0,
-        b_addr: 0,
-        dst: 0,
-        run: 1,
-        imm: 0,
-    };
-}
-
-/// [`Op::flags`]: operand rows must be resolved at run time (see [`resolve_forwarding`]).
-pub(crate) const DYNAMIC_FORWARDING: u8 = 1;
-/// [`Op::flags`]: a jump, branch or CALL whose target is a CALL (which then takes its
-/// return address from how it was reached: [`control::Arrival`](super::control::Arrival)).
-pub(crate) const TARGET_IS_CALL: u8 = 2;
-/// [`Op::flags`]: a RET whose next address holds a CALL. The fetch unit shows that CALL as
-/// the RET completes, and its rising edge sets the return register to RET + 2 before the
-/// RET jumps through it (Module_InstructionFetch.v:68-69; confirmed on the RTL).
-pub(crate) const RET_BEFORE_CALL: u8 = 4;
-/// [`Op::flags`]: a DIV or MAG whose next address holds a CALL. The divider and square
-/// root let the fetch pointer run one ahead, so that CALL saves its own address + 2
-/// (confirmed on the RTL; after every other opcode it saves + 1).
-pub(crate) const SLOW_BEFORE_CALL: u8 = 16;
-/// Rows a dynamic operand's value is copied to before the instruction runs.
-pub(crate) const FORWARD_A_ROW: u8 = 161;
-pub(crate) const FORWARD_B_ROW: u8 = 162;
-/// [`Op::flags`]: the next instruction may read this one's destination row through another
-/// address, and so must see its old value: the op copies it to [`STALE_ROW`] before it
-/// computes (after its dynamic operands are copied in).
-pub(crate) const SAVES_OLD: u8 = 8;
-/// Where [`SAVES_OLD`] keeps the destination row's value from before the write.
-pub(crate) const STALE_ROW: u8 = 163;
-/// Slots of the op table: every 16-bit slot number indexes it without a bounds check.
-pub(crate) const OP_TABLE_LEN: usize = 1 << 16;
 
 /// Resolves operand forwarding at decode time, for one parity's op table.
 ///
@@ -130,7 +38,7 @@ pub(crate) const OP_TABLE_LEN: usize = 1 << 16;
 /// latch row then holds the previous routine's RETURN result). When every way in gives
 /// the operand the same row, that row is fixed here; otherwise the op is marked dynamic
 /// and compares addresses at run time.
-fn resolve_forwarding(ops: &mut [Op], slots: &[Slot], entries: &[u32], return_points: &[u32]) {
+fn resolve_forwarding(ops: &mut [SlotOp], slots: &[Slot], entries: &[u32], return_points: &[u32]) {
     // (DST field, result row, the predecessor's slot when it is an instruction that can
     // write a register).
     const ENTRY: (u16, u8, Option<usize>) = (0, LATCH_ROW, None);
@@ -224,32 +132,6 @@ fn slow(kind: Operation) -> bool {
     matches!(kind, Operation::Div | Operation::Mag)
 }
 
-/// The row an operand at `address` (own row `home`) is read from when the previous
-/// instruction had DST field `last_dst` and left its result in `last_row`: the forwarding
-/// path on an address match (spec machine §1.2); [`STALE_ROW`] when the previous
-/// instruction wrote this very row through another address (an alias with other high
-/// bits): the register file is written one instruction late, so the RTL reads the row's
-/// old value there; the register file otherwise.
-#[inline(always)]
-pub(crate) fn operand_row(address: u16, home: u8, last_dst: u16, last_row: u8) -> u8 {
-    if address == last_dst {
-        last_row
-    } else if home == last_row && last_row != LATCH_ROW {
-        STALE_ROW
-    } else {
-        home
-    }
-}
-
-/// Whether a conditional jump with truth table `mask` (see [`relation_mask`]) is taken on
-/// components `x` and `y`.
-#[inline(always)]
-pub(crate) fn jump_taken(mask: u8, x: u32, y: u32) -> bool {
-    let greater = (x as i32) > (y as i32);
-    let equal = alu::magnitude32(x) == alu::magnitude32(y);
-    (mask >> ((greater as u8) << 1 | equal as u8)) & 1 != 0
-}
-
 /// Truth table of a jump relation over `(greater, magnitude-equal)`, bit `2g + e`, read off
 /// [`alu::compare`] itself so the two can never disagree.
 fn relation_mask(relation: u16) -> u8 {
@@ -282,7 +164,7 @@ pub struct Program {
     loaded_imem_words: usize,
     slots: Vec<Slot>,
     /// `ops[parity][slot]`.
-    ops: Vec<Box<[Op; OP_TABLE_LEN]>>,
+    ops: Vec<Box<[SlotOp; OP_TABLE_LEN]>>,
     /// `effects[parity][slot]`: what the straight run starting at the slot reads and
     /// writes, for tracking ([`track`](super::track)).
     effects: Vec<Vec<Packed>>,
@@ -296,6 +178,28 @@ impl Program {
     /// Builds code memory from the ROM words (address 0..) and the IMEM words (0x8000..):
     /// IMEM words 0..11 are the entry-point table, user code starts at 0x800C.
     pub fn new(rom: &[Word], imem: &[Word]) -> Program {
+        let mut program = Program::sequential(rom, imem);
+        program.add_targets();
+        let return_points = program.return_points();
+        program.ops = (0..2)
+            .map(|parity| program.decode(parity, &return_points))
+            .collect();
+        program.effects = program
+            .ops
+            .iter()
+            .map(|ops| {
+                (0..program.slots.len())
+                    .map(|slot| Packed::from(&RunEffect::of_run(&ops[slot..])))
+                    .collect()
+            })
+            .collect();
+        program
+    }
+
+    /// The code memory with slots for the sequential runs only, each followed by the
+    /// address after it, so that "next instruction" is always "next slot"; and the entry
+    /// points.
+    fn sequential(rom: &[Word], imem: &[Word]) -> Program {
         assert!(
             rom.len() < USER_CODE_BIT as usize,
             "the ROM ends below 0x8000"
@@ -317,8 +221,6 @@ impl Program {
             effects: Vec::new(),
             slot_of: HashMap::new(),
         };
-        // Sequential runs first, each followed by the address after it, so that "next
-        // instruction" is always "next slot".
         for address in 0..=rom.len() as u16 {
             program.add_slot(address);
         }
@@ -328,33 +230,42 @@ impl Program {
         for (i, &address) in entry.iter().enumerate() {
             program.entry_slot[i] = program.slot(address);
         }
-        // Jump and CALL targets, and CALL return points (RET's only destinations besides
-        // address 0, the return register's value before any CALL).
+        program
+    }
+
+    /// Slots for jump and CALL targets, and CALL return points (RET's only destinations
+    /// besides address 0, the return register's value before any CALL).
+    fn add_targets(&mut self) {
         let mut i = 0;
-        while i < program.slots.len() {
-            let Slot { address, instr, .. } = program.slots[i];
+        while i < self.slots.len() {
+            let Slot { address, instr, .. } = self.slots[i];
             if let Some(target) = instr.target() {
-                program.slots[i].target = program.slot(target);
+                self.slots[i].target = self.slot(target);
             }
             if instr.flow() == Flow::Call {
-                program.slot(address.wrapping_add(1));
+                self.slot(address.wrapping_add(1));
             }
             i += 1;
         }
-        // A CALL reached by a taken branch or JMP at B returns to B + 2 (control::Arrival),
-        // and so does a RET at B whose next address holds a CALL (RET_BEFORE_CALL).
+    }
+
+    /// Every slot a RET can go to, sorted: CALL return points, address 0, and the jump
+    /// returns (given slots here). A CALL reached by a taken branch or JMP at B returns to
+    /// B + 2 (control::Arrival), and so does a RET at B whose next address holds a CALL
+    /// (RET_BEFORE_CALL); a CALL after a slow unit at B returns to B + 3.
+    fn return_points(&mut self) -> Vec<u32> {
         let mut jump_returns = Vec::new();
-        for i in 0..program.slots.len() {
+        for i in 0..self.slots.len() {
             let Slot {
                 address,
                 instr,
                 target,
-            } = program.slots[i];
+            } = self.slots[i];
             let jumps = matches!(instr.flow(), Flow::Branch | Flow::Jump);
             let before_call =
-                Instr::decode(program.word(address.wrapping_add(1))).flow() == Flow::Call;
+                Instr::decode(self.word(address.wrapping_add(1))).flow() == Flow::Call;
             if (before_call && instr.flow() == Flow::Ret)
-                || (jumps && program.slots[target as usize].instr.flow() == Flow::Call)
+                || (jumps && self.slots[target as usize].instr.flow() == Flow::Call)
             {
                 jump_returns.push(address.wrapping_add(2));
             }
@@ -363,63 +274,50 @@ impl Program {
             }
         }
         for &address in &jump_returns {
-            program.slot(address);
+            self.slot(address);
         }
-        let mut return_points: Vec<u32> = program
+        let mut return_points: Vec<u32> = self
             .slots
             .iter()
             .filter(|slot| slot.instr.flow() == Flow::Call)
             .map(|slot| slot.address.wrapping_add(1))
             .chain(jump_returns)
             .chain([0])
-            .map(|address| program.slot_of[&address])
+            .map(|address| self.slot_of[&address])
             .collect();
         return_points.sort_unstable();
         return_points.dedup();
-        program.ops = (0..2)
-            .map(|parity| {
-                let mut ops: Vec<Op> = program
-                    .slots
-                    .iter()
-                    .map(|slot| Program::op(slot, parity))
-                    .collect();
-                for (op, slot) in ops.iter_mut().zip(&program.slots) {
-                    let target = program.slots[slot.target as usize].instr.flow();
-                    if slot.instr.flow().has_target() && target == Flow::Call {
-                        op.flags |= TARGET_IS_CALL;
-                    }
-                    let next = Instr::decode(program.word(slot.address.wrapping_add(1)));
-                    if slot.instr.flow() == Flow::Ret && next.flow() == Flow::Call {
-                        op.flags |= RET_BEFORE_CALL;
-                    }
-                    if slow(slot.instr.operation()) && next.flow() == Flow::Call {
-                        op.flags |= SLOW_BEFORE_CALL;
-                    }
-                }
-                resolve_forwarding(
-                    &mut ops,
-                    &program.slots,
-                    &program.entry_slot,
-                    &return_points,
-                );
-                // Pad to 2^16 slots so that a u16 slot number needs no bounds check.
-                let hang = Program::op(&program.slots[program.slots.len() - 1], parity);
-                ops.resize(OP_TABLE_LEN, hang);
-                ops.into_boxed_slice()
-                    .try_into()
-                    .expect("the op table has 2^16 slots")
-            })
-            .collect();
-        program.effects = program
-            .ops
+        return_points
+    }
+
+    /// The op table for swap parity `parity`: every slot's op with its flags and
+    /// forwarding resolved, padded to 2^16 slots so that a u16 slot number needs no
+    /// bounds check.
+    fn decode(&self, parity: usize, return_points: &[u32]) -> Box<[SlotOp; OP_TABLE_LEN]> {
+        let mut ops: Vec<SlotOp> = self
+            .slots
             .iter()
-            .map(|ops| {
-                (0..program.slots.len())
-                    .map(|slot| Packed::from(&RunEffect::of_run(&ops[slot..])))
-                    .collect()
-            })
+            .map(|slot| Program::op(slot, parity))
             .collect();
-        program
+        for (op, slot) in ops.iter_mut().zip(&self.slots) {
+            let target = self.slots[slot.target as usize].instr.flow();
+            if slot.instr.flow().has_target() && target == Flow::Call {
+                op.flags |= TARGET_IS_CALL;
+            }
+            let next = Instr::decode(self.word(slot.address.wrapping_add(1)));
+            if slot.instr.flow() == Flow::Ret && next.flow() == Flow::Call {
+                op.flags |= RET_BEFORE_CALL;
+            }
+            if slow(slot.instr.operation()) && next.flow() == Flow::Call {
+                op.flags |= SLOW_BEFORE_CALL;
+            }
+        }
+        resolve_forwarding(&mut ops, &self.slots, &self.entry_slot, return_points);
+        let hang = Program::op(&self.slots[self.slots.len() - 1], parity);
+        ops.resize(OP_TABLE_LEN, hang);
+        ops.into_boxed_slice()
+            .try_into()
+            .expect("the op table has 2^16 slots")
     }
 
     /// The slot of `address`, adding one if the address was never seen.
@@ -442,7 +340,7 @@ impl Program {
     }
 
     /// The op of one slot for swap parity `parity`, from its instruction's table row.
-    fn op(slot: &Slot, parity: usize) -> Op {
+    fn op(slot: &Slot, parity: usize) -> SlotOp {
         let instr = slot.instr;
         let kind = instr.operation();
         let (a_addr, b_addr) = instr.input_addresses();
@@ -467,7 +365,7 @@ impl Program {
             Flow::Branch => relation_mask(instr.word().opcode_field() & 7),
             _ => 0,
         };
-        Op {
+        SlotOp {
             kind,
             mask,
             flags: 0,
@@ -563,7 +461,7 @@ impl Program {
     }
 
     #[inline(always)]
-    pub(crate) fn ops(&self, parity: usize) -> &[Op; OP_TABLE_LEN] {
+    pub(crate) fn ops(&self, parity: usize) -> &[SlotOp; OP_TABLE_LEN] {
         &self.ops[parity]
     }
 

@@ -8,10 +8,10 @@
 #![allow(clippy::needless_range_loop)]
 
 use super::alu::Vec3;
-use super::control::Arrival;
-use super::group::LaneMask;
+use super::op::{storage_row, LATCH_ROW, SHADOW_SWAP_ROW};
 use super::output::OutputMemory;
-use super::program::{storage_row, Program, LATCH_ROW, REGISTER_ARRAY_ROWS, SHADOW_SWAP_ROW};
+use super::program::Program;
+use super::row::Rows;
 use super::track::NativeWrites;
 use super::triangle::{Triangle, TRIANGLE_VECTORS};
 use crate::emu::isa::registers::core_writable;
@@ -40,6 +40,31 @@ fn io_swap_base(parity: usize) -> usize {
 }
 
 const ZERO: Vec3 = [0; 3];
+
+/// How a CALL was reached, which decides what its return register takes. The fetch unit
+/// captures the register on the rising edge of "the instruction shown is a CALL", as the
+/// fetch pointer plus one (Module_InstructionFetch.v:68-69; spec machine §6.3, confirmed
+/// on the RTL by tests/rtl.rs).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Arrival {
+    /// In sequence, at a routine's start or by RET: CALL + 1.
+    Sequential,
+    /// By a taken branch or a JMP at address B, whose fall-through address the pointer
+    /// still holds: B + 2, here as its slot. Also a CALL right after a DIV or MAG, whose
+    /// units let the pointer run one ahead: the CALL's own address + 2.
+    Jump(u16),
+    /// By a CALL: "is a CALL" never falls, so there is no edge and the register keeps the
+    /// first CALL's return address.
+    Call,
+}
+
+impl Arrival {
+    /// Reached by a taken jump (branch or JMP) at slot `jump`.
+    #[cold]
+    pub(super) fn jump(program: &Program, jump: u16) -> Arrival {
+        Arrival::Jump(program.jump_return_slot(jump))
+    }
+}
 
 /// What a core keeps besides its register rows: the swap parity, the control path's
 /// latches, the texture interface's latch and the watchdog's and the statistics' counters.
@@ -281,116 +306,6 @@ pub trait CoreState: Sized {
     fn set_return_register(&mut self, slot: u16) {
         self.latches_mut().return_slot = slot;
     }
-}
-
-/// One register row of `N` cores: component `c` of lane `l` is `self.0[c][l]`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-#[repr(C)]
-pub(crate) struct Row<const N: usize>(pub [[u32; N]; 3]);
-
-impl<const N: usize> Row<N> {
-    pub const ZERO: Row<N> = Row([[0; N]; 3]);
-
-    /// `value` in every lane.
-    #[inline(always)]
-    pub fn splat(value: Vec3) -> Row<N> {
-        Row([[value[0]; N], [value[1]; N], [value[2]; N]])
-    }
-
-    #[inline(always)]
-    pub fn lane(&self, lane: usize) -> Vec3 {
-        [self.0[0][lane], self.0[1][lane], self.0[2][lane]]
-    }
-
-    #[inline(always)]
-    pub fn set_lane(&mut self, lane: usize, value: Vec3) {
-        self.0[0][lane] = value[0];
-        self.0[1][lane] = value[1];
-        self.0[2][lane] = value[2];
-    }
-
-    /// `value` in the lanes of `active` (all ones there, zero elsewhere), `self` elsewhere;
-    /// a lone core's only lane is always active.
-    #[inline(always)]
-    pub fn blend(&mut self, value: &Row<N>, active: &[u32; N]) {
-        if N == 1 {
-            *self = *value;
-            return;
-        }
-        for component in 0..3 {
-            for lane in 0..N {
-                let keep = self.0[component][lane] & !active[lane];
-                self.0[component][lane] = keep | (value.0[component][lane] & active[lane]);
-            }
-        }
-    }
-
-    /// Each component through `f` lane by lane. A lone core's row is built as one literal:
-    /// written as the lane loop, the compiler assembles it in a vector register, which cost
-    /// the interpreter 1.7% more host instructions.
-    #[inline(always)]
-    pub(super) fn zip(&self, other: &Row<N>, f: impl Fn(u32, u32) -> u32) -> Row<N> {
-        if N == 1 {
-            let (a, b) = (self.lane(0), other.lane(0));
-            return Row::splat([f(a[0], b[0]), f(a[1], b[1]), f(a[2], b[2])]);
-        }
-        let mut out = Row::ZERO;
-        for component in 0..3 {
-            for lane in 0..N {
-                out.0[component][lane] = f(self.0[component][lane], other.0[component][lane]);
-            }
-        }
-        out
-    }
-
-    /// Each component through `f` (a lone core's as one literal, as in [`Row::zip`]).
-    #[inline(always)]
-    pub(super) fn map(&self, f: impl Fn(u32) -> u32) -> Row<N> {
-        if N == 1 {
-            return Row::splat(self.lane(0).map(f));
-        }
-        let mut out = *self;
-        for component in 0..3 {
-            for lane in 0..N {
-                out.0[component][lane] = f(self.0[component][lane]);
-            }
-        }
-        out
-    }
-}
-
-/// The register array of `N` cores, indexed by storage row (see
-/// [`storage_row`](super::program::storage_row)); rows past the 160 real ones are the write
-/// sink and padding, so that any `u8` row indexes without a bounds check. Aligned so that a
-/// group's rows (`N = 8`: 96 bytes) start on vector boundaries.
-#[derive(Clone)]
-#[repr(C, align(32))]
-pub(crate) struct Rows<const N: usize>(pub [Row<N>; REGISTER_ARRAY_ROWS]);
-
-impl<const N: usize> Rows<N> {
-    pub const ZERO: Rows<N> = Rows([Row::ZERO; REGISTER_ARRAY_ROWS]);
-}
-
-impl<const N: usize> std::ops::Index<usize> for Rows<N> {
-    type Output = Row<N>;
-
-    #[inline(always)]
-    fn index(&self, row: usize) -> &Row<N> {
-        &self.0[row]
-    }
-}
-
-impl<const N: usize> std::ops::IndexMut<usize> for Rows<N> {
-    #[inline(always)]
-    fn index_mut(&mut self, row: usize) -> &mut Row<N> {
-        &mut self.0[row]
-    }
-}
-
-/// All ones in the lanes of `mask`, zero elsewhere.
-#[inline(always)]
-pub(super) fn spread<const N: usize>(mask: LaneMask) -> [u32; N] {
-    std::array::from_fn(|lane| 0u32.wrapping_sub((mask >> lane) & 1))
 }
 
 /// The state of `N` cores, as a lone core (`N = 1`) and a lock-step group keep it and the

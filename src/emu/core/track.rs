@@ -38,9 +38,9 @@
 
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 
-use super::program::{
-    operand_row, Op, Operation, Program, DYNAMIC_FORWARDING, FORWARD_A_ROW, FORWARD_B_ROW,
-    LATCH_ROW, SAVES_OLD, STALE_ROW,
+use super::op::{
+    operand_row, Operation, SlotOp, DYNAMIC_FORWARDING, FORWARD_A_ROW, FORWARD_B_ROW, LATCH_ROW,
+    OP_TABLE_LEN, SAVES_OLD, STALE_ROW,
 };
 
 /// Storage rows an instruction can name (register array, both swap copies, the latch,
@@ -124,7 +124,7 @@ impl RunEffect {
     /// The run of `run` ops starting at `ops[0]`. The first op's dynamic operands (if it
     /// has any) are left out: their sources depend on the op that jumped there, which
     /// [`Footprint::enter`] knows.
-    pub(crate) fn of_run(ops: &[Op]) -> RunEffect {
+    pub(crate) fn of_run(ops: &[SlotOp]) -> RunEffect {
         let mut effect = RunEffect::default();
         let run = ops[0].run as usize;
         for (k, op) in ops[..run.min(ops.len())].iter().enumerate() {
@@ -138,7 +138,7 @@ impl RunEffect {
 
     /// A dynamic op's operand copies, with `prev` the op executed before it: both operands'
     /// sources read, both forwarding rows written (what the interpreter does).
-    fn forwarding(&mut self, op: &Op, prev: &Op) {
+    fn forwarding(&mut self, op: &SlotOp, prev: &SlotOp) {
         let a = operand_row(op.a_addr, op.a_home, prev.dst, prev.d_row);
         let b = operand_row(op.b_addr, op.b_home, prev.dst, prev.d_row);
         self.read(a, 0b111);
@@ -148,7 +148,7 @@ impl RunEffect {
     }
 
     /// One op's reads and writes of rows (its dynamic operands already copied in).
-    fn op(&mut self, op: &Op) {
+    fn op(&mut self, op: &SlotOp) {
         if op.kind == Operation::Hang {
             // The hung instruction is not executed.
             return;
@@ -232,7 +232,7 @@ enum Source {
     Of(u8, u8),
 }
 
-/// What each result component of `kind` comes from, as `interp::execute`'s arm computes it.
+/// What each result component of `kind` comes from, as its arm in `interp::effect` computes it.
 fn sources(kind: Operation) -> [Source; 3] {
     use Operation::*;
     use Source::*;
@@ -449,10 +449,17 @@ impl Footprint {
     }
 
     /// The run starting at `ops[slot]` begins, entered after `prev`: a dynamic first op's
-    /// operand copies, then the run's precomputed effect.
+    /// operand copies, then the run's precomputed effect (`effects[slot]`); `ops` and
+    /// `effects` are a program's for swap parity `parity`.
     #[inline(always)]
-    pub(crate) fn enter(&self, program: &Program, parity: usize, slot: u16, prev: &Op) {
-        let op = &program.ops(parity)[slot as usize];
+    pub(crate) fn enter(
+        &self,
+        (ops, effects): (&[SlotOp; OP_TABLE_LEN], &[Packed]),
+        parity: usize,
+        slot: u16,
+        prev: &SlotOp,
+    ) {
+        let op = &ops[slot as usize];
         if op.flags & DYNAMIC_FORWARDING != 0 {
             let mut effect = RunEffect::default();
             effect.forwarding(op, prev);
@@ -463,9 +470,9 @@ impl Footprint {
             Some(entered) if entered.get() >> (slot % 64) & 1 == 1 => {}
             Some(entered) => {
                 entered.set(entered.get() | 1 << (slot % 64));
-                self.apply(&program.effects(parity)[slot]);
+                self.apply(&effects[slot]);
             }
-            None => self.apply(&program.effects(parity)[slot]),
+            None => self.apply(&effects[slot]),
         }
     }
 }

@@ -115,7 +115,7 @@ impl Flow {
 }
 
 /// What the execution unit does for an opcode: the table's `operation` column, and the
-/// pre-decoded program's dispatch (`core::program::Op`). Lane-specific operations get one
+/// pre-decoded program's dispatch (`core::op::SlotOp`). Lane-specific operations get one
 /// variant per lane: a lane chosen at run time would force the interpreter's operand
 /// triples out of registers into memory.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

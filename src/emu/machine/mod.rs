@@ -32,9 +32,9 @@ use std::ops::Range;
 use std::sync::atomic::{AtomicBool, AtomicU64};
 use std::sync::Arc;
 
-use crate::emu::core::exec::Fault;
 use crate::emu::core::program::Program;
 use crate::emu::core::rom::rom;
+use crate::emu::core::Fault;
 use crate::emu::isa::registers::EntryPoint;
 use crate::io::scene::{Partition, Scene};
 use crate::stage::{PixelStage, TheiaPixelShader};

@@ -17,7 +17,7 @@
 //! shared by all cores ([`super::tmem`]); OMWRITE always takes 4.
 
 use crate::emu::core::alu::{magnitude32, Vec3};
-use crate::emu::core::exec::Step;
+use crate::emu::core::Step;
 use crate::emu::isa::{Hardware, Instr, Operation};
 
 /// How an instruction occupies the execution unit.

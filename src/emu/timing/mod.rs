@@ -40,8 +40,8 @@ pub mod tmem;
 use std::path::Path;
 
 use crate::emu::core::alu::Vec3;
-use crate::emu::core::exec::Core;
 use crate::emu::core::output::OutputMemory;
+use crate::emu::core::Core;
 use crate::emu::core::CoreState;
 use crate::emu::isa::registers::address;
 use crate::emu::isa::registers::EntryPoint;

@@ -11,7 +11,7 @@
 
 use super::cost::{div_cycles, kind, CostKind};
 use crate::emu::core::alu::Vec3;
-use crate::emu::core::exec::{Observer, Step};
+use crate::emu::core::{Observer, Step};
 use crate::emu::isa::registers::EntryPoint;
 
 /// One routine as it ran: its `events` ([`Recording::events_of`]) from `first_event`, then

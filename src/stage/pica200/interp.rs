@@ -4,7 +4,7 @@
 
 use super::decode::{Descriptor, PicaWord};
 use super::opcodes::PicaOp;
-use crate::emu::core::exec::Fault;
+use crate::emu::core::Fault;
 
 /// Words of code memory; the last one always acts as END (§B.6).
 pub const CODE_WORDS: u32 = 4096;

@@ -21,7 +21,7 @@ pub mod interp;
 pub mod opcodes;
 pub mod shbin;
 
-use crate::emu::core::exec::Fault;
+use crate::emu::core::Fault;
 use crate::stage::{ForeignProgram, NamedVec4, PixelInputs, PixelRun, RunError, TextureSampler};
 use interp::{Code, State};
 

@@ -21,7 +21,7 @@ use super::decode::{
     self, AlphaOp, Alu, Fc, FcOp, R500Decoded, R500Source, RgbOp, StackOp, Target, Tex, TexOp,
 };
 use super::fields::Words;
-use crate::emu::core::exec::Fault;
+use crate::emu::core::Fault;
 use crate::stage::{ForeignProgram, NamedVec4, PixelInputs, PixelRun, RunError, TextureSampler};
 
 /// Temporaries per pixel.

@@ -1,0 +1,88 @@
+//! What the interpreter tells the world: how a routine stopped without returning
+//! ([`Fault`]), and, for tracing, every instruction it executes ([`Step`], to an
+//! [`Observer`]).
+
+use super::alu::Vec3;
+use super::track::Footprint;
+use crate::emu::isa::registers::EntryPoint;
+use crate::emu::isa::{Instr, Word};
+
+/// How a routine stopped without returning.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Fault {
+    /// The hardware would stall forever here: an opcode it never finishes.
+    Hang { address: u16, word: Word },
+    /// The instruction budget ran out (a shader that never returns).
+    Watchdog { address: u16, budget: u64 },
+    /// A foreign pixel stage (R500, PICA200) cannot go on at instruction `pc`.
+    Stage {
+        isa: &'static str,
+        pc: u32,
+        reason: &'static str,
+    },
+}
+
+impl std::fmt::Display for Fault {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match *self {
+            Fault::Hang { address, word } => write!(
+                f,
+                "the core hangs at {address:#06x}: {:016X} is not an instruction the hardware finishes (opcode {:#06x})",
+                word.0,
+                word.opcode_field()
+            ),
+            Fault::Watchdog { address, budget } => write!(
+                f,
+                "no RETURN within {budget} instructions; stopped at {address:#06x} (raise --max-steps if it is meant to run this long)"
+            ),
+            Fault::Stage { isa, pc, reason } => {
+                write!(f, "the {isa} program stops at instruction {pc}: {reason}")
+            }
+        }
+    }
+}
+
+impl std::error::Error for Fault {}
+
+/// What one executed instruction did, for tracing.
+#[derive(Clone, Copy, Debug)]
+pub struct Step {
+    pub address: u16,
+    pub instruction: Instr,
+    /// ALU inputs A and B, after forwarding; zero where the instruction uses neither a
+    /// register nor the immediate (see [`Instr::a`], [`Instr::b`]).
+    pub a: Vec3,
+    pub b: Vec3,
+    pub result: Vec3,
+    /// Whether the result reached the register file.
+    pub written: bool,
+    /// For conditional jumps: whether the jump was taken.
+    pub taken: Option<bool>,
+    pub next: u16,
+    /// For CALL: the address its RET will return to (not always the CALL's address + 1:
+    /// it depends on how the CALL was reached, docs/rtl-differences.md).
+    pub returns_to: Option<u16>,
+}
+
+/// Sees every instruction when tracing; the default observer compiles away.
+pub trait Observer {
+    const ENABLED: bool;
+    /// Whether the interpreter records what the core reads and writes into
+    /// [`Observer::footprint`] (a core with a footprint runs its routines so).
+    #[doc(hidden)]
+    const TRACKS: bool = false;
+    fn routine_start(&mut self, _entry: EntryPoint, _address: u16) {}
+    fn step(&mut self, _step: &Step) {}
+    fn routine_end(&mut self, _entry: EntryPoint, _return_value: bool) {}
+    #[doc(hidden)]
+    fn footprint(&self) -> &Footprint {
+        unreachable!("only an observer that tracks has a footprint")
+    }
+}
+
+/// The observer of normal renders: nothing.
+pub struct NoObserver;
+
+impl Observer for NoObserver {
+    const ENABLED: bool = false;
+}
