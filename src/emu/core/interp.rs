@@ -51,13 +51,14 @@ pub(super) enum Interrupted {
     Abandoned,
 }
 
-/// What an instruction does once it has computed, as its arm in [`effect`] says; the loop
-/// in [`execute`] applies it. (Side effects on a lane's latches and output memory, CALL's
-/// return register, OMWRITE's words, TMREAD's latch, happen in the arm.)
+/// What an instruction does with the running lanes once it has computed, as its arm in
+/// [`effect`] says; the loop in [`execute`] applies it. (Side effects on a lane's latches
+/// and output memory, CALL's return register, OMWRITE's words, TMREAD's latch, happen in
+/// the arm.)
 #[derive(Clone, Copy)]
-enum Effect<const N: usize> {
+enum Effect {
     /// The row goes to the destination row; the running lanes go on in sequence.
-    Write(Row<N>),
+    Write,
     /// Every running lane continues at the slot (JMP, CALL); zero goes to the destination
     /// (the latch row).
     Jump(u16),
@@ -65,11 +66,27 @@ enum Effect<const N: usize> {
     /// running lanes in sequence; zero goes to the destination (the latch row).
     Branch(LaneMask),
     /// RET: the row goes to the destination; each lane continues at its return register.
-    Ret(Row<N>),
+    Ret,
     /// RETURN: the running lanes' routine ends.
     Return,
     /// An opcode the hardware never finishes: the core stops before executing it.
     Hang,
+}
+
+/// An arm's row (zero where the effect writes none) beside its [`Effect`]: apart, not a
+/// payload of the enum, so that a lone core's row stays in registers as the ALU left it.
+type Done<const N: usize> = (Row<N>, Effect);
+
+/// An arm that writes `row` and goes on in sequence.
+#[inline(always)]
+fn write<const N: usize>(row: Row<N>) -> Done<N> {
+    (row, Effect::Write)
+}
+
+/// An arm that writes no row (zero goes to the destination, as the hardware does).
+#[inline(always)]
+fn flow<const N: usize>(effect: Effect) -> Done<N> {
+    (Row::ZERO, effect)
 }
 
 /// The control state the loop carries: where the running lanes are, what they forward,
@@ -334,8 +351,9 @@ pub(super) fn execute<'a, const N: usize, O: Observer, const PRECISE: bool>(
         };
         // Where every running lane goes (`None`: they part) unless in sequence, the row
         // written at once (the observer reads it back); `taken`: a conditional jump's.
-        let (target, taken) = match effect(m, op, this, c.group, &active, observer) {
-            Effect::Write(result) => {
+        let (result, done) = effect(m, op, this, c.group, &active, observer);
+        let (target, taken) = match done {
+            Effect::Write => {
                 m.rows[op.d_row as usize].blend(&result, &active);
                 prev = op;
                 if O::ENABLED {
@@ -347,14 +365,14 @@ pub(super) fn execute<'a, const N: usize, O: Observer, const PRECISE: bool>(
                 continue;
             }
             Effect::Jump(target) => {
-                m.rows[op.d_row as usize].blend(&Row::ZERO, &active);
+                m.rows[op.d_row as usize].blend(&result, &active);
                 (Some(target), None)
             }
             Effect::Branch(jumps) => {
-                m.rows[op.d_row as usize].blend(&Row::ZERO, &active);
+                m.rows[op.d_row as usize].blend(&result, &active);
                 (c.branch(jumps, op.imm as u16, pc), Some(jumps != 0))
             }
-            Effect::Ret(result) => {
+            Effect::Ret => {
                 m.rows[op.d_row as usize].blend(&result, &active);
                 (c.ret(&m.latches), None)
             }
@@ -431,8 +449,7 @@ fn effect<const N: usize, O: Observer>(
     group: LaneMask,
     active: &[u32; N],
     observer: &O,
-) -> Effect<N> {
-    use Effect::Write;
+) -> Done<N> {
     use Operation::*;
     let rows = &m.rows;
     let a = || rows.get(op.a_row);
@@ -441,46 +458,52 @@ fn effect<const N: usize, O: Observer>(
     // (`Operation::component`), fixed at compile time, so that the operand stays in
     // registers.
     match op.kind {
-        Nop | Zero => Write(Row::ZERO),
-        Add => Write(a().zip(&b(), alu::add)),
-        Sub => Write(a().zip(&b(), alu::sub)),
-        Mul => Write(a().zip(&b(), alu::mul)),
-        Imul => Write(a().zip(&b(), alu::imul)),
-        Mod => Write(a().zip(&b(), alu::modulo)),
-        Div => Write(a().divide(&b(), active)),
-        Dot => Write(a().dot(&b(), active)),
-        Cross => Write(a().cross(&b(), active)),
-        Copy => Write(a()),
-        Inc => Write(a().map(alu::inc)),
-        Dec => Write(a().map(alu::dec)),
-        Frac => Write(a().map(alu::frac)),
-        Intp => Write(a().map(alu::intp)),
-        Neg => Write(a().map(alu::neg)),
-        Unscale => Write(a().map(alu::unscale)),
-        Rescale => Write(a().map(alu::rescale)),
-        IncX => Write(a().increment::<{ IncX.component() }>()),
-        IncY => Write(a().increment::<{ IncY.component() }>()),
-        IncZ => Write(a().increment::<{ IncZ.component() }>()),
-        ExchangeX => Write(a().exchange::<{ ExchangeX.component() }>(&b())),
-        ExchangeY => Write(a().exchange::<{ ExchangeY.component() }>(&b())),
-        ExchangeZ => Write(a().exchange::<{ ExchangeZ.component() }>(&b())),
-        SetX => Write(b().set::<{ SetX.component() }>(op.imm)),
-        SetY => Write(b().set::<{ SetY.component() }>(op.imm)),
-        SetZ => Write(b().set::<{ SetZ.component() }>(op.imm)),
-        Mulp => Write(a().mulp()),
-        Lea => Write(Row::splat([op.imm; 3])),
-        Mag => Write(a().each_lane(group, |a| [alu::vector_magnitude(a); 3])),
-        Swizzle => Write(b().each_lane(group, |b| alu::swizzle(b, op.imm))),
-        Omwrite => Write(omwrite(m, op, group)),
-        Tmread => Write(tmread(m, op, group, observer)),
-        Jmp => Effect::Jump(jmp(m, op, this, group)),
-        Call => Effect::Jump(call(m, op, this, group, observer)),
-        Ret => Effect::Ret(ret(m, op, this, group, observer)),
-        BranchX => Effect::Branch(branch::<{ BranchX.component() }, N>(m, op, this, group)),
-        BranchY => Effect::Branch(branch::<{ BranchY.component() }, N>(m, op, this, group)),
-        BranchZ => Effect::Branch(branch::<{ BranchZ.component() }, N>(m, op, this, group)),
-        Return => Effect::Return,
-        Hang => Effect::Hang,
+        Nop | Zero => write(Row::ZERO),
+        Add => write(a().zip(&b(), alu::add)),
+        Sub => write(a().zip(&b(), alu::sub)),
+        Mul => write(a().zip(&b(), alu::mul)),
+        Imul => write(a().zip(&b(), alu::imul)),
+        Mod => write(a().zip(&b(), alu::modulo)),
+        Div => write(a().divide(&b(), active)),
+        Dot => write(a().dot(&b(), active)),
+        Cross => write(a().cross(&b(), active)),
+        Copy => write(a()),
+        Inc => write(a().map(alu::inc)),
+        Dec => write(a().map(alu::dec)),
+        Frac => write(a().map(alu::frac)),
+        Intp => write(a().map(alu::intp)),
+        Neg => write(a().map(alu::neg)),
+        Unscale => write(a().map(alu::unscale)),
+        Rescale => write(a().map(alu::rescale)),
+        IncX => write(a().increment::<{ IncX.component() }>()),
+        IncY => write(a().increment::<{ IncY.component() }>()),
+        IncZ => write(a().increment::<{ IncZ.component() }>()),
+        ExchangeX => write(a().exchange::<{ ExchangeX.component() }>(&b())),
+        ExchangeY => write(a().exchange::<{ ExchangeY.component() }>(&b())),
+        ExchangeZ => write(a().exchange::<{ ExchangeZ.component() }>(&b())),
+        SetX => write(b().set::<{ SetX.component() }>(op.imm)),
+        SetY => write(b().set::<{ SetY.component() }>(op.imm)),
+        SetZ => write(b().set::<{ SetZ.component() }>(op.imm)),
+        Mulp => write(a().mulp()),
+        Lea => write(Row::splat([op.imm; 3])),
+        Mag => write(a().each_lane(group, |a| [alu::vector_magnitude(a); 3])),
+        Swizzle => write(b().each_lane(group, |b| alu::swizzle(b, op.imm))),
+        Omwrite => write(omwrite(m, op, group)),
+        Tmread => write(tmread(m, op, group, observer)),
+        Jmp => flow(Effect::Jump(jmp(m, op, this, group))),
+        Call => flow(Effect::Jump(call(m, op, this, group, observer))),
+        Ret => (ret(m, op, this, group, observer), Effect::Ret),
+        BranchX => flow(Effect::Branch(branch::<{ BranchX.component() }, N>(
+            m, op, this, group,
+        ))),
+        BranchY => flow(Effect::Branch(branch::<{ BranchY.component() }, N>(
+            m, op, this, group,
+        ))),
+        BranchZ => flow(Effect::Branch(branch::<{ BranchZ.component() }, N>(
+            m, op, this, group,
+        ))),
+        Return => flow(Effect::Return),
+        Hang => flow(Effect::Hang),
     }
 }
 
