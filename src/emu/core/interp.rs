@@ -349,10 +349,9 @@ pub(super) fn execute<'a, const N: usize, O: Observer, const PRECISE: bool>(
         } else {
             ([0; 3], [0; 3])
         };
-        // Where every running lane goes (`None`: they part) unless in sequence, the row
-        // written at once (the observer reads it back); `taken`: a conditional jump's.
-        let (result, done) = effect(m, op, this, c.group, &active, observer);
-        let (target, taken) = match done {
+        // Where the running lanes go (`None`: they part), the row written at once; `taken`: a branch's.
+        let (result, flow) = effect(m, op, this, c.group, &active, observer);
+        let (target, taken) = match flow {
             Effect::Write => {
                 m.rows[op.d_row as usize].blend(&result, &active);
                 prev = op;
