@@ -25,6 +25,17 @@ fn on_threads(
     threads: usize,
     pixels: Option<usize>,
 ) -> Render {
+    let (pool, options) = with_chunks(options, threads, pixels);
+    pool.install(|| render(scene, &options)).expect("renders")
+}
+
+/// A pool of `threads` host threads, and `options` with chunks of `pixels` (`None`: the
+/// default cut).
+pub(crate) fn with_chunks(
+    options: &RenderOptions,
+    threads: usize,
+    pixels: Option<usize>,
+) -> (rayon::ThreadPool, RenderOptions) {
     let pool = rayon::ThreadPoolBuilder::new()
         .num_threads(threads)
         .build()
@@ -33,7 +44,7 @@ fn on_threads(
         chunking: Chunking { pixels },
         ..options.clone()
     };
-    pool.install(|| render(scene, &options)).expect("renders")
+    (pool, options)
 }
 
 /// Renders on 1 thread and on 2, 3 and 4 with the default cut and with tiny chunks, and

@@ -10,7 +10,6 @@ use std::path::Path;
 
 use theia::emu::core::RomVariant;
 use theia::emu::isa::asm::assemble;
-use theia::emu::machine::speculate::Chunking;
 use theia::emu::machine::ssaa::Supersampler;
 use theia::emu::machine::{Band, Lockstep, Render, RenderError, RenderOptions};
 use theia::io::scene::generate::displaced_icosphere_obj;
@@ -27,14 +26,7 @@ fn in_passes(
     threads: usize,
     pixels: Option<usize>,
 ) -> (usize, Render) {
-    let pool = rayon::ThreadPoolBuilder::new()
-        .num_threads(threads)
-        .build()
-        .expect("a thread pool");
-    let options = RenderOptions {
-        chunking: Chunking { pixels },
-        ..options.clone()
-    };
+    let (pool, options) = crate::chunks::with_chunks(options, threads, pixels);
     let sampler = Supersampler::with_pass_rows(scene, &options, Some(rows)).expect("a sampler");
     let render = pool.install(|| sampler.render(None, |_| Ok::<_, RenderError>(())));
     (sampler.passes(), render.expect("renders"))

@@ -758,6 +758,26 @@ impl Culler {
     }
 }
 
+/// Values for the property tests of culling and of its timing (`timing/culled.rs`).
+#[cfg(test)]
+pub(crate) mod values {
+    use crate::emu::core::alu::Vec3;
+    use proptest::prelude::*;
+
+    /// A Q15.17 value: mostly small (so rays meet triangles and both DIV paths occur),
+    /// sometimes any word (so the wrap-around and radix-4 quirks are exercised too).
+    pub(crate) fn word() -> impl Strategy<Value = u32> {
+        prop_oneof![
+            4 => (-8i32 << 17..8i32 << 17).prop_map(|v| v as u32),
+            1 => any::<u32>(),
+        ]
+    }
+
+    pub(crate) fn vec3() -> impl Strategy<Value = Vec3> {
+        [word(), word(), word()]
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -765,18 +785,7 @@ mod tests {
     use crate::emu::core::{Core, NoObserver};
     use proptest::prelude::*;
 
-    /// A Q15.17 value: mostly small (so rays meet triangles), sometimes any word (so the
-    /// wrap-around and radix-4 quirks are exercised too).
-    fn word() -> impl Strategy<Value = u32> {
-        prop_oneof![
-            4 => (-8i32 << 17..8i32 << 17).prop_map(|v| v as u32),
-            1 => any::<u32>(),
-        ]
-    }
-
-    fn vec3() -> impl Strategy<Value = Vec3> {
-        [word(), word(), word()]
-    }
+    use super::values::{vec3, word};
 
     /// Registers BIU and MAIN read or write, and a few others, with arbitrary contents.
     const SEEDED: [u16; 22] = [

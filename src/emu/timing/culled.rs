@@ -132,18 +132,7 @@ mod tests {
     use crate::emu::timing::record::Recording;
     use proptest::prelude::*;
 
-    /// A Q15.17 value: mostly small (so rays meet triangles and both DIV paths occur),
-    /// sometimes any word.
-    fn word() -> impl Strategy<Value = u32> {
-        prop_oneof![
-            4 => (-8i32 << 17..8i32 << 17).prop_map(|v| v as u32),
-            1 => any::<u32>(),
-        ]
-    }
-
-    fn vec3() -> impl Strategy<Value = Vec3> {
-        [word(), word(), word()]
-    }
+    use crate::emu::machine::cull::values::vec3;
 
     proptest! {
         #![proptest_config(ProptestConfig::with_cases(3000))]
