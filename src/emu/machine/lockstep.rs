@@ -54,10 +54,10 @@ impl Machine<'_> {
         end: Option<u32>,
         progress: Option<&AtomicU64>,
     ) -> Result<(), Abandoned> {
-        let lanes: Vec<Lane> = (cores.progress.iter().zip(&cores.partitions))
+        let lanes: Vec<GroupMember> = (cores.progress.iter().zip(&cores.partitions))
             .enumerate()
             .filter(|(_, (core, _))| core.state.is_some())
-            .map(|(core, (progress, (_, partition)))| Lane {
+            .map(|(core, (progress, (_, partition)))| GroupMember {
                 core,
                 done: progress.done,
                 end: end.map_or(partition.pixel_count(), |row| partition.row_start(row)),
@@ -73,7 +73,7 @@ impl Machine<'_> {
             .min(lanes.len());
         // Group g holds cores g, g + groups, ...: neighbouring bands often cost alike, so
         // spreading them evens out the groups' work.
-        let members: Vec<Vec<(Lane, Core<'_>)>> = (0..groups)
+        let members: Vec<Vec<(GroupMember, Core<'_>)>> = (0..groups)
             .map(|g| {
                 let lanes = lanes[g..].iter().step_by(groups);
                 lanes
@@ -103,10 +103,10 @@ impl Machine<'_> {
     /// lane's end pixel or until its NPG asks for no more.
     fn run_group<'m>(
         &self,
-        members: Vec<(Lane, Core<'m>)>,
+        members: Vec<(GroupMember, Core<'m>)>,
         progress: Option<&AtomicU64>,
     ) -> Result<Vec<LaneRun<'m>>, Abandoned> {
-        let (lanes, cores): (Vec<Lane>, Vec<Core<'m>>) = members.into_iter().unzip();
+        let (lanes, cores): (Vec<GroupMember>, Vec<Core<'m>>) = members.into_iter().unzip();
         let before: Vec<(u64, u64)> = cores
             .iter()
             .map(|core| (core.instructions(), core.culled_routines()))
@@ -162,7 +162,7 @@ impl Machine<'_> {
 
 /// An active core taking pixels `done .. end` in a lock-step group (of its `pixels`).
 #[derive(Clone, Copy)]
-struct Lane {
+struct GroupMember {
     core: usize,
     done: usize,
     end: usize,

@@ -43,7 +43,7 @@ struct Totals {
 }
 
 /// Why passes stopped before the end.
-enum Stop {
+enum PassStop {
     Failed(RenderError),
     /// A core wrote an output word outside its pixels of a pass.
     Strayed,
@@ -82,14 +82,14 @@ impl Machine<'_> {
         };
         let (cores, lockstep_groups) = match outcome {
             Ok(done) => done,
-            Err(Stop::Strayed) => {
+            Err(PassStop::Strayed) => {
                 let first = passes.first().map_or(0, |pass| pass.start);
                 let all = first..passes.last().map_or(0, |pass| pass.end);
                 return restart(self, &[all]);
             }
             // Skipped exits were charged at their most: only per-triangle culling stops a
             // pixel exactly where the hardware's watchdog would.
-            Err(Stop::Failed(error))
+            Err(PassStop::Failed(error))
                 if totals.accel == Ok(true) && !matches!(error, RenderError::Cancelled) =>
             {
                 let exact = Machine {
@@ -99,7 +99,7 @@ impl Machine<'_> {
                 };
                 return restart(&exact, passes);
             }
-            Err(Stop::Failed(error)) => return Err(error),
+            Err(PassStop::Failed(error)) => return Err(error),
         };
         let mut stages = totals.stages;
         if let Some(structure) = &totals.structure {
@@ -131,7 +131,7 @@ impl Machine<'_> {
         passes: &[Range<u32>],
         sink: &mut dyn FnMut(u32, Frame),
         totals: &mut Totals,
-    ) -> Result<(Vec<CoreRun>, usize), Stop> {
+    ) -> Result<(Vec<CoreRun>, usize), PassStop> {
         let mut grouped = self.lockstep_groups();
         let seeding = Instant::now();
         let tree = match (&self.accel, grouped) {
@@ -155,7 +155,7 @@ impl Machine<'_> {
             if grouped.is_none() {
                 let rows = (pass > 0).then(|| rows.clone());
                 self.pass_alone(&mut cores, rows, end, progress, totals)
-                    .map_err(Stop::Failed)?;
+                    .map_err(PassStop::Failed)?;
             }
             // A render that fails gives no frame: the cores only run on to their ends, so
             // that the error is the lowest-numbered failing core's.
@@ -166,7 +166,7 @@ impl Machine<'_> {
                 sink(rows.start, frame);
             }
         }
-        let runs = cores.finish().map_err(Stop::Failed)?;
+        let runs = cores.finish().map_err(PassStop::Failed)?;
         Ok((runs, grouped.unwrap_or(0)))
     }
 
@@ -201,14 +201,14 @@ impl Machine<'_> {
     }
 
     /// The frame of image rows `rows` from the cores' pieces since the last pass (which
-    /// are dropped); with `alone` (one pass of several), `Stop::Strayed` when a core
+    /// are dropped); with `alone` (one pass of several), `PassStop::Strayed` when a core
     /// wrote outside its pixels of these rows.
     fn assemble_pass(
         &self,
         cores: &mut Cores<'_>,
         rows: Range<u32>,
         alone: bool,
-    ) -> Result<Frame, Stop> {
+    ) -> Result<Frame, PassStop> {
         let runs = cores.take_pieces();
         #[cfg(test)]
         MOST_HELD.with(|most| {
@@ -221,7 +221,7 @@ impl Machine<'_> {
                 let within =
                     |piece: &super::speculate::Piece| piece.output.written_within(words.clone());
                 if !run.pieces.iter().all(within) {
-                    return Err(Stop::Strayed);
+                    return Err(PassStop::Strayed);
                 }
             }
         }
