@@ -262,3 +262,98 @@ pub fn run<C: Streamed, S: Candidates<C>, E>(
     source.finish(cores);
     Ok(hit)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::emu::core::triangle::TRIANGLE_VECTORS;
+
+    /// A core that notes each load (triangle `k` carries `k` in its first word) and, for
+    /// each MAIN, the triangles the host had streamed by then.
+    #[derive(Default)]
+    struct Recorder {
+        loaded: Vec<u32>,
+        mains: Vec<usize>,
+        finished: bool,
+    }
+
+    impl Streamed for Recorder {
+        type Hits = bool;
+
+        fn load(&mut self, triangle: &Triangle) {
+            self.loaded.push(triangle[0][0]);
+        }
+
+        fn load_run(&mut self, triangles: &[Triangle]) {
+            triangles.iter().for_each(|triangle| self.load(triangle));
+        }
+    }
+
+    /// Runs MAIN only for the listed triangles.
+    struct Listed(Vec<usize>);
+
+    impl Candidates<Recorder> for Listed {
+        fn next(&mut self, _core: &mut Recorder, from: usize) -> usize {
+            self.0
+                .iter()
+                .copied()
+                .find(|&k| k >= from)
+                .unwrap_or(usize::MAX)
+        }
+
+        fn finish(&mut self, core: &mut Recorder) {
+            core.finished = true;
+        }
+    }
+
+    fn triangles(count: u32) -> Vec<Triangle> {
+        (0..count).map(|k| [[k, 0, 0]; TRIANGLE_VECTORS]).collect()
+    }
+
+    /// MAIN on `core` that hits at `hit` and fails at `fail`.
+    fn main_at(hit: usize, fail: usize) -> impl FnMut(&mut Recorder) -> Result<bool, usize> {
+        move |core| {
+            let index = core.loaded.len() - 1;
+            core.mains.push(core.loaded.len());
+            if index == fail {
+                return Err(index);
+            }
+            Ok(index == hit)
+        }
+    }
+
+    #[test]
+    fn every_triangle_is_loaded_just_before_its_main() {
+        let mut core = Recorder::default();
+        let hit = run(&mut core, &triangles(5), &mut Every, main_at(3, 9));
+        assert_eq!(hit, Ok(true));
+        assert_eq!(core.loaded, [0, 1, 2, 3, 4]);
+        assert_eq!(core.mains, [1, 2, 3, 4, 5]);
+        assert!(!core.finished);
+    }
+
+    #[test]
+    fn skipped_mains_are_loaded_before_the_next_run_and_at_the_end() {
+        let mut core = Recorder::default();
+        let mut source = Listed(vec![2, 3, 6]);
+        let hit = run(&mut core, &triangles(9), &mut source, main_at(4, 9));
+        // Triangle 4 is skipped, so its "hit" never happens.
+        assert_eq!(hit, Ok(false));
+        assert_eq!(core.loaded, [0, 1, 2, 3, 4, 5, 6, 7, 8]);
+        assert_eq!(core.mains, [3, 4, 7]);
+        assert!(core.finished);
+    }
+
+    #[test]
+    fn a_failing_main_stops_the_loop() {
+        let mut core = Recorder::default();
+        let mut source = Listed(vec![1, 5, 7]);
+        assert_eq!(
+            run(&mut core, &triangles(9), &mut source, main_at(9, 5)),
+            Err(5)
+        );
+        assert_eq!(core.mains, [2, 6]);
+        assert_eq!(core.loaded.len(), 6);
+        assert!(!core.finished);
+    }
+}
