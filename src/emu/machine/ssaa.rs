@@ -213,7 +213,7 @@ impl<'s> Supersampler<'s> {
                 let budget =
                     (pixels / PASS_SHARE).max(MIN_PASS_SAMPLES) / u64::from(samples.width());
                 // Whole tile rows of the structure too, from the first row as a frame's.
-                let step = factor * TILE / gcd(factor, TILE);
+                let step = pass_step(factor);
                 (budget.min(u64::from(u32::MAX)) as u32 / step).max(1) * step
             },
             |rows| rows.div_ceil(factor).max(1).saturating_mul(factor),
@@ -330,17 +330,21 @@ fn pass_rows(rows: Range<u32>, per_pass: u32) -> Vec<Range<u32>> {
     let passes: Vec<Range<u32>> = starts
         .map(|y| y..y.saturating_add(per_pass).min(rows.end))
         .collect();
-    match passes.is_empty() {
-        true => vec![rows],
-        false => passes,
+    if passes.is_empty() {
+        vec![rows]
+    } else {
+        passes
     }
 }
 
-fn gcd(a: u32, b: u32) -> u32 {
-    match b {
-        0 => a,
-        _ => gcd(b, a % b),
+/// The sample rows a pass is a multiple of: whole output rows (`k` sample rows) and whole
+/// tile rows of the structure, the least common multiple of `k` and [`TILE`].
+fn pass_step(k: u32) -> u32 {
+    let (mut a, mut b) = (k, TILE);
+    while b != 0 {
+        (a, b) = (b, a % b);
     }
+    k * TILE / a
 }
 
 #[cfg(test)]
@@ -545,7 +549,7 @@ mod tests {
             };
             let sampler = Supersampler::new(&scene, &options).unwrap();
             let passes = sampler.pass_rows();
-            let step = k * TILE / gcd(k, TILE);
+            let step = pass_step(k);
             assert_eq!(passes[0].start, 0);
             assert_eq!(passes[passes.len() - 1].end, height * k);
             for (pass, next) in passes.iter().zip(&passes[1..]) {
