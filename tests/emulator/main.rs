@@ -12,6 +12,7 @@ mod model;
 mod alu_properties;
 mod chunks;
 mod conformance;
+mod coplanar;
 mod culling;
 mod fuzz_regressions;
 mod isa;
