@@ -62,6 +62,13 @@ fn path_word(biu: Biu, address: u16) -> Word {
         .expect("every address of the path is a reject-path word")
 }
 
+/// One triangle's rejected MAIN under one ray ([`RejectTiming::row`]): 0 where BIU does
+/// not reject it, else its exit's [`Exit::code`] above [`ROW_CODE_SHIFT`] and its cycles
+/// below.
+pub type RowEntry = u16;
+const ROW_CODE_SHIFT: u32 = 12;
+const ROW_CYCLES: u32 = (1 << ROW_CODE_SHIFT) - 1;
+
 /// The cycles of the rejecting MAINs: per exit, without the DIVs.
 #[derive(Clone, Copy, Debug)]
 pub struct RejectTiming {
@@ -95,9 +102,35 @@ impl RejectTiming {
             if biu == Biu::Fixed && cycles(exit, true) != front {
                 return None;
             }
+            // Three long DIVs must fit a row entry's cycle bits.
+            if front + 3 * div_cycles([1; 3], [1; 3]) > ROW_CYCLES {
+                return None;
+            }
             timing.cycles[exit.code() as usize - 1] = front;
         }
         Some(timing)
+    }
+
+    /// Every triangle's [`RejectTiming::main`] under `ray`, into `row` (one
+    /// [`RowEntry`] per triangle, in scene order): a pixel's MAINs all see one ray, so its
+    /// products are computed in one tight loop, not one MAIN at a time.
+    pub fn row(&self, culler: &Culler, ray: Vec3, row: &mut Vec<RowEntry>) {
+        row.clear();
+        row.extend((0..culler.constants().len()).map(|index| {
+            self.main(culler, index, ray).map_or(0, |(exit, cycles)| {
+                RowEntry::from(exit.code()) << ROW_CODE_SHIFT | cycles as RowEntry
+            })
+        }));
+    }
+
+    /// The exit of a row entry that is not 0.
+    pub fn exit_of(&self, entry: RowEntry) -> Exit {
+        self.biu.exits()[usize::from(entry >> ROW_CODE_SHIFT) - 1]
+    }
+
+    /// The cycles of a row entry that is not 0.
+    pub fn cycles_of(entry: RowEntry) -> u32 {
+        u32::from(entry & ROW_CYCLES as RowEntry)
     }
 
     /// MAIN on triangle `index` under `ray`, when BIU rejects it: its exit and its cycles

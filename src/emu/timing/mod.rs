@@ -47,7 +47,7 @@ use crate::emu::isa::registers::address;
 use crate::emu::isa::registers::EntryPoint;
 use crate::emu::machine::cull::{self, Culler, Exit};
 use crate::emu::machine::{Frame, Machine};
-use culled::RejectTiming;
+use culled::{RejectTiming, RowEntry};
 use record::Recording;
 use sim::{Course, Hazard, HazardKind, Routines, Setup, SimEnding, Stop};
 
@@ -256,6 +256,8 @@ struct Live<'m> {
     /// core only ran culled MAINs, which read no swap memory), and the copy streamed last
     /// (bank 0's rows 12..18 mirror it).
     unstreamed: Vec<([bool; 2], usize)>,
+    /// Per core, [`Live::reject_row`]'s row and the ray it is for.
+    rows: Vec<(Option<Vec3>, Vec<RowEntry>)>,
 }
 
 impl<'m> Live<'m> {
@@ -284,6 +286,7 @@ impl<'m> Live<'m> {
             unwritten: vec![None; machine.partitions().len()],
             prepared: vec![None; machine.partitions().len()],
             unstreamed: vec![([false; 2], 0); machine.partitions().len()],
+            rows: vec![(None, Vec::new()); machine.partitions().len()],
             culled: culler.and_then(|culler| Some((culler, RejectTiming::new(culler)?))),
             cores,
         }
@@ -316,38 +319,22 @@ impl Live<'_> {
     /// Runs core `core`'s routine `entry` now: a MAIN the culler rejects is timed from its
     /// values (its registers written before anything else runs), anything else interpreted.
     fn run(&mut self, core: usize, entry: EntryPoint) -> Result<usize, Stop> {
-        let functional = &mut self.cores[core];
         let per_pixel = matches!(
             entry,
             EntryPoint::Initial | EntryPoint::Cppu | EntryPoint::UserConstants | EntryPoint::Rgu
         );
         if per_pixel || self.left_the_sequence {
-            functional.refill_budget();
+            self.cores[core].refill_budget();
         }
-        let recording = &mut self.recordings[core];
-        let shown = self.held[core][functional.parity()];
-        if let (EntryPoint::Main, Some((culler, timing)), Some(index)) = (entry, self.culled, shown)
-        {
-            let ray = functional.register(address::CREG_RAY_DIRECTION);
-            if cull::main_returns_false(functional) {
-                // Skipped only where the budget covers it, as the culled render skips.
-                let timed = timing.main(culler, index, ray);
-                if let Some((exit, cycles)) =
-                    timed.filter(|(exit, _)| exit.instructions() <= functional.budget_left())
-                {
-                    let earlier_sum = self.unwritten[core].and_then(|(_, sum, _)| sum);
-                    let last_sum = (exit == Exit::Sum).then_some(index).or(earlier_sum);
-                    self.unwritten[core] = Some((index, last_sum, ray));
-                    functional.charge(exit.instructions());
-                    recording.push_main(cycles);
-                    return Ok(recording.len() - 1);
-                }
+        if entry == EntryPoint::Main {
+            if let Some(run) = self.skip_main(core) {
+                return Ok(run);
             }
         }
         if let (Some((last, last_sum, ray)), Some((culler, _))) =
             (self.unwritten[core].take(), self.culled)
         {
-            culler.write_skipped(functional, last, last_sum, ray);
+            culler.write_skipped(&mut self.cores[core], last, last_sum, ray);
         }
         self.write_streamed(core);
         let (functional, recording) = (&mut self.cores[core], &mut self.recordings[core]);
@@ -355,6 +342,52 @@ impl Live<'_> {
             Stop::Fault(format!("core {core}, routine {}: {fault}", entry.name()))
         })?;
         Ok(recording.len() - 1)
+    }
+
+    /// Core `core`'s MAIN on the triangle its swap memory shows, if the culler rejects it
+    /// and the budget covers it (as the culled render skips): booked without being
+    /// interpreted; its run.
+    fn skip_main(&mut self, core: usize) -> Option<usize> {
+        let index = self.held[core][self.cores[core].parity()]?;
+        let (_, timing) = self.culled?;
+        if !cull::main_returns_false(&self.cores[core]) {
+            return None;
+        }
+        let ray = self.cores[core].register(address::CREG_RAY_DIRECTION);
+        let entry = self.reject_row(core, ray)[index];
+        if entry == 0 || timing.exit_of(entry).instructions() > self.cores[core].budget_left() {
+            return None;
+        }
+        self.book_skipped(core, index, ray, entry);
+        self.recordings[core].push_main(RejectTiming::cycles_of(entry));
+        Some(self.recordings[core].len() - 1)
+    }
+
+    /// Books core `core`'s skipped MAIN on triangle `index` under `ray` (row entry `entry`):
+    /// its instructions against the budget, its registers to be written before the core
+    /// next interprets code.
+    fn book_skipped(&mut self, core: usize, index: usize, ray: Vec3, entry: RowEntry) {
+        let Some((_, timing)) = self.culled else {
+            unreachable!("only a culler skips MAINs")
+        };
+        let exit = timing.exit_of(entry);
+        let earlier_sum = self.unwritten[core].and_then(|(_, sum, _)| sum);
+        let last_sum = (exit == Exit::Sum).then_some(index).or(earlier_sum);
+        self.unwritten[core] = Some((index, last_sum, ray));
+        self.cores[core].charge(exit.instructions());
+    }
+
+    /// Core `core`'s [`RejectTiming::row`] under `ray` (kept while the ray stays).
+    fn reject_row(&mut self, core: usize, ray: Vec3) -> &[RowEntry] {
+        let Some((culler, timing)) = self.culled else {
+            return &[];
+        };
+        let (seen, row) = &mut self.rows[core];
+        if *seen != Some(ray) {
+            timing.row(culler, ray, row);
+            *seen = Some(ray);
+        }
+        row
     }
 
     /// The host's triangle (`None`: the one past the list) into core `core`'s IO copy:
@@ -452,6 +485,56 @@ impl Routines for Live<'_> {
         if self.prepared[core].is_none() {
             self.cores[core].flip_parity();
         }
+    }
+
+    fn culled_mains(&mut self, core: usize, first: usize, cycles: &mut [u32]) -> usize {
+        let Some((_, timing)) = self.culled else {
+            return 0;
+        };
+        let functional = &self.cores[core];
+        if self.prepared[core].is_some() || !cull::main_returns_false(functional) {
+            return 0;
+        }
+        // Skipped MAINs write nothing before the core next interprets code: each sees
+        // this ray and CREG_ZERO, and only the budget moves (refilled per MAIN once the
+        // control units left the functional sequence, as `Live::run` refills it).
+        let ray = functional.register(address::CREG_RAY_DIRECTION);
+        let (mut left, full) = (functional.budget_left(), functional.budget());
+        let refill = self.left_the_sequence;
+        let row = self.reject_row(core, ray).get(first..).unwrap_or_default();
+        for (n, (slot, &entry)) in cycles.iter_mut().zip(row).enumerate() {
+            if refill {
+                left = full;
+            }
+            if entry == 0 || timing.exit_of(entry).instructions() > left {
+                return n;
+            }
+            left -= timing.exit_of(entry).instructions();
+            *slot = RejectTiming::cycles_of(entry);
+        }
+        cycles.len().min(row.len())
+    }
+
+    fn start_culled(&mut self, core: usize, first: usize, count: usize) -> usize {
+        debug_assert!(count > 0 && self.prepared[core].is_none());
+        let ray = self.cores[core].register(address::CREG_RAY_DIRECTION);
+        debug_assert_eq!(self.rows[core].0, Some(ray));
+        for index in first..first + count {
+            // What `streamed`, `flip` and `start` do for a MAIN `Live::skip_main` skips.
+            self.stream_into(core, Some(index));
+            self.cores[core].flip_parity();
+            if self.left_the_sequence {
+                self.cores[core].refill_budget();
+            }
+            let entry = self.rows[core].1[index];
+            self.book_skipped(core, index, ray, entry);
+        }
+        // Only the last one's run: the control unit is done with the others.
+        let entry = self.rows[core].1[first + count - 1];
+        self.recordings[core].push_main(RejectTiming::cycles_of(entry));
+        let run = self.recordings[core].len() - 1;
+        self.recordings[core].forget_before(run);
+        run
     }
 }
 
