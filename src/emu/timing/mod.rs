@@ -517,18 +517,41 @@ impl Routines for Live<'_> {
 
     fn start_culled(&mut self, core: usize, first: usize, count: usize) -> usize {
         debug_assert!(count > 0 && self.prepared[core].is_none());
+        let Some((_, timing)) = self.culled else {
+            unreachable!("only a culler times MAINs ahead")
+        };
         let ray = self.cores[core].register(address::CREG_RAY_DIRECTION);
         debug_assert_eq!(self.rows[core].0, Some(ray));
-        for index in first..first + count {
-            // What `streamed`, `flip` and `start` do for a MAIN `Live::skip_main` skips.
+        // Streamed and flipped one after another: the two copies end holding the last two.
+        let earlier = count.saturating_sub(2);
+        if earlier % 2 == 1 {
+            self.cores[core].flip_parity();
+        }
+        for index in first + earlier..first + count {
             self.stream_into(core, Some(index));
             self.cores[core].flip_parity();
-            if self.left_the_sequence {
-                self.cores[core].refill_budget();
-            }
-            let entry = self.rows[core].1[index];
-            self.book_skipped(core, index, ray, entry);
         }
+        // Booked as `Live::skip_main` books each (refilled per MAIN once the control
+        // units left the functional sequence, as `Live::run` refills).
+        let (functional, row) = (&mut self.cores[core], &self.rows[core].1);
+        let mut last_sum = self.unwritten[core].and_then(|(_, sum, _)| sum);
+        let mut instructions = 0;
+        for (index, &entry) in (first..).zip(&row[first..first + count]) {
+            let exit = timing.exit_of(entry);
+            if exit == Exit::Sum {
+                last_sum = Some(index);
+            }
+            if self.left_the_sequence {
+                functional.refill_budget();
+                functional.charge(exit.instructions());
+            } else {
+                instructions += exit.instructions();
+            }
+        }
+        if !self.left_the_sequence {
+            functional.charge_skipped(count as u64, instructions);
+        }
+        self.unwritten[core] = Some((first + count - 1, last_sum, ray));
         // Only the last one's run: the control unit is done with the others.
         let entry = self.rows[core].1[first + count - 1];
         self.recordings[core].push_main(RejectTiming::cycles_of(entry));
