@@ -30,6 +30,7 @@
 //! [`Timing::frame_cycles`]. The published test bench (`TestBench_THEIA.v`) loads the
 //! texture memory word by word before it enables the host: [`published_bench_ns`].
 
+pub mod ahead;
 pub mod cost;
 pub mod culled;
 pub mod hardware;
@@ -47,6 +48,7 @@ use crate::emu::isa::registers::address;
 use crate::emu::isa::registers::EntryPoint;
 use crate::emu::machine::cull::{self, Culler, Exit};
 use crate::emu::machine::{Frame, Machine};
+use ahead::RowsAhead;
 use culled::{RejectTiming, RowEntry};
 use record::Recording;
 use sim::{Course, Hazard, HazardKind, Routines, Setup, SimEnding, Stop};
@@ -197,7 +199,16 @@ pub fn measure_rendered(
     };
     let culler = machine.culler().ok().or(own.as_ref());
     let mut live = Live::new(machine, culler);
-    let course = sim::simulate(&setup, &mut live).map_err(|stop| match stop {
+    let course = std::thread::scope(|scope| {
+        live.ahead = live
+            .culled
+            .and_then(|(culler, timing)| RowsAhead::start(scope, machine, culler, timing));
+        let course = sim::simulate(&setup, &mut live);
+        // The worker stops at its next row.
+        live.ahead = None;
+        course
+    })
+    .map_err(|stop| match stop {
         Stop::Fault(message) => TimingError::Fault(message),
     })?;
     // Where the control units ran the functional sequence (no hazard, no core past its
@@ -258,6 +269,8 @@ struct Live<'m> {
     unstreamed: Vec<([bool; 2], usize)>,
     /// Per core, [`Live::reject_row`]'s row and the ray it is for.
     rows: Vec<(Option<Vec3>, Vec<RowEntry>)>,
+    /// Rows computed ahead on another thread, if it runs.
+    ahead: Option<RowsAhead>,
 }
 
 impl<'m> Live<'m> {
@@ -287,6 +300,7 @@ impl<'m> Live<'m> {
             prepared: vec![None; machine.partitions().len()],
             unstreamed: vec![([false; 2], 0); machine.partitions().len()],
             rows: vec![(None, Vec::new()); machine.partitions().len()],
+            ahead: None,
             culled: culler.and_then(|culler| Some((culler, RejectTiming::new(culler)?))),
             cores,
         }
@@ -384,7 +398,12 @@ impl Live<'_> {
         };
         let (seen, row) = &mut self.rows[core];
         if *seen != Some(ray) {
-            timing.row(culler, ray, row);
+            // The RGU runs so far: this is the core's pixel `pixels - 1`.
+            let pixel = self.pixels[core].wrapping_sub(1);
+            match self.ahead.as_mut().and_then(|a| a.take(core, pixel, ray)) {
+                Some(ahead) => *row = ahead,
+                None => timing.row(culler, ray, row),
+            }
             *seen = Some(ray);
         }
         row
