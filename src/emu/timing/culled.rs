@@ -63,7 +63,7 @@ fn path_word(biu: Biu, address: u16) -> Word {
 }
 
 /// One triangle's rejected MAIN under one ray ([`RejectTiming::row`]): 0 where BIU does
-/// not reject it, else its exit's [`Exit::code`] above [`ROW_CODE_SHIFT`] and its cycles
+/// not reject it, else its exit's [`Exit::code`] in its top four bits and its cycles
 /// below.
 pub type RowEntry = u16;
 const ROW_CODE_SHIFT: u32 = 12;
