@@ -62,6 +62,13 @@ fn path_word(biu: Biu, address: u16) -> Word {
         .expect("every address of the path is a reject-path word")
 }
 
+/// One triangle's rejected MAIN under one ray ([`RejectTiming::row`]): 0 where BIU does
+/// not reject it, else its exit's [`Exit::code`] in its top four bits and its cycles
+/// below.
+pub type RowEntry = u16;
+const ROW_CODE_SHIFT: u32 = 12;
+const ROW_CYCLES: u32 = (1 << ROW_CODE_SHIFT) - 1;
+
 /// The cycles of the rejecting MAINs: per exit, without the DIVs.
 #[derive(Clone, Copy, Debug)]
 pub struct RejectTiming {
@@ -95,9 +102,77 @@ impl RejectTiming {
             if biu == Biu::Fixed && cycles(exit, true) != front {
                 return None;
             }
+            // Three long DIVs must fit a row entry's cycle bits.
+            if front + 3 * div_cycles([1; 3], [1; 3]) > ROW_CYCLES {
+                return None;
+            }
             timing.cycles[exit.code() as usize - 1] = front;
         }
         Some(timing)
+    }
+
+    /// Every triangle's [`RejectTiming::main`] under `ray`, into `row` (one
+    /// [`RowEntry`] per triangle, in scene order): a pixel's MAINs all see one ray, so its
+    /// products are computed in one tight loop, not one MAIN at a time, the ray's
+    /// multiplier path chosen once.
+    pub fn row(&self, culler: &Culler, ray: Vec3, row: &mut Vec<RowEntry>) {
+        row.clear();
+        let constants = culler.constants();
+        let exact_ray = alu::exact_multiplicands(ray);
+        let cross = |e2| match exact_ray {
+            true => alu::cross_exact(ray, e2),
+            false => alu::cross(ray, e2),
+        };
+        let dot_ray = |c| match exact_ray {
+            true => alu::dot_exact(ray, c),
+            false => alu::dot(ray, c),
+        };
+        match self.biu {
+            Biu::Faithful => row.extend(constants.iter().map(|k| {
+                let p = cross(k.e2);
+                let (delta, h2) = (alu::dot(p, k.e1), alu::dot(p, k.t));
+                let h3 = alu::dot(k.q, ray);
+                self.entry(cull::verdict(h2, || h3, delta), delta, [k.h1, h2, h3])
+            })),
+            Biu::Fixed => row.extend(constants.iter().zip(culler.fixed_constants()).map(
+                |(k, f)| {
+                    let h3 = alu::dot(k.q, ray);
+                    let exit = cull::fixed_verdict(dot_ray(f.c2), h3, dot_ray(f.c_delta));
+                    if exit.is_none() {
+                        return 0;
+                    }
+                    let p = cross(k.e2);
+                    let (delta, h2) = (alu::dot(p, k.e1), alu::dot(p, k.t));
+                    self.entry(exit, delta, [k.h1, h2, h3])
+                },
+            )),
+        }
+    }
+
+    /// The row entry of a MAIN that leaves at `exit` (`None`: accepted), its DIVs dividing
+    /// `dividends` by `delta` ([`div_cycles`] on equal lanes: long where |Δ| is neither 0
+    /// nor at least |H|·2^17).
+    #[inline(always)]
+    fn entry(&self, exit: Option<Exit>, delta: u32, dividends: [u32; 3]) -> RowEntry {
+        let Some(exit) = exit else {
+            return 0;
+        };
+        let divisor = u64::from(alu::magnitude32(delta));
+        let long = |h: u32| divisor != 0 && divisor < u64::from(alu::magnitude32(h)) << 17;
+        let longs = dividends.into_iter().filter(|&h| long(h)).count() as u32;
+        let (short, long) = (div_cycles([0; 3], [0; 3]), div_cycles([1; 3], [1; 3]));
+        let cycles = self.cycles[exit.code() as usize - 1] + 3 * short + longs * (long - short);
+        RowEntry::from(exit.code()) << ROW_CODE_SHIFT | cycles as RowEntry
+    }
+
+    /// The exit of a row entry that is not 0.
+    pub fn exit_of(&self, entry: RowEntry) -> Exit {
+        self.biu.exits()[usize::from(entry >> ROW_CODE_SHIFT) - 1]
+    }
+
+    /// The cycles of a row entry that is not 0.
+    pub fn cycles_of(entry: RowEntry) -> u32 {
+        u32::from(entry & ROW_CYCLES as RowEntry)
     }
 
     /// MAIN on triangle `index` under `ray`, when BIU rejects it: its exit and its cycles
@@ -164,6 +239,12 @@ mod tests {
             let returned = core.run(EntryPoint::Main, &mut recording).unwrap();
             let run = *recording.run(0);
             let timed = timing.main(&culler, 0, ray);
+            let mut row = Vec::new();
+            timing.row(&culler, ray, &mut row);
+            let entry = timed.map_or(0, |(exit, cycles)| {
+                RowEntry::from(exit.code()) << ROW_CODE_SHIFT | cycles as RowEntry
+            });
+            prop_assert_eq!(row, vec![entry]);
             prop_assert_eq!(timed.is_some(), culler.rejects(0, ray).is_some());
             if let Some((exit, cycles)) = timed {
                 prop_assert!(!returned);

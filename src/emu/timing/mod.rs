@@ -30,6 +30,7 @@
 //! [`Timing::frame_cycles`]. The published test bench (`TestBench_THEIA.v`) loads the
 //! texture memory word by word before it enables the host: [`published_bench_ns`].
 
+pub mod ahead;
 pub mod cost;
 pub mod culled;
 pub mod hardware;
@@ -47,7 +48,8 @@ use crate::emu::isa::registers::address;
 use crate::emu::isa::registers::EntryPoint;
 use crate::emu::machine::cull::{self, Culler, Exit};
 use crate::emu::machine::{Frame, Machine};
-use culled::RejectTiming;
+use ahead::RowsAhead;
+use culled::{RejectTiming, RowEntry};
 use record::Recording;
 use sim::{Course, Hazard, HazardKind, Routines, Setup, SimEnding, Stop};
 
@@ -197,7 +199,16 @@ pub fn measure_rendered(
     };
     let culler = machine.culler().ok().or(own.as_ref());
     let mut live = Live::new(machine, culler);
-    let course = sim::simulate(&setup, &mut live).map_err(|stop| match stop {
+    let course = std::thread::scope(|scope| {
+        live.ahead = live
+            .culled
+            .and_then(|(culler, timing)| RowsAhead::start(scope, machine, culler, timing));
+        let course = sim::simulate(&setup, &mut live);
+        // The worker stops at its next row.
+        live.ahead = None;
+        course
+    })
+    .map_err(|stop| match stop {
         Stop::Fault(message) => TimingError::Fault(message),
     })?;
     // Where the control units ran the functional sequence (no hazard, no core past its
@@ -256,6 +267,10 @@ struct Live<'m> {
     /// core only ran culled MAINs, which read no swap memory), and the copy streamed last
     /// (bank 0's rows 12..18 mirror it).
     unstreamed: Vec<([bool; 2], usize)>,
+    /// Per core, [`Live::reject_row`]'s row and the ray it is for.
+    rows: Vec<(Option<Vec3>, Vec<RowEntry>)>,
+    /// Rows computed ahead on another thread, if it runs.
+    ahead: Option<RowsAhead>,
 }
 
 impl<'m> Live<'m> {
@@ -284,6 +299,8 @@ impl<'m> Live<'m> {
             unwritten: vec![None; machine.partitions().len()],
             prepared: vec![None; machine.partitions().len()],
             unstreamed: vec![([false; 2], 0); machine.partitions().len()],
+            rows: vec![(None, Vec::new()); machine.partitions().len()],
+            ahead: None,
             culled: culler.and_then(|culler| Some((culler, RejectTiming::new(culler)?))),
             cores,
         }
@@ -316,38 +333,22 @@ impl Live<'_> {
     /// Runs core `core`'s routine `entry` now: a MAIN the culler rejects is timed from its
     /// values (its registers written before anything else runs), anything else interpreted.
     fn run(&mut self, core: usize, entry: EntryPoint) -> Result<usize, Stop> {
-        let functional = &mut self.cores[core];
         let per_pixel = matches!(
             entry,
             EntryPoint::Initial | EntryPoint::Cppu | EntryPoint::UserConstants | EntryPoint::Rgu
         );
         if per_pixel || self.left_the_sequence {
-            functional.refill_budget();
+            self.cores[core].refill_budget();
         }
-        let recording = &mut self.recordings[core];
-        let shown = self.held[core][functional.parity()];
-        if let (EntryPoint::Main, Some((culler, timing)), Some(index)) = (entry, self.culled, shown)
-        {
-            let ray = functional.register(address::CREG_RAY_DIRECTION);
-            if cull::main_returns_false(functional) {
-                // Skipped only where the budget covers it, as the culled render skips.
-                let timed = timing.main(culler, index, ray);
-                if let Some((exit, cycles)) =
-                    timed.filter(|(exit, _)| exit.instructions() <= functional.budget_left())
-                {
-                    let earlier_sum = self.unwritten[core].and_then(|(_, sum, _)| sum);
-                    let last_sum = (exit == Exit::Sum).then_some(index).or(earlier_sum);
-                    self.unwritten[core] = Some((index, last_sum, ray));
-                    functional.charge(exit.instructions());
-                    recording.push_main(cycles);
-                    return Ok(recording.len() - 1);
-                }
+        if entry == EntryPoint::Main {
+            if let Some(run) = self.skip_main(core) {
+                return Ok(run);
             }
         }
         if let (Some((last, last_sum, ray)), Some((culler, _))) =
             (self.unwritten[core].take(), self.culled)
         {
-            culler.write_skipped(functional, last, last_sum, ray);
+            culler.write_skipped(&mut self.cores[core], last, last_sum, ray);
         }
         self.write_streamed(core);
         let (functional, recording) = (&mut self.cores[core], &mut self.recordings[core]);
@@ -355,6 +356,57 @@ impl Live<'_> {
             Stop::Fault(format!("core {core}, routine {}: {fault}", entry.name()))
         })?;
         Ok(recording.len() - 1)
+    }
+
+    /// Core `core`'s MAIN on the triangle its swap memory shows, if the culler rejects it
+    /// and the budget covers it (as the culled render skips): booked without being
+    /// interpreted; its run.
+    fn skip_main(&mut self, core: usize) -> Option<usize> {
+        let index = self.held[core][self.cores[core].parity()]?;
+        let (_, timing) = self.culled?;
+        if !cull::main_returns_false(&self.cores[core]) {
+            return None;
+        }
+        let ray = self.cores[core].register(address::CREG_RAY_DIRECTION);
+        let entry = self.reject_row(core, ray)[index];
+        if entry == 0 || timing.exit_of(entry).instructions() > self.cores[core].budget_left() {
+            return None;
+        }
+        self.book_skipped(core, index, ray, entry);
+        self.recordings[core].push_main(RejectTiming::cycles_of(entry));
+        Some(self.recordings[core].len() - 1)
+    }
+
+    /// Books core `core`'s skipped MAIN on triangle `index` under `ray` (row entry `entry`):
+    /// its instructions against the budget, its registers to be written before the core
+    /// next interprets code.
+    fn book_skipped(&mut self, core: usize, index: usize, ray: Vec3, entry: RowEntry) {
+        let Some((_, timing)) = self.culled else {
+            unreachable!("only a culler skips MAINs")
+        };
+        let exit = timing.exit_of(entry);
+        let earlier_sum = self.unwritten[core].and_then(|(_, sum, _)| sum);
+        let last_sum = (exit == Exit::Sum).then_some(index).or(earlier_sum);
+        self.unwritten[core] = Some((index, last_sum, ray));
+        self.cores[core].charge(exit.instructions());
+    }
+
+    /// Core `core`'s [`RejectTiming::row`] under `ray` (kept while the ray stays).
+    fn reject_row(&mut self, core: usize, ray: Vec3) -> &[RowEntry] {
+        let Some((culler, timing)) = self.culled else {
+            return &[];
+        };
+        let (seen, row) = &mut self.rows[core];
+        if *seen != Some(ray) {
+            // The RGU runs so far: this is the core's pixel `pixels - 1`.
+            let pixel = self.pixels[core].wrapping_sub(1);
+            match self.ahead.as_mut().and_then(|a| a.take(core, pixel, ray)) {
+                Some(ahead) => *row = ahead,
+                None => timing.row(culler, ray, row),
+            }
+            *seen = Some(ray);
+        }
+        row
     }
 
     /// The host's triangle (`None`: the one past the list) into core `core`'s IO copy:
@@ -452,6 +504,79 @@ impl Routines for Live<'_> {
         if self.prepared[core].is_none() {
             self.cores[core].flip_parity();
         }
+    }
+
+    fn culled_mains(&mut self, core: usize, first: usize, cycles: &mut [u32]) -> usize {
+        let Some((_, timing)) = self.culled else {
+            return 0;
+        };
+        let functional = &self.cores[core];
+        if self.prepared[core].is_some() || !cull::main_returns_false(functional) {
+            return 0;
+        }
+        // Skipped MAINs write nothing before the core next interprets code: each sees
+        // this ray and CREG_ZERO, and only the budget moves (refilled per MAIN once the
+        // control units left the functional sequence, as `Live::run` refills it).
+        let ray = functional.register(address::CREG_RAY_DIRECTION);
+        let (mut left, full) = (functional.budget_left(), functional.budget());
+        let refill = self.left_the_sequence;
+        let row = self.reject_row(core, ray).get(first..).unwrap_or_default();
+        for (n, (slot, &entry)) in cycles.iter_mut().zip(row).enumerate() {
+            if refill {
+                left = full;
+            }
+            if entry == 0 || timing.exit_of(entry).instructions() > left {
+                return n;
+            }
+            left -= timing.exit_of(entry).instructions();
+            *slot = RejectTiming::cycles_of(entry);
+        }
+        cycles.len().min(row.len())
+    }
+
+    fn start_culled(&mut self, core: usize, first: usize, count: usize) -> usize {
+        debug_assert!(count > 0 && self.prepared[core].is_none());
+        let Some((_, timing)) = self.culled else {
+            unreachable!("only a culler times MAINs ahead")
+        };
+        let ray = self.cores[core].register(address::CREG_RAY_DIRECTION);
+        debug_assert_eq!(self.rows[core].0, Some(ray));
+        // Streamed and flipped one after another: the two copies end holding the last two.
+        let earlier = count.saturating_sub(2);
+        if earlier % 2 == 1 {
+            self.cores[core].flip_parity();
+        }
+        for index in first + earlier..first + count {
+            self.stream_into(core, Some(index));
+            self.cores[core].flip_parity();
+        }
+        // Booked as `Live::skip_main` books each (refilled per MAIN once the control
+        // units left the functional sequence, as `Live::run` refills).
+        let (functional, row) = (&mut self.cores[core], &self.rows[core].1);
+        let mut last_sum = self.unwritten[core].and_then(|(_, sum, _)| sum);
+        let mut instructions = 0;
+        for (index, &entry) in (first..).zip(&row[first..first + count]) {
+            let exit = timing.exit_of(entry);
+            if exit == Exit::Sum {
+                last_sum = Some(index);
+            }
+            if self.left_the_sequence {
+                functional.refill_budget();
+                functional.charge(exit.instructions());
+            } else {
+                instructions += exit.instructions();
+            }
+        }
+        if !self.left_the_sequence {
+            functional.charge_skipped(count as u64, instructions);
+        }
+        self.unwritten[core] = Some((first + count - 1, last_sum, ray));
+        // Only the last one's run: the control unit is done with the others.
+        let entry = self.rows[core].1[first + count - 1];
+        self.recordings[core].push_main(RejectTiming::cycles_of(entry));
+        let run = self.recordings[core].len() - 1;
+        self.recordings[core].forget_before(run);
+        run
     }
 }
 

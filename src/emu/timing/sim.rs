@@ -88,6 +88,19 @@ pub trait Routines {
     fn peek_main(&mut self, _core: usize, _triangle: usize) -> Result<Option<(u32, bool)>, Stop> {
         Ok(None)
     }
+    /// Core `core`'s next MAINs, on triangles `first..` each streamed into its IO copy and
+    /// flipped in, as long as each runs without events and returns FALSE in cycles known
+    /// without running it (a source that can tell): their cycles into `cycles`, how many
+    /// (at most its length). Changes nothing; [`Routines::start_culled`] then starts them.
+    fn culled_mains(&mut self, _core: usize, _first: usize, _cycles: &mut [u32]) -> usize {
+        0
+    }
+    /// Streams, flips and starts core `core`'s MAINs on triangles `first..first + count`,
+    /// which [`Routines::culled_mains`] timed, one after another, as [`Routines::streamed`],
+    /// [`Routines::flip`] and [`Routines::start`] would: the last one's run.
+    fn start_culled(&mut self, _core: usize, _first: usize, _count: usize) -> usize {
+        unreachable!("only a source that times culled MAINs starts them")
+    }
     /// A hazard happened (a source that follows the functional pixel sequence no longer
     /// describes the hardware from here on; it may stop the simulation).
     fn hazard(&mut self, _hazard: &Hazard) -> Result<(), Stop> {
@@ -239,6 +252,19 @@ struct Running {
 }
 
 impl Running {
+    /// A MAIN without events, run `run`, triggered at `trigger` and returning at `returns`.
+    fn main(run: usize, trigger: u64, returns: u64) -> Running {
+        Running {
+            run,
+            event: 0,
+            cursor: trigger + 3,
+            returns: Some(returns),
+            tmread_from: None,
+            reading: false,
+            hung: false,
+        }
+    }
+
     /// Whether the routine's RETURN is known, no read pending.
     fn event_free(&self) -> bool {
         self.returns.is_some() && self.tmread_from.is_none() && !self.reading && !self.hung
@@ -664,40 +690,27 @@ impl<'s> Sim<'s> {
     /// ACK it reached, with every state as the clock-by-clock loop would have it there;
     /// `None` when it cannot take a single triangle.
     fn fast_forward(&mut self, t: u64, routines: &mut dyn Routines) -> Result<Option<u64>, Stop> {
-        use cu::*;
         let first = self.host.triangle + 1;
-        if first + 1 >= self.setup.triangles || self.tmem.busy() {
+        let Some(mut returned) = self.fast_forward_from(t, first) else {
             return Ok(None);
-        }
-        let mut returned = Vec::with_capacity(self.cores.len());
-        for core in &self.cores {
-            let r = match core.state {
-                WAIT_FOR_MAIN => match &core.routine {
-                    Some(running) if running.event_free() => running.returns.unwrap_or(u64::MAX),
-                    _ => return Ok(None),
-                },
-                ACK_MAIN | WAIT_FOR_HOST_DATA_ACK => core.main_returned,
-                _ => return Ok(None),
-            };
-            if core.mains_this_pixel != first as u64 || r == u64::MAX || r + 1 < t - 2 {
-                return Ok(None);
-            }
-            returned.push(r);
-        }
+        };
         let (mut g, mut triggers) = (t, vec![0u64; self.cores.len()]);
         let mut committed = 0;
         let mut next_returned = returned.clone();
         let mut next_triggers = triggers.clone();
         let mut durations = Vec::with_capacity(self.cores.len());
-        for j in first..self.setup.triangles - 1 {
-            durations.clear();
-            for core in 0..self.cores.len() {
-                match routines.peek_main(core, j)? {
-                    Some(duration) => durations.push(duration),
-                    None => break,
-                }
+        let end = self.setup.triangles - 1;
+        let mut ahead = Ahead::new(self.cores.len(), first);
+        for j in first..end {
+            if j >= ahead.end {
+                self.start_ahead(&mut ahead, j, &triggers, &returned, routines);
+                ahead.fill(j, end, routines);
             }
-            if durations.len() < self.cores.len() {
+            let culled = j < ahead.end;
+            durations.clear();
+            if culled {
+                durations.extend((0..self.cores.len()).map(|core| (ahead.cycles(core, j), false)));
+            } else if !peek_mains(routines, j, self.cores.len(), &mut durations)? {
                 break;
             }
             // Into their own vectors: a triangle that breaks the closed form leaves the
@@ -708,6 +721,11 @@ impl<'s> Sim<'s> {
             }
             let last = *next_triggers.iter().max().expect("a machine has cores");
             if next_returned.iter().any(|&r| r + 1 < last) {
+                if culled {
+                    // As if peeked one by one: the routines hold triangle j's MAINs ready.
+                    self.start_ahead(&mut ahead, j, &triggers, &returned, routines);
+                    peek_mains(routines, j, self.cores.len(), &mut durations)?;
+                }
                 break;
             }
             triggers.clone_from(&next_triggers);
@@ -715,39 +733,111 @@ impl<'s> Sim<'s> {
             if committed == 0 {
                 self.book_to_returns(&returned, routines);
             }
-            routines.streamed(Some(j));
+            if !culled {
+                routines.streamed(Some(j));
+            }
             for core in 0..self.cores.len() {
-                routines.flip(core);
-                let run = routines.start(core, EntryPoint::Main)?;
-                let value = routines.recording(core).run(run).value;
-                let sim = &mut self.cores[core];
-                // The periods from the previous MAIN's return to this one's: ACK_MAIN and
-                // the trigger and MAIN busy, the waits for GACK and HDA waiting.
-                sim.course.periods.waiting += triggers[core] - returned[core] - 2;
-                sim.course.periods.busy += next_returned[core] - triggers[core] + 2;
-                sim.course.mains += 1;
-                sim.mains_this_pixel += 1;
-                sim.hit |= value;
-                sim.value = value;
-                sim.routine = Some(Running {
-                    run,
-                    event: 0,
-                    cursor: triggers[core] + 3,
-                    returns: Some(next_returned[core]),
-                    tmread_from: None,
-                    reading: false,
-                    hung: false,
-                });
+                let (run, value) = match culled {
+                    // Started at the routines in a run ([`Sim::start_ahead`]).
+                    true => (None, false),
+                    false => {
+                        routines.flip(core);
+                        let run = routines.start(core, EntryPoint::Main)?;
+                        (Some(run), routines.recording(core).run(run).value)
+                    }
+                };
+                let (trigger, returns) = (triggers[core], next_returned[core]);
+                self.book_main(core, returned[core], trigger, returns, run, value);
             }
             returned.clone_from(&next_returned);
             g = last + 2;
             committed += 1;
         }
+        self.start_ahead(
+            &mut ahead,
+            first + committed,
+            &triggers,
+            &returned,
+            routines,
+        );
         if committed == 0 {
             return Ok(None);
         }
         self.resume_at_ack(g, &returned, &triggers, first + committed - 1);
         Ok(Some(g))
+    }
+
+    /// Where [`Sim::fast_forward`] can start at period `t` on triangle `first`: the period
+    /// each core's last MAIN returned (or returns).
+    fn fast_forward_from(&self, t: u64, first: usize) -> Option<Vec<u64>> {
+        use cu::*;
+        if first + 1 >= self.setup.triangles || self.tmem.busy() {
+            return None;
+        }
+        let mut returned = Vec::with_capacity(self.cores.len());
+        for core in &self.cores {
+            let r = match core.state {
+                WAIT_FOR_MAIN => match &core.routine {
+                    Some(running) if running.event_free() => running.returns.unwrap_or(u64::MAX),
+                    _ => return None,
+                },
+                ACK_MAIN | WAIT_FOR_HOST_DATA_ACK => core.main_returned,
+                _ => return None,
+            };
+            if core.mains_this_pixel != first as u64 || r == u64::MAX || r + 1 < t - 2 {
+                return None;
+            }
+            returned.push(r);
+        }
+        Some(returned)
+    }
+
+    /// Books core `core`'s MAIN triggered at `trigger`, returning at `returns` with
+    /// `value`, its previous one having returned at `returned` (run `run` at the
+    /// routines, or `None`: [`Sim::start_ahead`] gives it later).
+    fn book_main(
+        &mut self,
+        core: usize,
+        returned: u64,
+        trigger: u64,
+        returns: u64,
+        run: Option<usize>,
+        value: bool,
+    ) {
+        let sim = &mut self.cores[core];
+        // The periods from the previous MAIN's return to this one's: ACK_MAIN and
+        // the trigger and MAIN busy, the waits for GACK and HDA waiting.
+        sim.course.periods.waiting += trigger - returned - 2;
+        sim.course.periods.busy += returns - trigger + 2;
+        sim.course.mains += 1;
+        sim.mains_this_pixel += 1;
+        sim.hit |= value;
+        sim.value = value;
+        if let Some(run) = run {
+            sim.routine = Some(Running::main(run, trigger, returns));
+        }
+    }
+
+    /// Starts at the routines the MAINs [`Sim::fast_forward`] booked from `ahead` before
+    /// triangle `end`, each core's last one triggered at `triggers` and returning at
+    /// `returned`.
+    fn start_ahead(
+        &mut self,
+        ahead: &mut Ahead,
+        end: usize,
+        triggers: &[u64],
+        returned: &[u64],
+        routines: &mut dyn Routines,
+    ) {
+        let end = end.min(ahead.end);
+        if end <= ahead.unstarted {
+            return;
+        }
+        for (core, sim) in self.cores.iter_mut().enumerate() {
+            let run = routines.start_culled(core, ahead.unstarted, end - ahead.unstarted);
+            sim.routine = Some(Running::main(run, triggers[core], returned[core]));
+        }
+        ahead.unstarted = end;
     }
 
     /// Books each core's periods up to the return `returned` of its MAIN, from where
@@ -1110,6 +1200,64 @@ impl<'s> Sim<'s> {
             let from = start + 60;
             host.stdone_from = Some(host.stdone_from.map_or(from, |f| f.min(from)));
         }
+    }
+}
+
+/// Triangle `j`'s MAIN on every core of `cores`, peeked ([`Routines::peek_main`]) in
+/// order into `durations` up to the first that does not run without events: whether all do.
+fn peek_mains(
+    routines: &mut dyn Routines,
+    j: usize,
+    cores: usize,
+    durations: &mut Vec<(u32, bool)>,
+) -> Result<bool, Stop> {
+    durations.clear();
+    for core in 0..cores {
+        match routines.peek_main(core, j)? {
+            Some(duration) => durations.push(duration),
+            None => return Ok(false),
+        }
+    }
+    Ok(true)
+}
+
+/// How many triangles [`Sim::fast_forward`] asks the routines to time ahead at once.
+const AHEAD: usize = 32;
+
+/// Culled MAINs timed ahead for [`Sim::fast_forward`] ([`Routines::culled_mains`]): each
+/// core's on triangles `start..end`; those from `unstarted` on that the closed form has
+/// booked are not started at the routines yet ([`Sim::start_ahead`]).
+struct Ahead {
+    cycles: Vec<Vec<u32>>,
+    start: usize,
+    end: usize,
+    unstarted: usize,
+}
+
+impl Ahead {
+    fn new(cores: usize, first: usize) -> Ahead {
+        Ahead {
+            cycles: vec![vec![0; AHEAD]; cores],
+            start: first,
+            end: first,
+            unstarted: first,
+        }
+    }
+
+    /// Times the triangles from `j` on, before `limit`, every MAIN before `j` started.
+    fn fill(&mut self, j: usize, limit: usize, routines: &mut dyn Routines) {
+        let mut count = AHEAD.min(limit - j);
+        for (core, cycles) in self.cycles.iter_mut().enumerate() {
+            if count == 0 {
+                break;
+            }
+            count = count.min(routines.culled_mains(core, j, &mut cycles[..count]));
+        }
+        (self.start, self.end, self.unstarted) = (j, j + count, j);
+    }
+
+    fn cycles(&self, core: usize, j: usize) -> u32 {
+        self.cycles[core][j - self.start]
     }
 }
 
