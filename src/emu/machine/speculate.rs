@@ -55,11 +55,10 @@
 //! once in order and leaves a state at each chunk start of the frame. A speculative chunk
 //! runs in pieces of [`PIECE`] pixels, each tracked from the state the piece before it
 //! left, so a wrong guess costs a piece, not a chunk. Checking walks each core's pieces in
-//! order as above while the batch's other chunks still run (`speculate/check.rs`): the
-//! threads take chunks from one queue in order, and whoever finishes a chunk checks the
-//! core's chunks whose predecessors are checked; a piece that disagrees runs again at
-//! once from the real state. The count of re-runs is in [`ChunkStats`] and `theia
-//! render`'s summary.
+//! order as above while the batch's other chunks still run (`speculate/check.rs`): a
+//! thread that has a core's real state goes on along that core untracked, the others take
+//! chunks from the end, and a piece that disagrees runs again at once from the real state.
+//! The count of re-runs is in [`ChunkStats`] and `theia render`'s summary.
 
 mod check;
 
@@ -97,7 +96,8 @@ pub const PIECE: usize = 512;
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Chunking {
     /// Pixels per chunk; `None`: from the host threads (one chunk per core and batch with
-    /// one thread). Tests force small chunks, down to one pixel.
+    /// one thread). Tests force small chunks, down to one pixel, every one but a core's first
+    /// a guess (no thread goes on along a core from its real state).
     pub pixels: Option<usize>,
 }
 

@@ -1,9 +1,15 @@
-//! Checking each core's chunks while other chunks still run: the threads take a batch's
-//! chunks in order from one queue, and the thread that finishes a chunk checks, in order,
-//! every chunk of that core whose predecessors are all checked (one thread per core at a
-//! time). A wrong guess therefore runs again while the other threads work through the
-//! queue, not in a serial step after every chunk has run, and what is left when the
-//! queue is empty is the check of the last chunks alone.
+//! Running a batch's chunks and checking each core's while other chunks still run.
+//!
+//! The threads take each core's first chunk (it starts from the real state) first, and
+//! the other chunks from the back of the queue. The thread that finishes a chunk checks,
+//! in order, every chunk of that core whose predecessors are checked (one thread per core
+//! at a time), running a wrong piece again at once from the real state; and where the
+//! next chunk is still in the queue, it takes it and runs it from the real state,
+//! untracked, with nothing to check. So a thread that starts on a core goes on along it
+//! exactly while the others guess from the end towards it: with two threads on one core,
+//! about half the pixels are tracked rather than all but the first chunk's, and a wrong
+//! guess runs again while the other threads work, not in a serial step after every chunk
+//! has run.
 
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Mutex, PoisonError};
@@ -13,7 +19,7 @@ use rayon::prelude::*;
 
 use super::super::accel::Accel;
 use super::super::{Machine, PixelAccel};
-use super::{ChunkRun, ChunkStats, Job};
+use super::{ChunkRun, ChunkStats, Job, Start};
 use crate::emu::core::Core;
 
 /// One core's chunks of a batch as they are checked.
@@ -52,9 +58,76 @@ pub(super) struct Checked<'m> {
 /// What one thread's share of the queue cost: chunks, their time, the longest.
 type Share = (u64, Duration, Duration);
 
+/// A batch's chunks waiting to run. Each core's first chunk starts from its real state
+/// and is taken first; the others are taken from the back, so that a thread that
+/// finishes a core's first chunks goes on along that core from the real state, untracked
+/// ([`Machine::deposit`]), while the others guess from the end towards it.
+struct Queue<'m> {
+    slots: Vec<Mutex<Option<Job<'m>>>>,
+    /// Per active core, its chunks' places in `slots`, in pixel order.
+    of_core: Vec<Vec<usize>>,
+    /// Each chunk's place among its core's.
+    places: Vec<usize>,
+    /// The chunks that start from the real state, and how many of them were handed out.
+    firsts: Vec<usize>,
+    front: AtomicUsize,
+    /// The chunks from this slot on were handed out or taken from the back.
+    back: Mutex<usize>,
+    /// Whether a thread goes on along a core from its real state. Not with the test knob
+    /// ([`super::Chunking::pixels`]), which is there to exercise guesses: then every chunk
+    /// but a core's first is one, all taken in order.
+    follow: bool,
+}
+
+impl<'m> Queue<'m> {
+    fn new(jobs: Vec<Job<'m>>, cores: usize, follow: bool) -> Self {
+        let mut of_core = vec![Vec::new(); cores];
+        let mut places = Vec::with_capacity(jobs.len());
+        let mut firsts = Vec::new();
+        for (index, job) in jobs.iter().enumerate() {
+            places.push(of_core[job.core].len());
+            of_core[job.core].push(index);
+            if !follow || matches!(job.start, Start::Real(_)) {
+                firsts.push(index);
+            }
+        }
+        Queue {
+            back: Mutex::new(if follow { jobs.len() } else { 0 }),
+            follow,
+            slots: jobs.into_iter().map(|job| Mutex::new(Some(job))).collect(),
+            of_core,
+            places,
+            firsts,
+            front: AtomicUsize::new(0),
+        }
+    }
+
+    /// Chunk `index`, unless a thread took it.
+    fn take(&self, index: usize) -> Option<Job<'m>> {
+        lock(&self.slots[index]).take()
+    }
+
+    /// The next chunk to run, and its place in the queue.
+    fn next(&self) -> Option<(usize, Job<'m>)> {
+        while let Some(&index) = self.firsts.get(self.front.fetch_add(1, Ordering::Relaxed)) {
+            if let Some(job) = self.take(index) {
+                return Some((index, job));
+            }
+        }
+        let mut back = lock(&self.back);
+        while *back > 0 {
+            *back -= 1;
+            if let Some(job) = self.take(*back) {
+                return Some((*back, job));
+            }
+        }
+        None
+    }
+}
+
 impl Machine<'_> {
     /// Runs `jobs` (chunks of the `cores` active cores, each core's in pixel order) on
-    /// all threads, taken in order, each core's chunks checked as soon as the chunks before
+    /// all threads ([`Queue`]), each core's chunks checked as soon as the chunks before
     /// them are (see the module documentation).
     pub(super) fn run_and_check<'m>(
         &'m self,
@@ -63,40 +136,29 @@ impl Machine<'_> {
         batch: Option<&Accel>,
         progress: Option<&AtomicU64>,
     ) -> Checked<'m> {
-        let mut counts = vec![0; cores];
-        let places: Vec<usize> = jobs
+        let queue = Queue::new(jobs, cores, self.chunking.pixels.is_none());
+        let lanes: Vec<Mutex<Lane<'m>>> = queue
+            .of_core
             .iter()
-            .map(|job| {
-                counts[job.core] += 1;
-                counts[job.core] - 1
-            })
+            .map(|chunks| Mutex::new(Lane::new(chunks.len())))
             .collect();
-        let lanes: Vec<Mutex<Lane<'m>>> = counts
-            .iter()
-            .map(|&chunks| Mutex::new(Lane::new(chunks)))
-            .collect();
-        let queue: Vec<Mutex<Option<Job<'m>>>> =
-            jobs.into_iter().map(|job| Mutex::new(Some(job))).collect();
-        let next = AtomicUsize::new(0);
         let work = || -> Share {
             let mut share: Share = (0, Duration::ZERO, Duration::ZERO);
-            loop {
-                let index = next.fetch_add(1, Ordering::Relaxed);
-                let Some(slot) = queue.get(index) else {
-                    break;
-                };
-                let place = places[index];
-                let job = lock(slot).take().expect("each chunk is taken once");
+            while let Some((index, job)) = queue.next() {
                 let core = job.core;
-                let start = Instant::now();
-                let runs = self.run_job(job, batch, progress);
-                let time = start.elapsed();
-                share = (share.0 + 1, share.1 + time, share.2.max(time));
-                self.deposit(core, &lanes[core], place, runs, batch);
+                let runs = self.timed_job(job, batch, progress, &mut share);
+                let place = queue.places[index];
+                self.deposit(
+                    &lanes[core],
+                    place,
+                    runs,
+                    (&queue, core, batch, progress),
+                    &mut share,
+                );
             }
             share
         };
-        let threads = rayon::current_num_threads().min(queue.len()).max(1);
+        let threads = rayon::current_num_threads().min(queue.slots.len()).max(1);
         let shares: Vec<Share> = (0..threads).into_par_iter().map(|_| work()).collect();
         let mut checked = Checked {
             runs: Vec::with_capacity(cores),
@@ -121,16 +183,32 @@ impl Machine<'_> {
         checked
     }
 
+    /// [`Machine::run_job`], its time added to `share`.
+    fn timed_job<'m>(
+        &'m self,
+        job: Job<'m>,
+        batch: Option<&Accel>,
+        progress: Option<&AtomicU64>,
+        share: &mut Share,
+    ) -> Vec<ChunkRun<'m>> {
+        let start = Instant::now();
+        let runs = self.run_job(job, batch, progress);
+        let time = start.elapsed();
+        *share = (share.0 + 1, share.1 + time, share.2.max(time));
+        runs
+    }
+
     /// Hands over chunk `place` of active core `core` (its pieces `runs`), then, unless
     /// another thread is at it, checks the core's chunks in order for as long as the next
-    /// one has run.
+    /// one has run; where the next one is still in the queue, takes it and runs it from
+    /// the real state (exact: nothing to check).
     fn deposit<'m>(
         &'m self,
-        core: usize,
         lane: &Mutex<Lane<'m>>,
         place: usize,
         runs: Vec<ChunkRun<'m>>,
-        batch: Option<&Accel>,
+        (queue, core, batch, progress): (&Queue<'m>, usize, Option<&Accel>, Option<&AtomicU64>),
+        share: &mut Share,
     ) {
         let mut held = lock(lane);
         held.stats.speculative += runs.iter().filter(|run| run.speculative).count() as u64;
@@ -142,7 +220,22 @@ impl Machine<'_> {
         loop {
             let at = held.next;
             let Some(runs) = held.waiting.get_mut(at).and_then(Option::take) else {
-                break;
+                let next = queue.of_core[core].get(at).filter(|_| queue.follow);
+                let follow = match (&held.state, held.ended, next) {
+                    (Some(real), false, Some(&index)) => queue.take(index).map(|job| Job {
+                        start: Start::Real(real.clone()),
+                        ..job
+                    }),
+                    _ => None,
+                };
+                let Some(job) = follow else {
+                    break;
+                };
+                drop(held);
+                let runs = self.timed_job(job, batch, progress, share);
+                held = lock(lane);
+                held.waiting[at] = Some(runs);
+                continue;
             };
             held.next += 1;
             if held.ended {
@@ -180,7 +273,9 @@ impl Machine<'_> {
         let mut accel = PixelAccel::new(batch);
         for at in 0..runs.len() {
             let run = &mut runs[at];
-            if let Some(real) = before.take() {
+            // A piece run from the real state (the core's first, one run on from the
+            // real state, one run again) is exact as it is.
+            if let Some(real) = before.take().filter(|_| run.speculative) {
                 let agrees = run
                     .assumed
                     .as_ref()
