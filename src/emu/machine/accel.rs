@@ -485,9 +485,8 @@ impl RayTree {
         }
         let (tiles_x, tiles_y) = (width.div_ceil(TILE), height.div_ceil(TILE));
         let tiles = tile_boxes(&rays, width, height);
-        // The top three levels' 64 subtrees on all threads.
-        let nodes = build_tree(&tiles, tiles_x, [0, 0, tiles_x, tiles_y], 3);
-        let root = nodes.len() as u32 - 1;
+        let mut nodes = Vec::with_capacity(2 * tiles.len());
+        let root = build_node(&mut nodes, &tiles, tiles_x, [0, 0, tiles_x, tiles_y]);
         // Children come before their parent.
         let mut node_rows: Vec<[u32; 2]> = Vec::with_capacity(nodes.len());
         for node in &nodes {
@@ -818,9 +817,14 @@ fn tile_boxes(rays: &[Vec3], width: u32, height: u32) -> Vec<RayBox> {
 
 /// Adds the node over tiles `[x0, y0, x1, y1)` (whose rays' boxes are `tiles`, `tiles_x`
 /// to a row) and its descendants to `nodes`, children first; returns its index.
-fn build_node(nodes: &mut Vec<Node>, tiles: &[RayBox], tiles_x: u32, rect: [u32; 4]) -> u32 {
-    let [x0, y0, x1, y1] = rect;
-    let node = if x1 - x0 == 1 && y1 - y0 == 1 {
+fn build_node(
+    nodes: &mut Vec<Node>,
+    tiles: &[RayBox],
+    tiles_x: u32,
+    [x0, y0, x1, y1]: [u32; 4],
+) -> u32 {
+    let (w, h) = (x1 - x0, y1 - y0);
+    let node = if w == 1 && h == 1 {
         let tile = y0 * tiles_x + x0;
         let rays_box = tiles[tile as usize];
         Node {
@@ -829,85 +833,32 @@ fn build_node(nodes: &mut Vec<Node>, tiles: &[RayBox], tiles_x: u32, rect: [u32;
             kind: NodeKind::Leaf(tile),
         }
     } else {
-        let (rects, count) = child_rects(rect);
-        let (mut children, mut rays_box) = ([0; 4], RayBox::EMPTY);
-        for (k, &child_rect) in rects[..count].iter().enumerate() {
-            let child = build_node(nodes, tiles, tiles_x, child_rect);
-            rays_box = RayBox::union(rays_box, nodes[child as usize].rays);
-            children[k] = child;
+        let halves = |a: u32, b: u32| {
+            let m = a + (b - a) / 2;
+            if b - a > 1 {
+                ([[a, m], [m, b]], 2)
+            } else {
+                ([[a, b], [a, b]], 1)
+            }
+        };
+        let ((xs, x_count), (ys, y_count)) = (halves(x0, x1), halves(y0, y1));
+        let (mut children, mut count, mut rays_box) = ([0; 4], 0, RayBox::EMPTY);
+        for &[ya, yb] in &ys[..y_count] {
+            for &[xa, xb] in &xs[..x_count] {
+                let child = build_node(nodes, tiles, tiles_x, [xa, ya, xb, yb]);
+                rays_box = RayBox::union(rays_box, nodes[child as usize].rays);
+                children[count] = child;
+                count += 1;
+            }
         }
-        split_node(children, count, rays_box)
+        Node {
+            rays: rays_box,
+            around: rays_box.around(),
+            kind: NodeKind::Split(children, count as u8),
+        }
     };
     nodes.push(node);
     nodes.len() as u32 - 1
-}
-
-/// The nodes [`build_node`] adds for tiles `rect`, in its order (children first, the
-/// node over `rect` last, numbered from 0), with the subtrees of the top `levels` levels
-/// built on all threads.
-fn build_tree(tiles: &[RayBox], tiles_x: u32, rect: [u32; 4], levels: u32) -> Vec<Node> {
-    let [x0, y0, x1, y1] = rect;
-    if levels == 0 || (x1 - x0 == 1 && y1 - y0 == 1) {
-        let mut nodes = Vec::new();
-        build_node(&mut nodes, tiles, tiles_x, rect);
-        return nodes;
-    }
-    let (rects, count) = child_rects(rect);
-    let parts: Vec<Vec<Node>> = rects[..count]
-        .par_iter()
-        .map(|&child_rect| build_tree(tiles, tiles_x, child_rect, levels - 1))
-        .collect();
-    let mut nodes = Vec::with_capacity(parts.iter().map(Vec::len).sum::<usize>() + 1);
-    let (mut children, mut rays_box) = ([0; 4], RayBox::EMPTY);
-    for (k, part) in parts.into_iter().enumerate() {
-        // A part numbers its nodes from 0; here they follow the parts before it.
-        let offset = nodes.len() as u32;
-        nodes.extend(part.into_iter().map(|mut node| {
-            if let NodeKind::Split(children, count) = &mut node.kind {
-                children[..*count as usize]
-                    .iter_mut()
-                    .for_each(|child| *child += offset);
-            }
-            node
-        }));
-        let child = nodes.len() - 1;
-        rays_box = RayBox::union(rays_box, nodes[child].rays);
-        children[k] = child as u32;
-    }
-    nodes.push(split_node(children, count, rays_box));
-    nodes
-}
-
-/// The tiles of a split node's children (`count` of them, rows before columns): each
-/// side halved where it is longer than one tile.
-fn child_rects([x0, y0, x1, y1]: [u32; 4]) -> ([[u32; 4]; 4], usize) {
-    let halves = |a: u32, b: u32| {
-        let m = a + (b - a) / 2;
-        if b - a > 1 {
-            ([[a, m], [m, b]], 2)
-        } else {
-            ([[a, b], [a, b]], 1)
-        }
-    };
-    let ((xs, x_count), (ys, y_count)) = (halves(x0, x1), halves(y0, y1));
-    let mut rects = [[0; 4]; 4];
-    let mut count = 0;
-    for &[ya, yb] in &ys[..y_count] {
-        for &[xa, xb] in &xs[..x_count] {
-            rects[count] = [xa, ya, xb, yb];
-            count += 1;
-        }
-    }
-    (rects, count)
-}
-
-/// A split node over `count` `children` whose rays' box is `rays_box`.
-fn split_node(children: [u32; 4], count: usize, rays_box: RayBox) -> Node {
-    Node {
-        rays: rays_box,
-        around: rays_box.around(),
-        kind: NodeKind::Split(children, count as u8),
-    }
 }
 
 /// One build task's share of the triangles, sorted by tile: its candidates (triangle
@@ -1175,39 +1126,6 @@ mod test_rng {
         }
         pub fn vec(&mut self, bits: u32) -> [u32; 3] {
             std::array::from_fn(|_| self.raw(bits) as u32)
-        }
-    }
-}
-
-#[cfg(test)]
-mod tree_tests {
-    use super::test_rng::Rng;
-    use super::*;
-
-    /// The tree built with its top levels in parallel is the tree built one node after
-    /// another: the same nodes in the same order, children numbered alike.
-    #[test]
-    fn the_parallel_tree_is_the_serial_tree() {
-        let mut rng = Rng(0x5eed);
-        for (tiles_x, tiles_y) in [(1, 1), (1, 7), (3, 5), (17, 9), (64, 33)] {
-            let tiles: Vec<RayBox> = (0..tiles_x * tiles_y)
-                .map(|_| {
-                    let mut rays = RayBox::EMPTY;
-                    (0..3).for_each(|_| rays.add(rng.vec(20)));
-                    rays
-                })
-                .collect();
-            let rect = [0, 0, tiles_x, tiles_y];
-            let mut serial = Vec::new();
-            build_node(&mut serial, &tiles, tiles_x, rect);
-            for levels in 0..5 {
-                let parallel = build_tree(&tiles, tiles_x, rect, levels);
-                assert_eq!(
-                    format!("{parallel:?}"),
-                    format!("{serial:?}"),
-                    "{tiles_x}x{tiles_y} tiles, {levels} levels"
-                );
-            }
         }
     }
 }
