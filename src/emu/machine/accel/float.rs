@@ -169,62 +169,37 @@ impl Group {
     }
 }
 
-pub(super) fn groups(nodes: &[Node], root: u32, keep: impl Fn(u32) -> bool + Sync) -> Vec<Group> {
-    // The order first (node numbers only), a level at a time on all threads (breadth
-    // first is level after level, each level's groups in their parents' order), then each
-    // group's bounds.
+pub(super) fn groups(nodes: &[Node], root: u32, keep: impl Fn(u32) -> bool) -> Vec<Group> {
+    // The order first (node numbers only), then each group's bounds on all threads.
     let mut members: Vec<([u32; 4], usize)> = vec![([root; 4], 1)];
-    let mut level = 0..1;
-    while !level.is_empty() {
-        let next: Vec<([u32; 4], usize)> = members[level.clone()]
-            .par_iter()
-            .flat_map_iter(|(group, count)| {
-                group[..*count]
-                    .iter()
-                    .filter_map(|&member| match nodes[member as usize].kind {
-                        NodeKind::Split(children, count) if keep(member) => {
-                            Some((children, count as usize))
-                        }
-                        _ => None,
-                    })
-            })
-            .collect();
-        level = members.len()..members.len() + next.len();
-        members.extend(next);
+    let mut next = 0;
+    while next < members.len() {
+        let (group, count) = members[next];
+        for &member in &group[..count] {
+            if let (true, NodeKind::Split(children, count)) =
+                (keep(member), nodes[member as usize].kind)
+            {
+                members.push((children, count as usize));
+            }
+        }
+        next += 1;
     }
     let mut groups: Vec<Group> = (members.par_iter())
         .map(|(group, count)| Group::new(nodes, &group[..*count]))
         .collect();
-    // A kept split node's children are the group at its place in the order: the root's
-    // group, then one per kept split node before it.
-    let splits = |group: &Group| -> u32 {
-        let kept = group.members().iter().filter(|&&member| keep(member));
-        kept.filter(|&&member| matches!(nodes[member as usize].kind, NodeKind::Split(..)))
-            .count() as u32
-    };
-    let counts: Vec<u32> = groups.par_iter().map(splits).collect();
-    let firsts: Vec<u32> = counts
-        .iter()
-        .scan(1, |next, &count| {
-            *next += count;
-            Some(*next - count)
-        })
-        .collect();
-    groups
-        .par_iter_mut()
-        .zip(firsts)
-        .for_each(|(group, mut child)| {
-            for k in 0..group.count as usize {
-                let member = group.nodes[k];
-                if !keep(member) {
-                    group.descends &= !(1 << k);
-                    group.finds &= !(1 << k);
-                } else if let NodeKind::Split(..) = nodes[member as usize].kind {
-                    group.children[k] = child;
-                    child += 1;
-                }
+    let mut child = 1;
+    for group in &mut groups {
+        for k in 0..group.count as usize {
+            let member = group.nodes[k];
+            if !keep(member) {
+                group.descends &= !(1 << k);
+                group.finds &= !(1 << k);
+            } else if let NodeKind::Split(..) = nodes[member as usize].kind {
+                group.children[k] = child;
+                child += 1;
             }
-        });
+        }
+    }
     groups
 }
 
