@@ -9,6 +9,8 @@ use std::fmt::Write as _;
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
 
+use rayon::prelude::*;
+
 use crate::emu::machine::Frame;
 use crate::io::scene::Partition;
 
@@ -34,7 +36,7 @@ impl Rgb8 {
             // Unwritten words read as 0.
             data: frame
                 .words
-                .iter()
+                .par_iter()
                 .zip(&frame.written)
                 .map(|(&w, &written)| if written { channel_byte(w) } else { 0 })
                 .collect(),

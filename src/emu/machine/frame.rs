@@ -102,8 +102,8 @@ impl Render {
     }
 }
 
-/// Where a frame's time went, stage by stage (wall-clock time; every stage but the seeds
-/// of a core whose skeleton cannot be skipped runs on all threads).
+/// Where a frame's time went, stage by stage (wall-clock time, but for `check`; every stage
+/// but the seeds of a core whose skeleton cannot be skipped runs on all threads).
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct Stages {
     /// Every pixel's ray for the acceleration structure ([`Machine::new`]).
@@ -118,7 +118,8 @@ pub struct Stages {
     pub batches: Duration,
     /// The chunks' pixels.
     pub pixels: Duration,
-    /// Checking chunks against the real state, and running wrong ones again.
+    /// Checking chunks against the real state, and running wrong ones again: the time
+    /// all threads spent on it while the chunks ran (it overlaps `pixels`).
     pub check: Duration,
     /// Putting the frame together from the cores' output memories.
     pub assemble: Duration,

@@ -55,12 +55,12 @@
 //! once in order and leaves a state at each chunk start of the frame. A speculative chunk
 //! runs in pieces of [`PIECE`] pixels, each tracked from the state the piece before it
 //! left, so a wrong guess costs a piece, not a chunk. Checking walks each core's pieces in
-//! order as above; the pieces that disagree are first run again all at once, each from
-//! the state the walk puts before it (exact for the first; for the others, the state
-//! their predecessors leave if running them again changes nothing they leave, itself a
-//! guess checked in a second walk), and whatever still disagrees runs again from the real
-//! state, in order. The count of re-runs is in [`ChunkStats`] and `theia render`'s
-//! summary.
+//! order as above while the batch's other chunks still run (`speculate/check.rs`): a
+//! thread that has a core's real state goes on along that core untracked, the others take
+//! chunks from the end, and a piece that disagrees runs again at once from the real state.
+//! The count of re-runs is in [`ChunkStats`] and `theia render`'s summary.
+
+mod check;
 
 use std::ops::Range;
 use std::sync::atomic::AtomicU64;
@@ -68,14 +68,14 @@ use std::sync::atomic::AtomicU64;
 use rayon::prelude::*;
 
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use super::accel::{Accel, RayTree};
 use super::hits::PixelHit;
 use super::pixel::output_words;
 use super::progress::ProgressReporter;
 use super::{FrameAccel, Machine, PixelAccel, PixelDone, RenderError, Stages, StructureUse};
-use crate::emu::core::track::{Footprint, ELEMENTS};
+use crate::emu::core::track::Footprint;
 use crate::emu::core::{Core, CoreState, Fault, NoObserver, OutputMemory};
 use crate::emu::isa::registers::{address, EntryPoint};
 use crate::io::scene::Partition;
@@ -96,7 +96,8 @@ pub const PIECE: usize = 512;
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Chunking {
     /// Pixels per chunk; `None`: from the host threads (one chunk per core and batch with
-    /// one thread). Tests force small chunks, down to one pixel.
+    /// one thread). Tests force small chunks, down to one pixel, every one but a core's first
+    /// a guess (no thread goes on along a core from its real state).
     pub pixels: Option<usize>,
 }
 
@@ -242,7 +243,8 @@ impl CoreRun {
     /// is found in the piece of its pixel; otherwise the pieces are laid over each other
     /// into one ([`CoreRun::merged`]).
     pub fn pieces_disjoint(&self) -> bool {
-        self.pieces.iter().enumerate().all(|(i, piece)| {
+        // On all threads: a 1080p core has thousands of pieces, each scanned whole.
+        self.pieces.par_iter().enumerate().all(|(i, piece)| {
             let end = self
                 .pieces
                 .get(i + 1)
@@ -469,86 +471,15 @@ impl Machine<'_> {
             });
         }
         let running = Instant::now();
-        let runs: Vec<(usize, Vec<ChunkRun<'m>>, Duration)> = jobs
-            .into_par_iter()
-            .map(|job| {
-                let start = Instant::now();
-                let core = job.core;
-                (core, self.run_job(job, batch, progress), start.elapsed())
-            })
-            .collect();
-        let mut by_core: Vec<Vec<ChunkRun<'m>>> = ranges.iter().map(|_| Vec::new()).collect();
-        for (core, pieces, time) in runs {
-            by_core[core].extend(pieces);
-            stages.chunks += 1;
-            stages.chunk_time += time;
-            stages.longest_chunk = stages.longest_chunk.max(time);
-        }
+        let checked = self.run_and_check(jobs, ranges.len(), batch, progress);
         stages.pixels += running.elapsed();
-        let checking = Instant::now();
-        let checked: Vec<(Vec<ChunkRun<'m>>, ChunkStats)> = by_core
-            .into_par_iter()
-            .enumerate()
-            // Re-runs repeat pixels the progress counter has counted.
-            .map(|(core, runs)| self.check(core, runs, batch))
-            .collect();
-        stages.check += checking.elapsed();
-        checked
-            .into_iter()
-            .map(|(runs, checked)| {
-                stats.speculative += checked.speculative;
-                stats.reruns += checked.reruns;
-                runs
-            })
-            .collect()
-    }
-
-    /// A core's chunks in order, each accepted or run again (see the module
-    /// documentation); chunks after the core ended are dropped. Chunks to run again are
-    /// first run all at once, each from the state the walk puts before it (the real one
-    /// for the first of them; for the others the state their predecessors would leave
-    /// if running them again changed nothing they leave, which is then checked like any
-    /// guess); a second walk runs whatever still disagrees again, one after another, from
-    /// the real state.
-    fn check<'m>(
-        &'m self,
-        core: usize,
-        mut runs: Vec<ChunkRun<'m>>,
-        batch: Option<&Accel>,
-    ) -> (Vec<ChunkRun<'m>>, ChunkStats) {
-        let mut stats = ChunkStats {
-            speculative: runs.iter().filter(|run| run.speculative).count() as u64,
-            reruns: 0,
-        };
-        let mut accel = PixelAccel::new(batch);
-        let mut rerun = |start: Box<Core<'m>>, run: &ChunkRun<'m>, tracked: bool| {
-            let pixels = run.pixels.clone();
-            self.run_piece(core, start, pixels, tracked, &mut accel, None)
-        };
-        // First walk: guesses for the chunks that disagree, run again together.
-        let wrong = walk(&mut runs, |_, _| false);
-        stats.reruns += wrong.len() as u64;
-        let again: Vec<(usize, ChunkRun<'m>)> = wrong
-            .into_par_iter()
-            .map(|(i, start)| {
-                let mut accel = PixelAccel::new(batch);
-                let pixels = runs[i].pixels.clone();
-                (
-                    i,
-                    self.run_piece(core, start, pixels, true, &mut accel, None),
-                )
-            })
-            .collect();
-        for (i, run) in again {
-            runs[i] = run;
-        }
-        // Second walk: what still disagrees runs again from the real state, in order.
-        walk(&mut runs, |run, real| {
-            stats.reruns += 1;
-            *run = rerun(real, run, false);
-            true
-        });
-        (runs, stats)
+        stages.chunks += checked.chunks;
+        stages.chunk_time += checked.chunk_time;
+        stages.longest_chunk = stages.longest_chunk.max(checked.longest);
+        stages.check += checked.check_time;
+        stats.speculative += checked.stats.speculative;
+        stats.reruns += checked.stats.reruns;
+        checked.runs
     }
 
     /// Runs one chunk: from the real state in one piece, from a seed in pieces of
@@ -697,52 +628,6 @@ impl Machine<'_> {
             speculative: true,
         }
     }
-}
-
-/// Walks a core's chunks in order from the first (which started from the real state),
-/// keeping the state before each: a chunk that agrees with it is accepted (the state after
-/// it is its end, its untouched elements from the state before); for one that does not,
-/// `fix` may run it again from that state (and returns true), else it is listed with that
-/// state and the walk goes on as if running it again would leave what it left. Chunks
-/// after the core ended are dropped. Returns the listed chunks.
-fn walk<'m>(
-    runs: &mut Vec<ChunkRun<'m>>,
-    mut fix: impl FnMut(&mut ChunkRun<'m>, Box<Core<'m>>) -> bool,
-) -> Vec<(usize, Box<Core<'m>>)> {
-    let mut wrong = Vec::new();
-    let mut before: Option<Box<Core<'m>>> = None;
-    let mut end = runs.len();
-    for (i, run) in runs.iter_mut().enumerate() {
-        let mut patch = None;
-        if let Some(state) = before.take() {
-            let agrees = run
-                .assumed
-                .as_ref()
-                .is_some_and(|(assumed, footprint)| state.agrees_on(assumed, &footprint.live()));
-            if agrees || !fix(run, state.clone()) {
-                if !agrees {
-                    wrong.push((i, state.clone()));
-                }
-                patch = run
-                    .assumed
-                    .as_ref()
-                    .map(|(_, footprint)| (state, footprint.untouched()));
-            }
-        }
-        let mut after = run.core.clone();
-        if let Some((state, untouched)) = patch {
-            for element in (0..ELEMENTS).filter(|&e| untouched.contains(e)) {
-                after.set_element(element, state.element(element));
-            }
-        }
-        if run.ending.is_some() {
-            end = i + 1;
-            break;
-        }
-        before = Some(after);
-    }
-    runs.truncate(end);
-    wrong
 }
 
 impl Machine<'_> {

@@ -127,6 +127,7 @@ impl Depths {
         // One shared depth per pixel, lowered atomically: a frame's worth of words however
         // many threads try triangles (the least t does not depend on their order).
         let nearest: Vec<AtomicI64> = (0..pixels.rays.len())
+            .into_par_iter()
             .map(|_| AtomicI64::new(OPEN))
             .collect();
         (0..culler.constants().len())
@@ -144,21 +145,29 @@ impl Depths {
                     cover(nodes, root, &forms, pixels, &mut hit);
                 }
             });
+        // The leaves (a frame's pixels) on all threads, then the split nodes above them.
+        per_node
+            .par_iter_mut()
+            .zip(nodes)
+            .for_each(|(depth, node)| {
+                if let NodeKind::Leaf(tile) = node.kind {
+                    *depth = pixels
+                        .of(tile)
+                        .map(|p| nearest[p].load(Ordering::Relaxed))
+                        .max()
+                        .unwrap_or(OPEN);
+                }
+            });
         for (at, node) in nodes.iter().enumerate() {
-            per_node[at] = match node.kind {
-                NodeKind::Leaf(tile) => pixels
-                    .of(tile)
-                    .map(|p| nearest[p].load(Ordering::Relaxed))
-                    .max()
-                    .unwrap_or(OPEN),
-                NodeKind::Split(..) => node
+            if let NodeKind::Split(..) = node.kind {
+                per_node[at] = node
                     .kind
                     .children()
                     .iter()
                     .map(|&child| per_node[child as usize])
                     .max()
-                    .unwrap_or(OPEN),
-            };
+                    .unwrap_or(OPEN);
+            }
         }
         Depths { per_node }
     }
