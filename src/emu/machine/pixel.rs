@@ -98,7 +98,19 @@ impl Machine<'_> {
         partition: &Partition,
         observer: &mut O,
     ) -> Result<Core<'_>, RenderError> {
-        let mut core = Core::new(&self.program, &self.scene.texture, output_words(partition));
+        self.boot_core_writing(index, partition, output_words(partition), observer)
+    }
+
+    /// [`Machine::boot_core`] with an output memory of `words` words: a core that only
+    /// looks ahead (the timing's rows) keeps the hardware's, since it writes no pixel.
+    pub fn boot_core_writing<O: Observer>(
+        &self,
+        index: usize,
+        partition: &Partition,
+        words: usize,
+        observer: &mut O,
+    ) -> Result<Core<'_>, RenderError> {
+        let mut core = Core::new(&self.program, &self.scene.texture, words);
         core.set_budget(self.max_steps);
         for (row, value) in self.scene.config.iter().enumerate() {
             core.host_write(row as u16, *value);

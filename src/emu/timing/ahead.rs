@@ -15,11 +15,10 @@ use std::sync::Arc;
 use super::culled::{RejectTiming, RowEntry};
 use crate::emu::core::alu::Vec3;
 use crate::emu::core::output::OutputMemory;
-use crate::emu::core::{Core, CoreState, NoObserver};
+use crate::emu::core::{CoreState, NoObserver};
 use crate::emu::isa::registers::{address, EntryPoint};
 use crate::emu::machine::cull::Culler;
 use crate::emu::machine::Machine;
-use crate::io::scene::Partition;
 
 /// How far ahead of the simulation's pixel the worker goes, per core: enough that it stays
 /// ahead, few enough that memory does not grow with the frame.
@@ -115,7 +114,12 @@ fn work(
     done: &AtomicBool,
 ) {
     let partitions = machine.partitions();
-    let mut cores: Vec<_> = partitions.iter().map(|p| boot(machine, p)).collect();
+    // A core that faults while booting is left out: the simulation meets the fault itself.
+    let mut cores: Vec<_> = (partitions.iter().enumerate())
+        .map(|(i, p)| {
+            (machine.boot_core_writing(i, p, OutputMemory::HARDWARE_WORDS, &mut NoObserver)).ok()
+        })
+        .collect();
     let mut pixels: Vec<_> = partitions
         .iter()
         .map(|p| p.pixels().enumerate().peekable())
@@ -159,33 +163,6 @@ fn work(
             std::thread::sleep(std::time::Duration::from_micros(100));
         }
     }
-}
-
-/// A core configured for `partition` as the host configures it, after INITIAL, CPPU and
-/// USERCONSTANTS, with the hardware's output memory only (it writes no pixel); `None` if
-/// a routine faults (the simulation then meets the fault itself).
-fn boot<'a>(machine: &'a Machine<'_>, partition: &Partition) -> Option<Core<'a>> {
-    let scene = machine.scene();
-    let mut core = Core::new(
-        machine.program(),
-        &scene.texture,
-        OutputMemory::HARDWARE_WORDS,
-    );
-    core.set_budget(machine.max_steps());
-    for (row, value) in scene.config.iter().enumerate() {
-        core.host_write(row as u16, *value);
-    }
-    core.host_write(6, partition.initial);
-    core.host_write(7, partition.end);
-    for entry in [
-        EntryPoint::Initial,
-        EntryPoint::Cppu,
-        EntryPoint::UserConstants,
-    ] {
-        core.refill_budget();
-        core.run(entry, &mut NoObserver).ok()?;
-    }
-    Some(core)
 }
 
 #[cfg(test)]
