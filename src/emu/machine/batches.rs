@@ -12,10 +12,10 @@ use rayon::prelude::*;
 use super::accel::{Accel, AccelRefusal, RayTree, RowVerdicts};
 use super::cull::Culler;
 use super::options::AccelUse;
+use super::pixel::pixel_ray;
 use super::{Machine, Stages};
 use crate::emu::core::alu::Vec3;
-use crate::emu::core::{CoreState, NoObserver};
-use crate::emu::isa::registers::{address, EntryPoint};
+use crate::emu::core::NoObserver;
 
 /// About how many candidates (4 bytes each) one batch of the acceleration structure holds
 /// over all cores; its build holds about twice that at its peak. A frame whose candidates
@@ -261,18 +261,10 @@ impl Machine<'_> {
                         continue;
                     }
                     let mut core = booted.clone();
-                    let z = core.register(address::CREG_PIXEL_2D_POSITION)[2];
                     for x in if y == y0 { x0 } else { 0 }..x1 {
-                        let position = [x << 17, y << 17, z];
-                        core.write_register(address::CREG_PIXEL_2D_POSITION, position);
-                        core.refill_budget();
-                        core.run(EntryPoint::Rgu, &mut NoObserver)
-                            .map_err(|fault| {
-                                AccelRefusal::Rays(format!(
-                                    "core {index}, pixel ({x}, {y}): {fault}"
-                                ))
-                            })?;
-                        row[x as usize] = core.register(address::CREG_RAY_DIRECTION);
+                        row[x as usize] = pixel_ray(&mut core, (x, y)).map_err(|fault| {
+                            AccelRefusal::Rays(format!("core {index}, pixel ({x}, {y}): {fault}"))
+                        })?;
                     }
                 }
                 Ok(())

@@ -47,7 +47,7 @@ pub use batches::{
 use cull::{Culler, Refusal};
 pub use frame::{Frame, Render, Stages};
 pub use options::{AccelMode, AccelUse, Lockstep, RenderOptions};
-pub use pixel::PixelDone;
+pub use pixel::{pixel_ray, PixelDone};
 use speculate::Chunking;
 
 /// A core stopped: which core, at which pixel, in which routine, and why.

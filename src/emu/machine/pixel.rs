@@ -13,7 +13,7 @@ use super::{Machine, RenderError};
 use crate::emu::core::alu::Vec3;
 use crate::emu::core::CoreState;
 use crate::emu::core::OutputMemory;
-use crate::emu::core::{Core, Fault, Observer};
+use crate::emu::core::{Core, Fault, NoObserver, Observer};
 use crate::emu::isa::registers::{address, EntryPoint};
 use crate::io::scene::Partition;
 use crate::stage::{PixelStage, ShadingCore};
@@ -269,6 +269,22 @@ impl<O: Observer> ShadingCore for Shading<'_, '_, O> {
 /// per pixel when the partition has more pixels.
 pub(super) fn output_words(partition: &Partition) -> usize {
     (partition.pixel_count() * 3).max(OutputMemory::HARDWARE_WORDS)
+}
+
+/// Puts pixel `(x, y)` in CREG_PIXEL_2D_POSITION as the host's pixel sequence leaves it
+/// there (x and y as Q15.17 integers, z as the core has it).
+pub(super) fn set_pixel_position(core: &mut Core<'_>, (x, y): (u32, u32)) {
+    let z = core.register(address::CREG_PIXEL_2D_POSITION)[2];
+    core.write_register(address::CREG_PIXEL_2D_POSITION, [x << 17, y << 17, z]);
+}
+
+/// The ray RGU computes for pixel `(x, y)` on a booted `core` (a fresh watchdog budget):
+/// what a pixel's MAINs see, found ahead of them.
+pub fn pixel_ray(core: &mut Core<'_>, pixel: (u32, u32)) -> Result<Vec3, Fault> {
+    set_pixel_position(core, pixel);
+    core.refill_budget();
+    core.run(EntryPoint::Rgu, &mut NoObserver)?;
+    Ok(core.register(address::CREG_RAY_DIRECTION))
 }
 
 /// A pixel's [`PixelHit`] from the control unit's hit flag and the closest hit BIU kept.

@@ -72,7 +72,7 @@ use std::time::Instant;
 
 use super::accel::{Accel, RayTree};
 use super::hits::PixelHit;
-use super::pixel::output_words;
+use super::pixel::{output_words, set_pixel_position};
 use super::progress::ProgressReporter;
 use super::{FrameAccel, Machine, PixelAccel, PixelDone, RenderError, Stages, StructureUse};
 use crate::emu::core::track::Footprint;
@@ -142,8 +142,7 @@ impl<'m> Made<'m> {
         let moved = ((k - 1) / 2 * 2) as u32;
         let mut seed = (**template).clone();
         let (x, y) = partition.pixel(k).expect("a pixel of the partition");
-        let z = seed.register(address::CREG_PIXEL_2D_POSITION)[2];
-        seed.write_register(address::CREG_PIXEL_2D_POSITION, [x << 17, y << 17, z]);
+        set_pixel_position(&mut seed, (x, y));
         for register in [
             address::CREG_CURRENT_OUTPUT_PIXEL,
             address::CREG_PIXEL_PITCH,

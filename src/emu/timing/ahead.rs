@@ -15,10 +15,9 @@ use std::sync::Arc;
 use super::culled::{RejectTiming, RowEntry};
 use crate::emu::core::alu::Vec3;
 use crate::emu::core::output::OutputMemory;
-use crate::emu::core::{CoreState, NoObserver};
-use crate::emu::isa::registers::{address, EntryPoint};
+use crate::emu::core::NoObserver;
 use crate::emu::machine::cull::Culler;
-use crate::emu::machine::Machine;
+use crate::emu::machine::{pixel_ray, Machine};
 
 /// How far ahead of the simulation's pixel the worker goes, per core: enough that it stays
 /// ahead, few enough that memory does not grow with the frame.
@@ -142,14 +141,10 @@ fn work(
                 continue;
             };
             moved = true;
-            let z = functional.register(address::CREG_PIXEL_2D_POSITION)[2];
-            functional.write_register(address::CREG_PIXEL_2D_POSITION, [x << 17, y << 17, z]);
-            functional.refill_budget();
-            if functional.run(EntryPoint::Rgu, &mut NoObserver).is_err() {
+            let Ok(ray) = pixel_ray(functional, (x, y)) else {
                 cores[core] = None;
                 continue;
-            }
-            let ray = functional.register(address::CREG_RAY_DIRECTION);
+            };
             let mut row = Vec::with_capacity(culler.constants().len());
             timing.row(culler, ray, &mut row);
             if queue.send((k, ray, row)).is_err() {
