@@ -111,7 +111,7 @@ impl RejectTiming {
         Some(timing)
     }
 
-    /// Every triangle's [`RejectTiming::main`] under `ray`, into `row` (one
+    /// Every triangle's rejected-MAIN cost under `ray`, into `row` (one
     /// [`RowEntry`] per triangle, in scene order): a pixel's MAINs all see one ray, so its
     /// products are computed in one tight loop, not one MAIN at a time, the ray's
     /// multiplier path chosen once.
@@ -174,26 +174,6 @@ impl RejectTiming {
     pub fn cycles_of(entry: RowEntry) -> u32 {
         u32::from(entry & ROW_CYCLES as RowEntry)
     }
-
-    /// MAIN on triangle `index` under `ray`, when BIU rejects it: its exit and its cycles
-    /// from its first instruction to its RETURN.
-    #[inline]
-    pub fn main(&self, culler: &Culler, index: usize, ray: Vec3) -> Option<(Exit, u32)> {
-        let k = &culler.constants()[index];
-        let p = alu::cross(ray, k.e2);
-        let (delta, h2) = (alu::dot(p, k.e1), alu::dot(p, k.t));
-        let h3 = alu::dot(k.q, ray);
-        let exit = match self.biu {
-            Biu::Faithful => cull::verdict(h2, || h3, delta)?,
-            Biu::Fixed => {
-                let f = &culler.fixed_constants()[index];
-                cull::fixed_verdict(alu::dot(ray, f.c2), h3, alu::dot(ray, f.c_delta))?
-            }
-        };
-        let base = self.cycles[exit.code() as usize - 1];
-        let div = |h: u32| div_cycles([h; 3], [delta; 3]);
-        Some((exit, base + div(k.h1) + div(h2) + div(h3)))
-    }
 }
 
 #[cfg(test)]
@@ -208,6 +188,31 @@ mod tests {
     use proptest::prelude::*;
 
     use crate::emu::machine::cull::values::vec3;
+
+    /// The reference [`RejectTiming::row`] is checked against: MAIN on triangle `index`
+    /// under `ray`, when BIU rejects it, one MAIN at a time: its exit and its cycles from
+    /// its first instruction to its RETURN.
+    fn reference_main(
+        timing: &RejectTiming,
+        culler: &Culler,
+        index: usize,
+        ray: Vec3,
+    ) -> Option<(Exit, u32)> {
+        let k = &culler.constants()[index];
+        let p = alu::cross(ray, k.e2);
+        let (delta, h2) = (alu::dot(p, k.e1), alu::dot(p, k.t));
+        let h3 = alu::dot(k.q, ray);
+        let exit = match timing.biu {
+            Biu::Faithful => cull::verdict(h2, || h3, delta)?,
+            Biu::Fixed => {
+                let f = &culler.fixed_constants()[index];
+                cull::fixed_verdict(alu::dot(ray, f.c2), h3, alu::dot(ray, f.c_delta))?
+            }
+        };
+        let base = timing.cycles[exit.code() as usize - 1];
+        let div = |h: u32| div_cycles([h; 3], [delta; 3]);
+        Some((exit, base + div(k.h1) + div(h2) + div(h3)))
+    }
 
     proptest! {
         #![proptest_config(ProptestConfig::with_cases(3000))]
@@ -238,7 +243,7 @@ mod tests {
             let mut recording = Recording::default();
             let returned = core.run(EntryPoint::Main, &mut recording).unwrap();
             let run = *recording.run(0);
-            let timed = timing.main(&culler, 0, ray);
+            let timed = reference_main(&timing, &culler, 0, ray);
             let mut row = Vec::new();
             timing.row(&culler, ray, &mut row);
             let entry = timed.map_or(0, |(exit, cycles)| {
