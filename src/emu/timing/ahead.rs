@@ -166,7 +166,6 @@ mod tests {
     use crate::emu::core::Program;
     use crate::emu::machine::RenderOptions;
     use crate::emu::timing::{measure, TimingOptions};
-    use crate::io::scene::obj::{default_scene, ObjOptions};
 
     /// The queues of `cores` cores, without a worker: the test sends the rows.
     fn queues(cores: usize) -> (RowsAhead, Vec<SyncSender<Row>>) {
@@ -206,12 +205,7 @@ mod tests {
     /// the built-in scene at 16x16 meets re-entry hazards.
     #[test]
     fn the_worker_changes_no_cycle() {
-        let obj = ObjOptions {
-            width: 16,
-            height: 16,
-            ..ObjOptions::default()
-        };
-        let scene = default_scene::load(&obj).expect("loads").scene;
+        let scene = crate::emu::timing::tests::hazard_scene();
         let machine = Machine::new(&scene, &RenderOptions::default()).expect("a machine");
         let options = TimingOptions::new(Program::default_imem().len());
         let timed = |threads: usize| {

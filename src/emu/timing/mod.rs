@@ -608,6 +608,17 @@ mod tests {
         assert_eq!(published_bench_ns(631_861, 4, 8), 8_286_787);
     }
 
+    /// The built-in scene at 16x16: small, and it meets re-entry hazards.
+    pub(super) fn hazard_scene() -> crate::io::scene::Scene {
+        use crate::io::scene::obj::{default_scene, ObjOptions};
+        let obj = ObjOptions {
+            width: 16,
+            height: 16,
+            ..ObjOptions::default()
+        };
+        default_scene::load(&obj).expect("loads").scene
+    }
+
     /// The built-in scene at 16x16 meets re-entry hazards (the control units leave the
     /// functional sequence): given the render's frame or not, the timing is the same, and
     /// a frame of other partitions is not taken for the machine's.
@@ -615,13 +626,7 @@ mod tests {
     fn a_frame_with_hazards_is_timed_the_same_with_the_render_s_frame_or_without() {
         use crate::emu::core::Program;
         use crate::emu::machine::RenderOptions;
-        use crate::io::scene::obj::{default_scene, ObjOptions};
-        let obj = ObjOptions {
-            width: 16,
-            height: 16,
-            ..ObjOptions::default()
-        };
-        let scene = default_scene::load(&obj).expect("loads").scene;
+        let scene = hazard_scene();
         let machine = Machine::new(&scene, &RenderOptions::default()).expect("a machine");
         let options = TimingOptions::new(Program::default_imem().len());
         let alone = measure(&machine, &options).expect("timed");
