@@ -39,8 +39,10 @@
 //! weights only decide how often the test settles, never whether it is sound; each corner
 //! weighs its two edges inversely to their coefficients' size, the sum's zero line
 //! bisecting the corner's outside. A node rejected so is [`Verdict::Rejected`], its exit
-//! depending on the ray. On the 367k-triangle interior at 512x512 this halves the
-//! candidates per tile (5 to 2) and cuts the build's verdicts by most of the descent.
+//! depending on the ray. Measured: a 367k-triangle interior at 512x512 went from 5
+//! candidates per tile to 2, a 1.3M-triangle sphere at 256x256 from 962 to 356, both
+//! builds about a third faster. (Three wedges of other weights per corner settled no more
+//! and cost more.)
 
 use super::{Around, RayBox, Verdict};
 use crate::emu::core::alu;
