@@ -282,7 +282,7 @@ mod tests {
     /// some that the tests one at a time leave open, and what they claim holds too.
     #[test]
     fn wedges_reject_wide_boxes_past_a_corner() {
-        let (cases, _, wedged) = check_claims(0x3ED6_E5, [13, 14, 15, 16]);
+        let (cases, _, wedged) = check_claims(0x003E_D6E5, [13, 14, 15, 16]);
         assert!(
             wedged > cases / 100,
             "{wedged} of {cases} settled by wedges"
