@@ -662,7 +662,10 @@ impl Machine<'_> {
     /// its pixels cut into chunks that run in parallel (one chunk per core with one
     /// thread); with the acceleration structure `accel`, batch by batch
     /// ([`FrameAccel`](super::FrameAccel)): each batch is built, every core renders its
-    /// pixels of the batch, and the batch is dropped before the next is built. A core's
+    /// pixels of the batch while the next is built (on one thread, after the batch is
+    /// dropped), and the batch is dropped. A batch may hold more tile rows than its
+    /// cores render (those of a core that ended in the batch before), never fewer, and
+    /// the structure only skips tests the intersection routine provably rejects. A core's
     /// state carries over from batch to batch and from pass to pass, so neither changes
     /// anything a core computes. `structure` receives what the batches held, `stats` how
     /// chunks went. A core that fails stops; the others run on (see
@@ -681,27 +684,66 @@ impl Machine<'_> {
         let last = end.unwrap_or(u32::MAX);
         if let (Ok(culler), Some(accel)) = (&self.culler, accel) {
             let batches = structure.get_or_insert_with(StructureUse::default);
-            for ends in &accel.ends {
+            let all: Vec<Vec<u32>> = (accel.ends.iter())
+                .map(|ends| ends.iter().map(|&row| row.min(last)).collect())
+                .collect();
+            // Each batch is built while the cores render the one before (a build ends in
+            // a tail on one thread, and so does a batch's rendering): the rows a batch
+            // holds are each running core's from the end of the batch before, which the
+            // core reaches unless it ends first (its rows are then built for nothing).
+            let build = |wanted: Option<Vec<bool>>| {
+                let start = Instant::now();
+                let batch = match (&accel.whole, wanted) {
+                    (Some(whole), _) => Some(whole.clone()),
+                    (None, Some(wanted)) if wanted.contains(&true) => {
+                        Some(Arc::new(accel.tree.build(culler, &wanted)))
+                    }
+                    (None, _) => None,
+                };
+                (batch, start.elapsed())
+            };
+            let first = all
+                .first()
+                .map(|ends| accel.tree.tile_rows_of(cores.rows_before(ends)));
+            let (mut next, mut time) = build(first);
+            for (at, ends) in all.iter().enumerate() {
                 if self.cancelled() {
                     return Err(RenderError::Cancelled);
                 }
-                let ends: Vec<u32> = ends.iter().map(|&row| row.min(last)).collect();
-                let batch = match &accel.whole {
-                    Some(whole) => whole.clone(),
-                    None => {
-                        let wanted = accel.tree.tile_rows_of(cores.rows_before(&ends));
-                        if !wanted.contains(&true) {
-                            continue;
+                if accel.whole.is_none() {
+                    batches.build += time;
+                }
+                let batch = next.take();
+                let wanted = all.get(at + 1).map(|after| {
+                    accel
+                        .tree
+                        .tile_rows_of(cores.rows_between(Some(ends), after))
+                });
+                let render =
+                    |cores: &mut Cores<'m>, stats: &mut ChunkStats, stages: &mut Stages| {
+                        if let Some(batch) = &batch {
+                            let structure = (Some(&**batch), Some(&accel.tree));
+                            self.advance(cores, structure, Some(ends), progress, stats, stages);
                         }
-                        let start = Instant::now();
-                        let batch = accel.tree.build(culler, &wanted);
-                        batches.build += start.elapsed();
-                        Arc::new(batch)
+                    };
+                if let Some(batch) = &batch {
+                    batches.add(batch);
+                }
+                // One thread renders, drops the batch, then builds the next, holding one
+                // batch at a time as it always did.
+                if rayon::current_num_threads() == 1 {
+                    render(cores, stats, stages);
+                    drop(batch);
+                    (next, time) = build(wanted);
+                    continue;
+                }
+                match wanted {
+                    Some(wanted) => {
+                        ((), (next, time)) =
+                            rayon::join(|| render(cores, stats, stages), || build(Some(wanted)))
                     }
-                };
-                batches.add(&batch);
-                let structure = (Some(&*batch), Some(&accel.tree));
-                self.advance(cores, structure, Some(&ends), progress, stats, stages);
+                    None => render(cores, stats, stages),
+                }
             }
             stages.batches = batches.build;
         }
@@ -811,14 +853,26 @@ pub(super) struct Cores<'m> {
 impl Cores<'_> {
     /// The image rows each running core has left before the row `ends` names for it.
     fn rows_before<'e>(&'e self, ends: &'e [u32]) -> impl Iterator<Item = Range<u32>> + 'e {
+        self.rows_between(None, ends)
+    }
+
+    /// The image rows each running core has left before the row `ends` names for it,
+    /// from the row `from` names for it on (`None`: from its next pixel's).
+    fn rows_between<'e>(
+        &'e self,
+        from: Option<&'e [u32]>,
+        ends: &'e [u32],
+    ) -> impl Iterator<Item = Range<u32>> + 'e {
         self.progress
             .iter()
             .zip(&self.partitions)
             .zip(ends)
-            .filter(|((core, _), _)| core.state.is_some())
-            .map(|((core, (_, partition)), &end)| {
-                let next = partition.pixel(core.done);
-                next.map_or(u32::MAX, |(_, y)| y)..partition.end_pixel().1.min(end)
+            .enumerate()
+            .filter(|(_, ((core, _), _))| core.state.is_some())
+            .map(move |(c, ((core, (_, partition)), &end))| {
+                let next = partition.pixel(core.done).map_or(u32::MAX, |(_, y)| y);
+                let start = from.map_or(next, |from| next.max(from[c]));
+                start..partition.end_pixel().1.min(end)
             })
     }
 
