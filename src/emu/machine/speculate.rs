@@ -41,8 +41,9 @@
 //! Work, not the emulated core count, decides it: with `T` host threads the pixels of a
 //! batch (the whole frame without the acceleration structure) are cut into about
 //! `CHUNKS_PER_THREAD * T` chunks over all cores (none smaller than [`MIN_CHUNK_PIXELS`]),
-//! at row starts, and at tile-row starts where the structure is used (a chunk that starts
-//! inside a tile row would compute that row's candidate verdicts again). Every batch
+//! at row starts, and at tile-row starts where the structure is used, even where a tile
+//! row is longer than a chunk (a chunk that starts inside a tile row would compute that
+//! row's candidate verdicts again: with the faithful ROM, most of a pixel's cost). Every batch
 //! (and every pass of rows, `machine/passes.rs`) starts each core from its real state and is
 //! cut again, so each batch keeps every thread busy to its end; all chunks of all cores go
 //! to rayon as one parallel iterator (work stealing). With one thread nothing is cut and a core runs as it always did.
@@ -53,8 +54,10 @@
 //! two pixels, when those agree with the skeleton's own at the core's first row starts;
 //! otherwise (a user program, a shader that moves state NPG does not) the skeleton runs
 //! once in order and leaves a state at each chunk start of the frame. A speculative chunk
-//! runs in pieces of [`PIECE`] pixels, each tracked from the state the piece before it
-//! left, so a wrong guess costs a piece, not a chunk. Checking walks each core's pieces in
+//! runs in pieces, each tracked from the state the piece before it left, so a wrong guess
+//! costs a piece, not a chunk; the pieces grow from [`FIRST_PIECE`] to [`PIECE`] pixels,
+//! so that a stale value the first pixels read (and a later pixel writes again) costs
+//! the pixels up to that write. Checking walks each core's pieces in
 //! order as above while the batch's other chunks still run (`speculate/check.rs`): a
 //! thread that has a core's real state goes on along that core untracked, the others take
 //! chunks from the end, and a piece that disagrees runs again at once from the real state.
@@ -91,6 +94,14 @@ pub const WARM_UP: usize = 1;
 /// Pixels of a chunk checked on their own (see `Machine::run_job`): a wrong guess costs
 /// this many pixels again.
 pub const PIECE: usize = 512;
+/// The first piece of a chunk that starts from a seed: the pieces grow from this, each
+/// twice the one before, to [`PIECE`]. A wrong guess is nearly always a stale value the
+/// chunk's first pixels read before some pixel writes it again (the faithful ROM's
+/// misses read BIU's last u and v, which a row's first tests write), and each piece is
+/// checked from the state the piece before really left, so a wrong guess costs the
+/// pixels up to that write, not a whole piece: at 1080p on the 80k-triangle mesh with
+/// the faithful ROM, `--cores 1` on 2 threads, 46 ms of re-runs instead of 115.
+pub const FIRST_PIECE: usize = 16;
 
 /// How a frame's pixels are cut into chunks.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -99,6 +110,22 @@ pub struct Chunking {
     /// one thread). Tests force small chunks, down to one pixel, every one but a core's first
     /// a guess (no thread goes on along a core from its real state).
     pub pixels: Option<usize>,
+}
+
+/// A speculative chunk's pieces: [`FIRST_PIECE`] pixels, then each twice the one
+/// before up to [`PIECE`].
+fn pieces(pixels: Range<usize>) -> Vec<Range<usize>> {
+    let mut pieces = Vec::with_capacity(pixels.len() / PIECE + 8);
+    let (mut start, mut size) = (pixels.start, FIRST_PIECE);
+    while start < pixels.end {
+        let end = (start + size).min(pixels.end);
+        pieces.push(start..end);
+        (start, size) = (end, (2 * size).min(PIECE));
+    }
+    if pieces.is_empty() {
+        pieces.push(pixels);
+    }
+    pieces
 }
 
 /// Where a chunk starts from.
@@ -285,9 +312,14 @@ impl Machine<'_> {
     }
 
     /// Where chunks of `partition`'s pixels `range` start (besides `range.start`), about
-    /// `pixels` apart: at row starts (starts of `tile_rows`' tile rows when the structure
-    /// is used and there are enough of them), or anywhere when rows are longer than a
-    /// chunk.
+    /// `pixels` apart: at row starts, or anywhere when rows are longer than a chunk; but
+    /// where the structure is used, only at starts of `tile_rows`' tile rows, however
+    /// long a tile row is. A chunk computes the candidates' verdicts of each tile it
+    /// meets for all the tile's pixels (its four rows), so chunks cut inside tile rows
+    /// compute each tile again for each of them: with the faithful ROM's many candidates
+    /// (its wrap-around tests), where the verdicts are most of a pixel's cost, the 80k
+    /// mesh at 1080p with `--cores 4` on 16 threads cut into chunks of a third of a row
+    /// and spent 10.9 s of CPU instead of 4.2.
     fn chunk_starts(
         &self,
         partition: &Partition,
@@ -296,7 +328,7 @@ impl Machine<'_> {
         tile_rows: Option<&RayTree>,
     ) -> Vec<usize> {
         let width = partition.end_pixel().0 as usize;
-        if width > pixels || self.chunking.pixels.is_some() {
+        if (width > pixels && tile_rows.is_none()) || self.chunking.pixels.is_some() {
             return (range.start + pixels..range.end).step_by(pixels).collect();
         }
         let (y0, y1) = (partition.start_pixel().1, partition.end_pixel().1);
@@ -481,11 +513,12 @@ impl Machine<'_> {
         checked.runs
     }
 
-    /// Runs one chunk: from the real state in one piece, from a seed in pieces of
-    /// [`PIECE`] pixels, each started from the state the piece before left and checked
-    /// on its own, so that a wrong guess (a hit reading registers a pixel far back left,
-    /// as the faithful ROM's stale texture coordinates) costs one piece, not the chunk. A
-    /// chunk whose seed cannot warm up runs nothing: its check runs it from the real state.
+    /// Runs one chunk: from the real state in one piece, from a seed in pieces growing
+    /// from [`FIRST_PIECE`] to [`PIECE`] pixels ([`pieces`]), each started from the state
+    /// the piece before left and checked on its own, so that a wrong guess (a miss reading
+    /// registers a pixel far back left, as the faithful ROM's BIU's last u and v) costs
+    /// the pieces up to the pixel that writes them again, not the chunk. A chunk whose
+    /// seed cannot warm up runs nothing: its check runs it from the real state.
     fn run_job<'m>(
         &'m self,
         job: Job<'m>,
@@ -510,22 +543,17 @@ impl Machine<'_> {
                 (core, true)
             }
         };
-        let piece = if speculative { PIECE } else { job.pixels.len() };
-        let mut runs = Vec::with_capacity(job.pixels.len().div_ceil(piece.max(1)));
+        let pieces = match speculative {
+            true => pieces(job.pixels.clone()),
+            false => vec![job.pixels.clone()],
+        };
+        let mut runs = Vec::with_capacity(pieces.len());
         let mut core = Some(core);
-        let mut start = job.pixels.start;
-        while let Some(state) = core.take() {
-            let end = (start + piece).min(job.pixels.end);
-            let run = self.run_piece(
-                job.core,
-                state,
-                start..end,
-                speculative,
-                &mut accel,
-                progress,
-            );
-            start = end;
-            if run.ending.is_none() && start < job.pixels.end {
+        for pixels in pieces {
+            let Some(state) = core.take() else { break };
+            let end = pixels.end;
+            let run = self.run_piece(job.core, state, pixels, speculative, &mut accel, progress);
+            if run.ending.is_none() && end < job.pixels.end {
                 core = Some(Box::new((*run.core).clone()));
             }
             runs.push(run);
@@ -634,7 +662,10 @@ impl Machine<'_> {
     /// its pixels cut into chunks that run in parallel (one chunk per core with one
     /// thread); with the acceleration structure `accel`, batch by batch
     /// ([`FrameAccel`](super::FrameAccel)): each batch is built, every core renders its
-    /// pixels of the batch, and the batch is dropped before the next is built. A core's
+    /// pixels of the batch while the next is built (on one thread, after the batch is
+    /// dropped), and the batch is dropped. A batch may hold more tile rows than its
+    /// cores render (those of a core that ended in the batch before), never fewer, and
+    /// the structure only skips tests the intersection routine provably rejects. A core's
     /// state carries over from batch to batch and from pass to pass, so neither changes
     /// anything a core computes. `structure` receives what the batches held, `stats` how
     /// chunks went. A core that fails stops; the others run on (see
@@ -653,27 +684,66 @@ impl Machine<'_> {
         let last = end.unwrap_or(u32::MAX);
         if let (Ok(culler), Some(accel)) = (&self.culler, accel) {
             let batches = structure.get_or_insert_with(StructureUse::default);
-            for ends in &accel.ends {
+            let all: Vec<Vec<u32>> = (accel.ends.iter())
+                .map(|ends| ends.iter().map(|&row| row.min(last)).collect())
+                .collect();
+            // Each batch is built while the cores render the one before (a build ends in
+            // a tail on one thread, and so does a batch's rendering): the rows a batch
+            // holds are each running core's from the end of the batch before, which the
+            // core reaches unless it ends first (its rows are then built for nothing).
+            let build = |wanted: Option<Vec<bool>>| {
+                let start = Instant::now();
+                let batch = match (&accel.whole, wanted) {
+                    (Some(whole), _) => Some(whole.clone()),
+                    (None, Some(wanted)) if wanted.contains(&true) => {
+                        Some(Arc::new(accel.tree.build(culler, &wanted)))
+                    }
+                    (None, _) => None,
+                };
+                (batch, start.elapsed())
+            };
+            let first = all
+                .first()
+                .map(|ends| accel.tree.tile_rows_of(cores.rows_before(ends)));
+            let (mut next, mut time) = build(first);
+            for (at, ends) in all.iter().enumerate() {
                 if self.cancelled() {
                     return Err(RenderError::Cancelled);
                 }
-                let ends: Vec<u32> = ends.iter().map(|&row| row.min(last)).collect();
-                let batch = match &accel.whole {
-                    Some(whole) => whole.clone(),
-                    None => {
-                        let wanted = accel.tree.tile_rows_of(cores.rows_before(&ends));
-                        if !wanted.contains(&true) {
-                            continue;
+                if accel.whole.is_none() {
+                    batches.build += time;
+                }
+                let batch = next.take();
+                let wanted = all.get(at + 1).map(|after| {
+                    accel
+                        .tree
+                        .tile_rows_of(cores.rows_between(Some(ends), after))
+                });
+                let render =
+                    |cores: &mut Cores<'m>, stats: &mut ChunkStats, stages: &mut Stages| {
+                        if let Some(batch) = &batch {
+                            let structure = (Some(&**batch), Some(&accel.tree));
+                            self.advance(cores, structure, Some(ends), progress, stats, stages);
                         }
-                        let start = Instant::now();
-                        let batch = accel.tree.build(culler, &wanted);
-                        batches.build += start.elapsed();
-                        Arc::new(batch)
+                    };
+                if let Some(batch) = &batch {
+                    batches.add(batch);
+                }
+                // One thread renders, drops the batch, then builds the next, holding one
+                // batch at a time as it always did.
+                if rayon::current_num_threads() == 1 {
+                    render(cores, stats, stages);
+                    drop(batch);
+                    (next, time) = build(wanted);
+                    continue;
+                }
+                match wanted {
+                    Some(wanted) => {
+                        ((), (next, time)) =
+                            rayon::join(|| render(cores, stats, stages), || build(Some(wanted)))
                     }
-                };
-                batches.add(&batch);
-                let structure = (Some(&*batch), Some(&accel.tree));
-                self.advance(cores, structure, Some(&ends), progress, stats, stages);
+                    None => render(cores, stats, stages),
+                }
             }
             stages.batches = batches.build;
         }
@@ -783,14 +853,26 @@ pub(super) struct Cores<'m> {
 impl Cores<'_> {
     /// The image rows each running core has left before the row `ends` names for it.
     fn rows_before<'e>(&'e self, ends: &'e [u32]) -> impl Iterator<Item = Range<u32>> + 'e {
+        self.rows_between(None, ends)
+    }
+
+    /// The image rows each running core has left before the row `ends` names for it,
+    /// from the row `from` names for it on (`None`: from its next pixel's).
+    fn rows_between<'e>(
+        &'e self,
+        from: Option<&'e [u32]>,
+        ends: &'e [u32],
+    ) -> impl Iterator<Item = Range<u32>> + 'e {
         self.progress
             .iter()
             .zip(&self.partitions)
             .zip(ends)
-            .filter(|((core, _), _)| core.state.is_some())
-            .map(|((core, (_, partition)), &end)| {
-                let next = partition.pixel(core.done);
-                next.map_or(u32::MAX, |(_, y)| y)..partition.end_pixel().1.min(end)
+            .enumerate()
+            .filter(|(_, ((core, _), _))| core.state.is_some())
+            .map(move |(c, ((core, (_, partition)), &end))| {
+                let next = partition.pixel(core.done).map_or(u32::MAX, |(_, y)| y);
+                let start = from.map_or(next, |from| next.max(from[c]));
+                start..partition.end_pixel().1.min(end)
             })
     }
 
@@ -910,5 +992,50 @@ impl<'m> CoreProgress<'m> {
             Some(error) => Err(error),
             None => Ok(self.run),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::emu::machine::tests::tiny_scene;
+    use crate::emu::machine::{AccelUse, RenderOptions};
+
+    /// Chunks shorter than a row start anywhere, but never inside a tile row where the
+    /// structure is used (each chunk would compute the verdicts of the tiles it meets
+    /// again).
+    #[test]
+    fn chunks_start_at_tile_rows_where_the_structure_is_used_however_short() {
+        let scene = tiny_scene(64, 48);
+        let options = RenderOptions {
+            cores: Some(1),
+            accel: AccelUse::Always,
+            ..RenderOptions::default()
+        };
+        let machine = Machine::new(&scene, &options).expect("a machine");
+        let tree = &machine.accel().expect("culling").expect("wanted").tree;
+        let partition = machine.partitions()[0];
+        let all = 0..partition.pixel_count();
+        let free = machine.chunk_starts(&partition, all.clone(), 20, None);
+        assert_eq!(free[..3], [20, 40, 60], "anywhere without the structure");
+        let starts = machine.chunk_starts(&partition, all, 20, Some(tree));
+        assert!(starts.len() > 3, "{starts:?}");
+        for k in starts {
+            let (x, y) = partition.pixel(k).expect("a pixel");
+            assert_eq!(x, 0, "pixel {k} starts a row");
+            assert!(tree.starts_tile_row(y), "row {y} starts a tile row");
+        }
+    }
+
+    #[test]
+    fn a_speculative_chunk_runs_in_pieces_that_grow_to_the_full_size() {
+        let sizes: Vec<usize> = pieces(1000..3000).iter().map(|p| p.len()).collect();
+        assert_eq!(sizes, [16, 32, 64, 128, 256, 512, 512, 480]);
+        let all = pieces(1000..3000);
+        assert!(all.windows(2).all(|w| w[0].end == w[1].start), "{all:?}");
+        assert_eq!((all[0].start, all[all.len() - 1].end), (1000, 3000));
+        // Shorter than the first piece, and empty: one piece.
+        assert_eq!(pieces(5..9), vec![Range { start: 5, end: 9 }]);
+        assert_eq!(pieces(5..5), vec![Range { start: 5, end: 5 }]);
     }
 }
