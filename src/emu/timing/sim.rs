@@ -555,7 +555,8 @@ impl<'s> Sim<'s> {
             let moved = previous != Some(signals);
             previous = Some(signals);
             let timed = self.timers_ending(t);
-            let mut changed = self.step_texture_memory(t, timed, routines);
+            let reads = self.step_texture_memory(t, timed, routines);
+            let mut changed = reads == Reads::Finished;
             let mut due = std::mem::take(&mut self.soon) | timed;
             if moved {
                 due |= self.waiting;
@@ -571,6 +572,8 @@ impl<'s> Sim<'s> {
             changed |= self.step_host(t, &signals, routines);
             t = if changed {
                 t + 1
+            } else if reads == Reads::Going {
+                self.skip_reading(t, waiting_since)
             } else {
                 match self.next_timer(t) {
                     Some(next) => next,
@@ -921,8 +924,33 @@ impl<'s> Sim<'s> {
         (next != u64::MAX).then_some(next.max(t + 1))
     }
 
+    /// Period `t` changed nothing but the texture memory's reads, none of which finished:
+    /// the next period to visit. Until the next timer (or the period the limit or the
+    /// livelock bound is checked in) nothing else moves, so the reads are stepped on their
+    /// own up to the period before that, or up to the first period a read finishes in.
+    fn skip_reading(&mut self, t: u64, waiting_since: Option<u64>) -> u64 {
+        let mut until = self.setup.limit.saturating_add(1);
+        if self.soon != 0 {
+            return t + 1;
+        }
+        until = until.min(self.next_own);
+        if matches!(
+            self.host.state,
+            HostState::Idle | HostState::Config | HostState::Stream
+        ) {
+            until = until.min(self.host.until);
+        }
+        if let Some(from) = self.host.stdone_from.filter(|&from| from > t) {
+            until = until.min(from);
+        }
+        if let (HostState::WaitLatch, Some(since)) = (self.host.state, waiting_since) {
+            until = until.min(since.saturating_add(self.setup.livelock).saturating_add(1));
+        }
+        self.tmem.step_quietly(t + 1, until.max(t + 1))
+    }
+
     /// Starts the reads that begin in `t` and steps the texture memory through `t`.
-    fn step_texture_memory(&mut self, t: u64, timed: u64, routines: &mut dyn Routines) -> bool {
+    fn step_texture_memory(&mut self, t: u64, timed: u64, routines: &mut dyn Routines) -> Reads {
         for (index, core) in self.cores.iter_mut().enumerate() {
             if timed & (1 << index) == 0 {
                 continue;
@@ -942,11 +970,18 @@ impl<'s> Sim<'s> {
             }
         }
         if !self.tmem.busy() {
-            return false;
+            return Reads::None;
         }
-        let mut finished = Vec::new();
-        self.tmem.step(t, |core| finished.push(core));
-        for core in finished {
+        // At most one read per core: one bit each.
+        let mut finished = 0u64;
+        self.tmem.step(t, |core| finished |= 1 << core);
+        let reads = match finished {
+            0 => Reads::Going,
+            _ => Reads::Finished,
+        };
+        while finished != 0 {
+            let core = finished.trailing_zeros() as usize;
+            finished &= finished - 1;
             let sim = &mut self.cores[core];
             let running = sim.routine.as_mut().expect("a reading core runs a routine");
             running.reading = false;
@@ -959,16 +994,16 @@ impl<'s> Sim<'s> {
                 pixel,
             );
             let (returns, read) = (running.returns, running.tmread_from);
-            let mut timers = read.into_iter().collect::<Vec<_>>();
+            let mut woken = None;
             if let (Some(returns), true) = (returns, waits_for_routine(sim.state)) {
                 sim.wake = returns;
-                timers.push(returns);
+                woken = Some(returns);
             }
-            for at in timers {
+            for at in [read, woken].into_iter().flatten() {
                 self.set_timer(core, at, t);
             }
         }
-        true
+        reads
     }
 
     /// Core `index` through period `t`: its next state, the routine it starts, its flags.
@@ -1201,6 +1236,17 @@ impl<'s> Sim<'s> {
             host.stdone_from = Some(host.stdone_from.map_or(from, |f| f.min(from)));
         }
     }
+}
+
+/// What the texture memory did in a period.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Reads {
+    /// No core was reading.
+    None,
+    /// Reads went on, none finished.
+    Going,
+    /// A read finished (its core goes on).
+    Finished,
 }
 
 /// Triangle `j`'s MAIN on every core of `cores`, peeked ([`Routines::peek_main`]) in

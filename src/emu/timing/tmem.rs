@@ -99,6 +99,24 @@ impl TextureMemory {
         self.active += 1;
     }
 
+    /// Steps periods `from..to` in order, stopping before the first one a read finishes
+    /// in (an interface whose walking one was past z in the period before): the first
+    /// period not stepped. A machine in which nothing else moves meanwhile visits only
+    /// that one.
+    pub fn step_quietly(&mut self, from: u64, to: u64) -> u64 {
+        let mut t = from;
+        while t < to && !self.finishes_next() {
+            self.step(t, |_| unreachable!("no read finishes in a quiet period"));
+            t += 1;
+        }
+        t
+    }
+
+    /// Whether the next period stepped finishes a read.
+    fn finishes_next(&self) -> bool {
+        self.interfaces.iter().flatten().any(|i| i.walked == 8)
+    }
+
     /// Period `t` (every period some core reads must be stepped, in order): arbitrates
     /// and moves every interface on. Calls `done(core)` for each core whose read completes
     /// in `t` (its next instruction is handed over in `t`; its request falls after `t`).
@@ -164,6 +182,58 @@ mod tests {
                 return t;
             }
             t += 1;
+        }
+    }
+
+    /// Reads begun at `starts` (core, period, addresses; at most one at a time per core),
+    /// stepped period by period (`quiet`: skipping with [`TextureMemory::step_quietly`]
+    /// up to each begin and each finish): every read's finish and the arbiters at the end.
+    fn finishes(cores: usize, starts: &[(usize, u64, Vec3)], quiet: bool) -> (Vec<u64>, String) {
+        let mut memory = TextureMemory::new(cores, 12);
+        let mut finished = vec![0; starts.len()];
+        let mut reading = vec![None; cores];
+        let mut t = 12;
+        let mut next = 0;
+        while next < starts.len() || memory.busy() {
+            while next < starts.len() && starts[next].1 == t {
+                let (core, _, addresses) = starts[next];
+                if reading[core].is_none() {
+                    memory.begin(core, addresses);
+                    reading[core] = Some(next);
+                }
+                next += 1;
+            }
+            if memory.busy() {
+                memory.step(t, |core| finished[reading[core].take().unwrap()] = t);
+            }
+            t += 1;
+            if quiet && memory.busy() {
+                let to = starts.get(next).map_or(u64::MAX, |start| start.1);
+                t = memory.step_quietly(t, to.max(t));
+            } else if !memory.busy() && next < starts.len() {
+                t = t.max(starts[next].1);
+            }
+        }
+        (finished, format!("{:?}", memory.arbiters))
+    }
+
+    proptest::proptest! {
+        /// Skipping the periods in which no read begins or finishes steps the texture
+        /// memory exactly as stepping every period does.
+        #[test]
+        fn quiet_periods_step_as_every_period_does(
+            cores in 1usize..=8,
+            reads in proptest::collection::vec((0usize..8, 0u64..40, [0u32..64, 0u32..64, 0u32..64]), 1..24),
+        ) {
+            let mut t = 12;
+            let starts: Vec<_> = reads
+                .iter()
+                .map(|&(core, gap, addresses)| {
+                    t += gap;
+                    (core % cores, t, addresses)
+                })
+                .collect();
+            proptest::prop_assert_eq!(finishes(cores, &starts, true), finishes(cores, &starts, false));
         }
     }
 
