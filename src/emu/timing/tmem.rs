@@ -105,11 +105,54 @@ impl TextureMemory {
     /// that one.
     pub fn step_quietly(&mut self, from: u64, to: u64) -> u64 {
         let mut t = from;
+        if self.active == 1 {
+            let core = self.interfaces.iter().position(Option::is_some);
+            let core = core.expect("one core reads");
+            while t < to && self.step_lone(t, core) {
+                t += 1;
+            }
+            return t;
+        }
         while t < to && !self.finishes_next() {
             self.step(t, |_| unreachable!("no read finishes in a quiet period"));
             t += 1;
         }
         t
+    }
+
+    /// [`TextureMemory::step`] of period `t` where `core` alone reads and its read does not
+    /// finish (false, nothing stepped, where it would). Only the bank it requests is
+    /// stepped: every other one's pointer turns by one, which its `at` already implies,
+    /// and its grant is of no core that requests it (the one it holds is older than the
+    /// period before the next step, so no step reads it).
+    fn step_lone(&mut self, t: u64, core: usize) -> bool {
+        let cores = self.cores;
+        let Some(interface) = &mut self.interfaces[core] else {
+            unreachable!("the lone core reads")
+        };
+        if interface.walked == 8 {
+            return false;
+        }
+        let arbiter = &mut self.arbiters[(interface.address() & 3) as usize];
+        let grant = arbiter.granted_at + 1 == t && arbiter.granted & (1 << core) != 0;
+        let pointer = match t - arbiter.at {
+            0 => arbiter.pointer,
+            idle => ((u64::from(arbiter.pointer) + idle) % u64::from(cores)) as u32,
+        };
+        let holds = pointer == core as u32;
+        arbiter.granted = if holds { 1 << pointer } else { 0 };
+        arbiter.granted_at = t;
+        arbiter.pointer = match holds {
+            true => pointer,
+            false if pointer + 1 == cores => 0,
+            false => pointer + 1,
+        };
+        arbiter.at = t + 1;
+        interface.walked = interface.walk;
+        if grant {
+            interface.walk = (interface.walk << 1) & 0xF;
+        }
+        true
     }
 
     /// Whether the next period stepped finishes a read.
@@ -188,7 +231,11 @@ mod tests {
     /// Reads begun at `starts` (core, period, addresses; at most one at a time per core),
     /// stepped period by period (`quiet`: skipping with [`TextureMemory::step_quietly`]
     /// up to each begin and each finish): every read's finish and the arbiters at the end.
-    fn finishes(cores: usize, starts: &[(usize, u64, Vec3)], quiet: bool) -> (Vec<u64>, String) {
+    fn finishes(
+        cores: usize,
+        starts: &[(usize, u64, Vec3)],
+        quiet: bool,
+    ) -> (Vec<u64>, Vec<(u64, u32)>) {
         let mut memory = TextureMemory::new(cores, 12);
         let mut finished = vec![0; starts.len()];
         let mut reading = vec![None; cores];
@@ -214,7 +261,22 @@ mod tests {
                 t = t.max(starts[next].1);
             }
         }
-        (finished, format!("{:?}", memory.arbiters))
+        (finished, memory.pointers(t))
+    }
+
+    impl TextureMemory {
+        /// What the arbiters hold for period `t` (after every step before it): each
+        /// bank's pointer then, and the cores it granted in `t - 1`.
+        fn pointers(&self, t: u64) -> Vec<(u64, u32)> {
+            self.arbiters
+                .iter()
+                .map(|a| {
+                    let pointer = (u64::from(a.pointer) + (t - a.at)) % u64::from(self.cores);
+                    let granted = if a.granted_at + 1 == t { a.granted } else { 0 };
+                    (pointer, granted)
+                })
+                .collect()
+        }
     }
 
     proptest::proptest! {
