@@ -929,11 +929,10 @@ impl<'s> Sim<'s> {
     /// livelock bound is checked in) nothing else moves, so the reads are stepped on their
     /// own up to the period before that, or up to the first period a read finishes in.
     fn skip_reading(&mut self, t: u64, waiting_since: Option<u64>) -> u64 {
-        let mut until = self.setup.limit.saturating_add(1);
         if self.soon != 0 {
             return t + 1;
         }
-        until = until.min(self.next_own);
+        let mut until = self.setup.limit.saturating_add(1).min(self.next_own);
         if matches!(
             self.host.state,
             HostState::Idle | HostState::Config | HostState::Stream
