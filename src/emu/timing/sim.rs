@@ -340,6 +340,7 @@ struct Sim<'s> {
     waiting: u64,
     /// No core's own timer (a routine's RETURN, a read's start) is before this period.
     next_own: u64,
+    scratch: Scratch,
 }
 
 /// Whether a control-unit state waits for a signal from the host or the other cores
@@ -479,6 +480,7 @@ impl<'s> Sim<'s> {
             soon: (1 << setup.cores) - 1,
             waiting: 0,
             next_own: u64::MAX,
+            scratch: Scratch::default(),
         }
     }
 
@@ -693,27 +695,50 @@ impl<'s> Sim<'s> {
     /// ACK it reached, with every state as the clock-by-clock loop would have it there;
     /// `None` when it cannot take a single triangle.
     fn fast_forward(&mut self, t: u64, routines: &mut dyn Routines) -> Result<Option<u64>, Stop> {
+        let mut scratch = std::mem::take(&mut self.scratch);
+        let later = self.fast_forward_with(&mut scratch, t, routines);
+        self.scratch = scratch;
+        later
+    }
+
+    /// [`Sim::fast_forward`] in `scratch`'s vectors.
+    fn fast_forward_with(
+        &mut self,
+        scratch: &mut Scratch,
+        t: u64,
+        routines: &mut dyn Routines,
+    ) -> Result<Option<u64>, Stop> {
         let first = self.host.triangle + 1;
-        let Some(mut returned) = self.fast_forward_from(t, first) else {
+        let Scratch {
+            returned,
+            triggers,
+            next_returned,
+            next_triggers,
+            durations,
+            ahead,
+        } = scratch;
+        if !self.fast_forward_from(t, first, returned) {
             return Ok(None);
-        };
-        let (mut g, mut triggers) = (t, vec![0u64; self.cores.len()]);
+        }
+        let mut g = t;
+        triggers.clear();
+        triggers.resize(self.cores.len(), 0);
         let mut committed = 0;
-        let mut next_returned = returned.clone();
-        let mut next_triggers = triggers.clone();
-        let mut durations = Vec::with_capacity(self.cores.len());
+        next_returned.clone_from(returned);
+        next_triggers.clone_from(triggers);
         let end = self.setup.triangles - 1;
-        let mut ahead = Ahead::new(self.cores.len(), first);
+        let ahead = ahead.get_or_insert_with(|| Ahead::new(self.cores.len()));
+        ahead.restart(first);
         for j in first..end {
             if j >= ahead.end {
-                self.start_ahead(&mut ahead, j, &triggers, &returned, routines);
+                self.start_ahead(ahead, j, &triggers, &returned, routines);
                 ahead.fill(j, end, routines);
             }
             let culled = j < ahead.end;
             durations.clear();
             if culled {
                 durations.extend((0..self.cores.len()).map(|core| (ahead.cycles(core, j), false)));
-            } else if !peek_mains(routines, j, self.cores.len(), &mut durations)? {
+            } else if !peek_mains(routines, j, self.cores.len(), durations)? {
                 break;
             }
             // Into their own vectors: a triangle that breaks the closed form leaves the
@@ -726,8 +751,8 @@ impl<'s> Sim<'s> {
             if next_returned.iter().any(|&r| r + 1 < last) {
                 if culled {
                     // As if peeked one by one: the routines hold triangle j's MAINs ready.
-                    self.start_ahead(&mut ahead, j, &triggers, &returned, routines);
-                    peek_mains(routines, j, self.cores.len(), &mut durations)?;
+                    self.start_ahead(ahead, j, &triggers, &returned, routines);
+                    peek_mains(routines, j, self.cores.len(), durations)?;
                 }
                 break;
             }
@@ -756,13 +781,7 @@ impl<'s> Sim<'s> {
             g = last + 2;
             committed += 1;
         }
-        self.start_ahead(
-            &mut ahead,
-            first + committed,
-            &triggers,
-            &returned,
-            routines,
-        );
+        self.start_ahead(ahead, first + committed, &triggers, &returned, routines);
         if committed == 0 {
             return Ok(None);
         }
@@ -771,28 +790,28 @@ impl<'s> Sim<'s> {
     }
 
     /// Where [`Sim::fast_forward`] can start at period `t` on triangle `first`: the period
-    /// each core's last MAIN returned (or returns).
-    fn fast_forward_from(&self, t: u64, first: usize) -> Option<Vec<u64>> {
+    /// each core's last MAIN returned (or returns), into `returned`; whether it can.
+    fn fast_forward_from(&self, t: u64, first: usize, returned: &mut Vec<u64>) -> bool {
         use cu::*;
         if first + 1 >= self.setup.triangles || self.tmem.busy() {
-            return None;
+            return false;
         }
-        let mut returned = Vec::with_capacity(self.cores.len());
+        returned.clear();
         for core in &self.cores {
             let r = match core.state {
                 WAIT_FOR_MAIN => match &core.routine {
                     Some(running) if running.event_free() => running.returns.unwrap_or(u64::MAX),
-                    _ => return None,
+                    _ => return false,
                 },
                 ACK_MAIN | WAIT_FOR_HOST_DATA_ACK => core.main_returned,
-                _ => return None,
+                _ => return false,
             };
             if core.mains_this_pixel != first as u64 || r == u64::MAX || r + 1 < t - 2 {
-                return None;
+                return false;
             }
             returned.push(r);
         }
-        Some(returned)
+        true
     }
 
     /// Books core `core`'s MAIN triggered at `trigger`, returning at `returns` with
@@ -1266,6 +1285,19 @@ fn peek_mains(
     Ok(true)
 }
 
+/// [`Sim::fast_forward`]'s vectors, kept from one call to the next (it runs at every ACK
+/// the loop visits): each core's last MAIN's return and trigger, the next triangle's, and
+/// the MAINs' cycles.
+#[derive(Default)]
+struct Scratch {
+    returned: Vec<u64>,
+    triggers: Vec<u64>,
+    next_returned: Vec<u64>,
+    next_triggers: Vec<u64>,
+    durations: Vec<(u32, bool)>,
+    ahead: Option<Ahead>,
+}
+
 /// How many triangles [`Sim::fast_forward`] asks the routines to time ahead at once.
 const AHEAD: usize = 32;
 
@@ -1280,13 +1312,18 @@ struct Ahead {
 }
 
 impl Ahead {
-    fn new(cores: usize, first: usize) -> Ahead {
+    fn new(cores: usize) -> Ahead {
         Ahead {
             cycles: vec![vec![0; AHEAD]; cores],
-            start: first,
-            end: first,
-            unstarted: first,
+            start: 0,
+            end: 0,
+            unstarted: 0,
         }
+    }
+
+    /// Nothing timed yet, from triangle `first` on.
+    fn restart(&mut self, first: usize) {
+        (self.start, self.end, self.unstarted) = (first, first, first);
     }
 
     /// Times the triangles from `j` on, before `limit`, every MAIN before `j` started.
