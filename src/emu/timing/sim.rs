@@ -731,7 +731,7 @@ impl<'s> Sim<'s> {
         ahead.restart(first);
         for j in first..end {
             if j >= ahead.end {
-                self.start_ahead(ahead, j, &triggers, &returned, routines);
+                self.start_ahead(ahead, j, triggers, returned, routines);
                 ahead.fill(j, end, routines);
             }
             let culled = j < ahead.end;
@@ -751,15 +751,15 @@ impl<'s> Sim<'s> {
             if next_returned.iter().any(|&r| r + 1 < last) {
                 if culled {
                     // As if peeked one by one: the routines hold triangle j's MAINs ready.
-                    self.start_ahead(ahead, j, &triggers, &returned, routines);
+                    self.start_ahead(ahead, j, triggers, returned, routines);
                     peek_mains(routines, j, self.cores.len(), durations)?;
                 }
                 break;
             }
-            triggers.clone_from(&next_triggers);
+            triggers.clone_from(next_triggers);
             // Triangle j runs as predicted: the host streams it, every core flips, runs it.
             if committed == 0 {
-                self.book_to_returns(&returned, routines);
+                self.book_to_returns(returned, routines);
             }
             if !culled {
                 routines.streamed(Some(j));
@@ -777,15 +777,15 @@ impl<'s> Sim<'s> {
                 let (trigger, returns) = (triggers[core], next_returned[core]);
                 self.book_main(core, returned[core], trigger, returns, run, value);
             }
-            returned.clone_from(&next_returned);
+            returned.clone_from(next_returned);
             g = last + 2;
             committed += 1;
         }
-        self.start_ahead(ahead, first + committed, &triggers, &returned, routines);
+        self.start_ahead(ahead, first + committed, triggers, returned, routines);
         if committed == 0 {
             return Ok(None);
         }
-        self.resume_at_ack(g, &returned, &triggers, first + committed - 1);
+        self.resume_at_ack(g, returned, triggers, first + committed - 1);
         Ok(Some(g))
     }
 
