@@ -108,8 +108,14 @@ impl TextureMemory {
         if self.active == 1 {
             let core = self.interfaces.iter().position(Option::is_some);
             let core = core.expect("one core reads");
-            while t < to && self.step_lone(t, core) {
-                t += 1;
+            while t < to {
+                if let Some(idle) = self.lone_wait(t, core) {
+                    t = (t + idle).min(to);
+                } else if self.step_lone(t, core) {
+                    t += 1;
+                } else {
+                    break;
+                }
             }
             return t;
         }
@@ -118,6 +124,24 @@ impl TextureMemory {
             t += 1;
         }
         t
+    }
+
+    /// How many periods from `t` on the lone reader `core` only waits for the pointer of
+    /// the bank it requests to reach it (no grant on its way, its walking one as it was):
+    /// those periods change nothing the bank's `at` does not imply. `None`: none.
+    fn lone_wait(&self, t: u64, core: usize) -> Option<u64> {
+        let interface = self.interfaces[core].as_ref()?;
+        if interface.walked != interface.walk || !matches!(interface.walk, 1 | 2 | 4) {
+            return None;
+        }
+        let arbiter = &self.arbiters[(interface.address() & 3) as usize];
+        if arbiter.granted_at + 1 == t && arbiter.granted & (1 << core) != 0 {
+            return None;
+        }
+        let cores = u64::from(self.cores);
+        let pointer = (u64::from(arbiter.pointer) + (t - arbiter.at)) % cores;
+        let wait = (core as u64 + cores - pointer) % cores;
+        (wait > 0).then_some(wait)
     }
 
     /// [`TextureMemory::step`] of period `t` where `core` alone reads and its read does not
