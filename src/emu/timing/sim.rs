@@ -9,7 +9,9 @@
 //! enables the host from period 12. A state machine in state `s` during period `t` moves
 //! to its next state for period `t + 1`. Only periods where something changes are
 //! visited: a period after one where nothing changed and no timer ends changes nothing
-//! either, since every input is the same.
+//! either, since every input is the same. Periods in which only texture reads go on
+//! (none finishes) are stepped inside the texture memory ([`TextureMemory::step_quietly`])
+//! up to the next timer, not visited: a frame spends a quarter of its visited periods so.
 //!
 //! Measured facts the model rests on (`tests/rtl/bench.v` traces; checked by
 //! `tests/rtl.rs` on every random case):

@@ -16,6 +16,12 @@
 //!
 //! The request rises two periods after the TMREAD is handed over (one to trigger the ALU,
 //! one in the ALU's request flip-flop) and falls the period after the read is done.
+//!
+//! Where nothing else in the machine moves, the periods up to the next one a read finishes
+//! in are stepped here at once ([`TextureMemory::step_quietly`]); a lone reader steps only
+//! the bank it requests and jumps over the periods it waits for that bank's pointer, as
+//! the other banks' pointers turn by themselves. A proptest holds this to stepping every
+//! period.
 
 use crate::emu::core::alu::Vec3;
 
