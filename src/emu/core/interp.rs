@@ -28,7 +28,7 @@
 use super::alu::{self, Vec3};
 use super::control;
 use super::mask::{lanes_of, spread, LaneMask};
-use super::observer::{Fault, Observer, Step};
+use super::observer::{lean_operands, Fault, Observer, Step};
 use super::op::{
     jump_taken, operand_row, Operation, SlotOp, DYNAMIC_FORWARDING, FORWARD_A_ROW, FORWARD_B_ROW,
     LATCH_ROW, OP_TABLE_LEN, RET_BEFORE_CALL, SAVES_OLD, SLOW_BEFORE_CALL, STALE_ROW,
@@ -40,7 +40,7 @@ use super::state::{Arrival, Lane, LaneState, Latches};
 use super::tmem;
 use super::track::{Footprint, RETURN_REGISTER, TMEM_LATCH};
 use crate::emu::isa::registers::EntryPoint;
-use crate::emu::isa::{InputA, InputB};
+use crate::emu::isa::{InputA, InputB, Instr};
 
 /// Why a routine did not return on every lane.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -344,7 +344,7 @@ pub(super) fn execute<'a, const N: usize, O: Observer, const PRECISE: bool>(
         if op.flags & (DYNAMIC_FORWARDING | SAVES_OLD | SLOW_BEFORE_CALL) != 0 {
             prepare(m, op, pc, &c, prev, &active);
         }
-        let seen = if O::ENABLED {
+        let seen = if O::ENABLED && (!O::LEAN || lean_operands(op.kind)) {
             operands(m, op)
         } else {
             ([0; 3], [0; 3])
@@ -356,7 +356,7 @@ pub(super) fn execute<'a, const N: usize, O: Observer, const PRECISE: bool>(
                 m.rows[op.d_row as usize].blend(&result, &active);
                 prev = op;
                 if O::ENABLED {
-                    observe(observer, m, this, op, seen, None, pc);
+                    report(observer, m, this, op, seen, None, pc);
                 }
                 if N > 1 && c.went_on(pc, op) {
                     active = running(c.group);
@@ -378,7 +378,7 @@ pub(super) fn execute<'a, const N: usize, O: Observer, const PRECISE: bool>(
             Effect::Return => {
                 let returned = finish(m, op, &mut c);
                 if O::ENABLED {
-                    observe(observer, m, this, op, seen, None, pc);
+                    report(observer, m, this, op, seen, None, pc);
                 }
                 if let Some(returned) = returned {
                     return Ok(returned);
@@ -406,7 +406,7 @@ pub(super) fn execute<'a, const N: usize, O: Observer, const PRECISE: bool>(
                 return Err(Interrupted::Abandoned);
             }
             if O::ENABLED {
-                observe(observer, m, this, op, seen, taken, target);
+                report(observer, m, this, op, seen, taken, target);
             }
             c.pc = target;
             return execute_precisely(m, parity, c, op, observer);
@@ -414,7 +414,7 @@ pub(super) fn execute<'a, const N: usize, O: Observer, const PRECISE: bool>(
         prev = op;
         pc = target;
         if O::ENABLED {
-            observe(observer, m, this, op, seen, taken, pc);
+            report(observer, m, this, op, seen, taken, pc);
         }
         if N > 1 && c.jumped(pc, op) {
             (pc, active) = c.regroup();
@@ -756,6 +756,45 @@ fn track_tmread(footprint: &Footprint, addresses: Vec3) {
     }
 }
 
+/// Reports one executed instruction of a lone core to an enabled observer: a lean one
+/// ([`Observer::LEAN`]) gets the instruction and its ALU inputs inline, any other the
+/// whole [`Step`] ([`observe`], out of line).
+#[inline(always)]
+fn report<O: Observer, const N: usize>(
+    observer: &mut O,
+    m: &LaneState<'_, N>,
+    this: u16,
+    op: &SlotOp,
+    seen: (Vec3, Vec3),
+    taken: Option<bool>,
+    next: u16,
+) {
+    if O::LEAN {
+        let instruction = m.program.slot_info(this as u32).instr;
+        let (a, b) = alu_inputs(instruction, seen);
+        observer.lean_step(instruction, a, b);
+    } else {
+        observe(observer, m, this, op, seen, taken, next);
+    }
+}
+
+/// The ALU's inputs A and B of `instruction` from the rows it read (`a`, `b`): type II's
+/// A is its immediate; an input the instruction does not use is zero.
+#[inline(always)]
+fn alu_inputs(instruction: Instr, (a, b): (Vec3, Vec3)) -> (Vec3, Vec3) {
+    let a = match instruction.a() {
+        InputA::Src1 => a,
+        InputA::Imm => [instruction.word().imm(), 0, 0],
+        InputA::Unused => [0; 3],
+    };
+    let b = if instruction.b() == InputB::Unused {
+        [0; 3]
+    } else {
+        b
+    };
+    (a, b)
+}
+
 /// Reports one executed instruction of a lone core to an enabled observer, with the
 /// operands as the ALU saw them (`a`, `b`: the rows read; type II A is the immediate) and,
 /// for a CALL, the return register (a slot) it left.
@@ -775,16 +814,7 @@ fn observe<O: Observer, const N: usize>(
     let result = m.rows[op.d_row as usize].lane(0);
     let slot = program.slot_info(this as u32);
     let instruction = slot.instr;
-    let a = match instruction.a() {
-        InputA::Src1 => a,
-        InputA::Imm => [instruction.word().imm(), 0, 0],
-        InputA::Unused => [0; 3],
-    };
-    let b = if instruction.b() == InputB::Unused {
-        [0; 3]
-    } else {
-        b
-    };
+    let (a, b) = alu_inputs(instruction, (a, b));
     observer.step(&Step {
         address: slot.address,
         instruction,

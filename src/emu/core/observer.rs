@@ -5,7 +5,7 @@
 use super::alu::Vec3;
 use super::track::Footprint;
 use crate::emu::isa::registers::EntryPoint;
-use crate::emu::isa::{Instr, Word};
+use crate::emu::isa::{Instr, Operation, Word};
 
 /// How a routine stopped without returning.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -71,13 +71,28 @@ pub trait Observer {
     /// [`Observer::footprint`] (a core with a footprint runs its routines so).
     #[doc(hidden)]
     const TRACKS: bool = false;
+    /// Whether the observer needs of each instruction only what [`Observer::lean_step`]
+    /// gives (the cycle model's recording): then the interpreter builds no [`Step`] and
+    /// reads the operands only of the operations whose cost depends on them.
+    const LEAN: bool = false;
     fn routine_start(&mut self, _entry: EntryPoint, _address: u16) {}
     fn step(&mut self, _step: &Step) {}
+    /// A lean observer's [`Observer::step`]: the instruction, and its ALU inputs as
+    /// [`Step::a`] and [`Step::b`] give them where [`lean_operands`] says it needs them
+    /// (zero elsewhere).
+    fn lean_step(&mut self, _instruction: Instr, _a: Vec3, _b: Vec3) {}
     fn routine_end(&mut self, _entry: EntryPoint, _return_value: bool) {}
     #[doc(hidden)]
     fn footprint(&self) -> &Footprint {
         unreachable!("only an observer that tracks has a footprint")
     }
+}
+
+/// Whether a lean observer ([`Observer::LEAN`]) is given the operands of an operation:
+/// DIV (its latency depends on them) and TMREAD (its addresses).
+#[inline(always)]
+pub fn lean_operands(operation: Operation) -> bool {
+    matches!(operation, Operation::Div | Operation::Tmread)
 }
 
 /// The observer of normal renders: nothing.

@@ -69,7 +69,13 @@ fn kinds() -> &'static [CostKind; 128] {
 /// The [`CostKind`] of the instruction `step` executed.
 #[inline]
 pub fn kind(step: &Step) -> CostKind {
-    match step.instruction.opcode() {
+    kind_of(step.instruction)
+}
+
+/// The [`CostKind`] of `instruction`.
+#[inline]
+pub fn kind_of(instruction: Instr) -> CostKind {
+    match instruction.opcode() {
         Some(opcode) => kinds()[opcode as usize],
         None => CostKind::Hang,
     }

@@ -9,10 +9,11 @@
 //! before the one its control unit starts ([`Recording::forget_before`]), so its memory
 //! stays bounded however many pixels and triangles the frame has.
 
-use super::cost::{div_cycles, kind, CostKind};
+use super::cost::{div_cycles, kind_of, CostKind};
 use crate::emu::core::alu::Vec3;
 use crate::emu::core::{Observer, Step};
 use crate::emu::isa::registers::EntryPoint;
+use crate::emu::isa::Instr;
 
 /// One routine as it ran: its `events` ([`Recording::events_of`]) from `first_event`, then
 /// `tail` cycles to its RETURN.
@@ -146,18 +147,26 @@ impl Observer for Recording {
         self.first_event = self.total_events();
     }
 
+    /// Only the instruction and DIV's and TMREAD's operands: no [`Step`] built.
+    const LEAN: bool = true;
+
     fn step(&mut self, step: &Step) {
+        self.lean_step(step.instruction, step.a, step.b);
+    }
+
+    #[inline(always)]
+    fn lean_step(&mut self, instruction: Instr, a: Vec3, b: Vec3) {
         if self.hung {
             return;
         }
-        match kind(step) {
+        match kind_of(instruction) {
             CostKind::Fixed(cycles) => self.pending += cycles,
-            CostKind::Div => self.pending += div_cycles(step.a, step.b),
+            CostKind::Div => self.pending += div_cycles(a, b),
             CostKind::Omwrite => {
                 self.push_event(EventKind::Omwrite);
                 self.pending += 4;
             }
-            CostKind::Tmread => self.push_event(EventKind::Tmread(step.a)),
+            CostKind::Tmread => self.push_event(EventKind::Tmread(a)),
             CostKind::Hang => {
                 self.push_event(EventKind::Hang);
                 self.hung = true;

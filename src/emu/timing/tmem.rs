@@ -16,6 +16,12 @@
 //!
 //! The request rises two periods after the TMREAD is handed over (one to trigger the ALU,
 //! one in the ALU's request flip-flop) and falls the period after the read is done.
+//!
+//! Where nothing else in the machine moves, the periods up to the next one a read finishes
+//! in are stepped here at once ([`TextureMemory::step_quietly`]); a lone reader steps only
+//! the bank it requests and jumps over the periods it waits for that bank's pointer, as
+//! the other banks' pointers turn by themselves. A proptest holds this to stepping every
+//! period.
 
 use crate::emu::core::alu::Vec3;
 
@@ -99,6 +105,91 @@ impl TextureMemory {
         self.active += 1;
     }
 
+    /// Steps periods `from..to` in order, stopping before the first one a read finishes
+    /// in (an interface whose walking one was past z in the period before): the first
+    /// period not stepped. A machine in which nothing else moves meanwhile visits only
+    /// that one.
+    pub fn step_quietly(&mut self, from: u64, to: u64) -> u64 {
+        let mut t = from;
+        if self.active == 1 {
+            let core = self.interfaces.iter().position(Option::is_some);
+            let core = core.expect("one core reads");
+            while t < to {
+                if let Some(idle) = self.lone_wait(t, core) {
+                    t = (t + idle).min(to);
+                } else if self.step_lone(t, core) {
+                    t += 1;
+                } else {
+                    break;
+                }
+            }
+            return t;
+        }
+        while t < to && !self.finishes_next() {
+            self.step(t, |_| unreachable!("no read finishes in a quiet period"));
+            t += 1;
+        }
+        t
+    }
+
+    /// How many periods from `t` on the lone reader `core` only waits for the pointer of
+    /// the bank it requests to reach it (no grant on its way, its walking one as it was):
+    /// those periods change nothing the bank's `at` does not imply. `None`: none.
+    fn lone_wait(&self, t: u64, core: usize) -> Option<u64> {
+        let interface = self.interfaces[core].as_ref()?;
+        if interface.walked != interface.walk || !matches!(interface.walk, 1 | 2 | 4) {
+            return None;
+        }
+        let arbiter = &self.arbiters[(interface.address() & 3) as usize];
+        if arbiter.granted_at + 1 == t && arbiter.granted & (1 << core) != 0 {
+            return None;
+        }
+        let cores = u64::from(self.cores);
+        let pointer = (u64::from(arbiter.pointer) + (t - arbiter.at)) % cores;
+        let wait = (core as u64 + cores - pointer) % cores;
+        (wait > 0).then_some(wait)
+    }
+
+    /// [`TextureMemory::step`] of period `t` where `core` alone reads and its read does not
+    /// finish (false, nothing stepped, where it would). Only the bank it requests is
+    /// stepped: every other one's pointer turns by one, which its `at` already implies,
+    /// and its grant is of no core that requests it (the one it holds is older than the
+    /// period before the next step, so no step reads it).
+    fn step_lone(&mut self, t: u64, core: usize) -> bool {
+        let cores = self.cores;
+        let Some(interface) = &mut self.interfaces[core] else {
+            unreachable!("the lone core reads")
+        };
+        if interface.walked == 8 {
+            return false;
+        }
+        let arbiter = &mut self.arbiters[(interface.address() & 3) as usize];
+        let grant = arbiter.granted_at + 1 == t && arbiter.granted & (1 << core) != 0;
+        let pointer = match t - arbiter.at {
+            0 => arbiter.pointer,
+            idle => ((u64::from(arbiter.pointer) + idle) % u64::from(cores)) as u32,
+        };
+        let holds = pointer == core as u32;
+        arbiter.granted = if holds { 1 << pointer } else { 0 };
+        arbiter.granted_at = t;
+        arbiter.pointer = match holds {
+            true => pointer,
+            false if pointer + 1 == cores => 0,
+            false => pointer + 1,
+        };
+        arbiter.at = t + 1;
+        interface.walked = interface.walk;
+        if grant {
+            interface.walk = (interface.walk << 1) & 0xF;
+        }
+        true
+    }
+
+    /// Whether the next period stepped finishes a read.
+    fn finishes_next(&self) -> bool {
+        self.interfaces.iter().flatten().any(|i| i.walked == 8)
+    }
+
     /// Period `t` (every period some core reads must be stepped, in order): arbitrates
     /// and moves every interface on. Calls `done(core)` for each core whose read completes
     /// in `t` (its next instruction is handed over in `t`; its request falls after `t`).
@@ -164,6 +255,77 @@ mod tests {
                 return t;
             }
             t += 1;
+        }
+    }
+
+    /// Reads begun at `starts` (core, period, addresses; at most one at a time per core),
+    /// stepped period by period (`quiet`: skipping with [`TextureMemory::step_quietly`]
+    /// up to each begin and each finish): every read's finish and the arbiters at the end.
+    fn finishes(
+        cores: usize,
+        starts: &[(usize, u64, Vec3)],
+        quiet: bool,
+    ) -> (Vec<u64>, Vec<(u64, u32)>) {
+        let mut memory = TextureMemory::new(cores, 12);
+        let mut finished = vec![0; starts.len()];
+        let mut reading = vec![None; cores];
+        let mut t = 12;
+        let mut next = 0;
+        while next < starts.len() || memory.busy() {
+            while next < starts.len() && starts[next].1 == t {
+                let (core, _, addresses) = starts[next];
+                if reading[core].is_none() {
+                    memory.begin(core, addresses);
+                    reading[core] = Some(next);
+                }
+                next += 1;
+            }
+            if memory.busy() {
+                memory.step(t, |core| finished[reading[core].take().unwrap()] = t);
+            }
+            t += 1;
+            if quiet && memory.busy() {
+                let to = starts.get(next).map_or(u64::MAX, |start| start.1);
+                t = memory.step_quietly(t, to.max(t));
+            } else if !memory.busy() && next < starts.len() {
+                t = t.max(starts[next].1);
+            }
+        }
+        (finished, memory.pointers(t))
+    }
+
+    impl TextureMemory {
+        /// What the arbiters hold for period `t` (after every step before it): each
+        /// bank's pointer then, and the cores it granted in `t - 1`.
+        fn pointers(&self, t: u64) -> Vec<(u64, u32)> {
+            self.arbiters
+                .iter()
+                .map(|a| {
+                    let pointer = (u64::from(a.pointer) + (t - a.at)) % u64::from(self.cores);
+                    let granted = if a.granted_at + 1 == t { a.granted } else { 0 };
+                    (pointer, granted)
+                })
+                .collect()
+        }
+    }
+
+    proptest::proptest! {
+        /// Skipping the periods in which no read begins or finishes steps the texture
+        /// memory exactly as stepping every period does.
+        #[test]
+        fn quiet_periods_step_as_every_period_does(
+            cores in 1usize..=8,
+            reads in proptest::collection::vec((0usize..8, 0u64..40, [0u32..64, 0u32..64, 0u32..64]), 1..24),
+        ) {
+            let mut t = 12;
+            let starts: Vec<_> = reads
+                .iter()
+                .map(|&(core, gap, addresses)| {
+                    t += gap;
+                    (core % cores, t, addresses)
+                })
+                .collect();
+            proptest::prop_assert_eq!(finishes(cores, &starts, true), finishes(cores, &starts, false));
         }
     }
 
