@@ -932,17 +932,24 @@ impl<'s> Sim<'s> {
         if self.tmem.busy() || self.soon != 0 {
             return Some(t + 1);
         }
-        let mut next = self.next_own;
+        let next = self.next_own.min(self.host_timer(t));
+        (next != u64::MAX).then_some(next.max(t + 1))
+    }
+
+    /// The earliest period after `t` in which the host moves on its own (the end of a
+    /// configuration, streaming or idle wait, or STDONE rising); `u64::MAX` when none.
+    fn host_timer(&self, t: u64) -> u64 {
+        let mut next = u64::MAX;
         if matches!(
             self.host.state,
             HostState::Idle | HostState::Config | HostState::Stream
         ) {
-            next = next.min(self.host.until);
+            next = self.host.until;
         }
         if let Some(from) = self.host.stdone_from.filter(|&from| from > t) {
             next = next.min(from);
         }
-        (next != u64::MAX).then_some(next.max(t + 1))
+        next
     }
 
     /// Period `t` changed nothing but the texture memory's reads, none of which finished:
@@ -953,16 +960,9 @@ impl<'s> Sim<'s> {
         if self.soon != 0 {
             return t + 1;
         }
-        let mut until = self.setup.limit.saturating_add(1).min(self.next_own);
-        if matches!(
-            self.host.state,
-            HostState::Idle | HostState::Config | HostState::Stream
-        ) {
-            until = until.min(self.host.until);
-        }
-        if let Some(from) = self.host.stdone_from.filter(|&from| from > t) {
-            until = until.min(from);
-        }
+        let mut until = (self.setup.limit.saturating_add(1))
+            .min(self.next_own)
+            .min(self.host_timer(t));
         if let (HostState::WaitLatch, Some(since)) = (self.host.state, waiting_since) {
             until = until.min(since.saturating_add(self.setup.livelock).saturating_add(1));
         }
