@@ -40,6 +40,16 @@ struct Interface {
 }
 
 impl Interface {
+    /// One period on: the done flip-flop takes the walking one, which moves past the
+    /// word just read when the bank granted it (`granted`).
+    #[inline(always)]
+    fn advance(&mut self, granted: bool) {
+        self.walked = self.walk;
+        if granted {
+            self.walk = (self.walk << 1) & 0xF;
+        }
+    }
+
     fn address(&self) -> u32 {
         match self.walk {
             1 => self.addresses[0],
@@ -59,6 +69,41 @@ struct Arbiter {
     /// The cores granted in period `granted_at` (one bit per core).
     granted: u32,
     granted_at: u64,
+}
+
+impl Arbiter {
+    /// The pointer in period `t` (`t >= at`), of `cores` cores: stepped period after
+    /// period it is where the last step left it (no division in the loop a read spends
+    /// its periods in).
+    #[inline(always)]
+    fn pointer_at(&self, t: u64, cores: u32) -> u32 {
+        match t - self.at {
+            0 => self.pointer,
+            idle => ((u64::from(self.pointer) + idle) % u64::from(cores)) as u32,
+        }
+    }
+
+    /// Whether core `core`'s request is granted in period `t` (granted in `t - 1`).
+    #[inline(always)]
+    fn grants(&self, core: usize, t: u64) -> bool {
+        self.granted_at + 1 == t && self.granted & (1 << core) != 0
+    }
+
+    /// Period `t` with the cores `requests` requesting the bank: the core the pointer
+    /// shows is granted if it requests, and the pointer stays on it; otherwise it turns.
+    #[inline(always)]
+    fn arbitrate(&mut self, t: u64, requests: u32, cores: u32) {
+        let pointer = self.pointer_at(t, cores);
+        let holds = requests & (1 << pointer) != 0;
+        self.granted = if holds { 1 << pointer } else { 0 };
+        self.granted_at = t;
+        self.pointer = match holds {
+            true => pointer,
+            false if pointer + 1 == cores => 0,
+            false => pointer + 1,
+        };
+        self.at = t + 1;
+    }
 }
 
 /// The banks' arbiters and every core's interface.
@@ -141,11 +186,11 @@ impl TextureMemory {
             return None;
         }
         let arbiter = &self.arbiters[(interface.address() & 3) as usize];
-        if arbiter.granted_at + 1 == t && arbiter.granted & (1 << core) != 0 {
+        if arbiter.grants(core, t) {
             return None;
         }
         let cores = u64::from(self.cores);
-        let pointer = (u64::from(arbiter.pointer) + (t - arbiter.at)) % cores;
+        let pointer = u64::from(arbiter.pointer_at(t, self.cores));
         let wait = (core as u64 + cores - pointer) % cores;
         (wait > 0).then_some(wait)
     }
@@ -164,24 +209,9 @@ impl TextureMemory {
             return false;
         }
         let arbiter = &mut self.arbiters[(interface.address() & 3) as usize];
-        let grant = arbiter.granted_at + 1 == t && arbiter.granted & (1 << core) != 0;
-        let pointer = match t - arbiter.at {
-            0 => arbiter.pointer,
-            idle => ((u64::from(arbiter.pointer) + idle) % u64::from(cores)) as u32,
-        };
-        let holds = pointer == core as u32;
-        arbiter.granted = if holds { 1 << pointer } else { 0 };
-        arbiter.granted_at = t;
-        arbiter.pointer = match holds {
-            true => pointer,
-            false if pointer + 1 == cores => 0,
-            false => pointer + 1,
-        };
-        arbiter.at = t + 1;
-        interface.walked = interface.walk;
-        if grant {
-            interface.walk = (interface.walk << 1) & 0xF;
-        }
+        let granted = arbiter.grants(core, t);
+        arbiter.arbitrate(t, 1 << core, cores);
+        interface.advance(granted);
         true
     }
 
@@ -200,36 +230,18 @@ impl TextureMemory {
             if let Some(interface) = interface {
                 let bank = (interface.address() & 3) as usize;
                 requests[bank] |= 1 << core;
-                let arbiter = &self.arbiters[bank];
-                grants[core] = arbiter.granted_at + 1 == t && arbiter.granted & (1 << core) != 0;
+                grants[core] = self.arbiters[bank].grants(core, t);
             }
         }
-        for (bank, arbiter) in self.arbiters.iter_mut().enumerate() {
-            // Stepped period after period, the pointer is where the last step left it (no
-            // division in the loop a read spends its periods in).
-            let pointer = match t - arbiter.at {
-                0 => arbiter.pointer,
-                idle => ((u64::from(arbiter.pointer) + idle) % u64::from(self.cores)) as u32,
-            };
-            let holds = requests[bank] & (1 << pointer) != 0;
-            arbiter.granted = if holds { 1 << pointer } else { 0 };
-            arbiter.granted_at = t;
-            arbiter.pointer = match holds {
-                true => pointer,
-                false if pointer + 1 == self.cores => 0,
-                false => pointer + 1,
-            };
-            arbiter.at = t + 1;
+        for (arbiter, &requests) in self.arbiters.iter_mut().zip(&requests) {
+            arbiter.arbitrate(t, requests, self.cores);
         }
         for (core, slot) in self.interfaces.iter_mut().enumerate() {
             let Some(interface) = slot else {
                 continue;
             };
             let finished = interface.walked == 8;
-            interface.walked = interface.walk;
-            if grants[core] {
-                interface.walk = (interface.walk << 1) & 0xF;
-            }
+            interface.advance(grants[core]);
             if finished {
                 *slot = None;
                 self.active -= 1;
@@ -301,7 +313,7 @@ mod tests {
             self.arbiters
                 .iter()
                 .map(|a| {
-                    let pointer = (u64::from(a.pointer) + (t - a.at)) % u64::from(self.cores);
+                    let pointer = u64::from(a.pointer_at(t, self.cores));
                     let granted = if a.granted_at + 1 == t { a.granted } else { 0 };
                     (pointer, granted)
                 })
