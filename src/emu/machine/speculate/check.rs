@@ -328,7 +328,7 @@ fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 mod tests {
     use super::*;
     use crate::emu::core::track::{Footprint, ELEMENTS};
-    use crate::emu::core::{NoObserver, OutputMemory};
+    use crate::emu::core::NoObserver;
     use crate::emu::machine::tests::tiny_scene;
     use crate::emu::machine::RenderOptions;
 
@@ -349,16 +349,9 @@ mod tests {
         let element = 3 * 100;
         guessed.set_element(element, real.element(element) ^ 0x5a5a);
         let piece = ChunkRun {
-            pixels: 4..8,
             core: Box::new(guessed.clone()),
-            output: OutputMemory::new(0),
-            hits: Vec::new(),
-            ending: None,
-            instructions: 0,
-            culled: 0,
-            unknown_cost: 0,
             assumed: Some((Box::new(guessed), Box::<Footprint>::default())),
-            speculative: true,
+            ..machine.unstarted(4..8)
         };
         let (runs, after, reruns) =
             machine.check_chunk(0, Some(Box::new(real.clone())), vec![piece], None);
