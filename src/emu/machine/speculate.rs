@@ -543,9 +543,10 @@ impl Machine<'_> {
                 (core, true)
             }
         };
-        let pieces = match speculative {
-            true => pieces(job.pixels.clone()),
-            false => vec![job.pixels.clone()],
+        let pieces = if speculative {
+            pieces(job.pixels.clone())
+        } else {
+            vec![job.pixels.clone()]
         };
         let mut runs = Vec::with_capacity(pieces.len());
         let mut core = Some(core);
