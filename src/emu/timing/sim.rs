@@ -808,7 +808,10 @@ impl<'s> Sim<'s> {
                 ACK_MAIN | WAIT_FOR_HOST_DATA_ACK => core.main_returned,
                 _ => return false,
             };
-            if core.mains_this_pixel != first as u64 || r == u64::MAX || r + 1 < t - 2 {
+            // One MAIN start since the ACK before, so this ACK has no start hazard to
+            // count (`count_starts`, which the closed form skips); re-entries on the
+            // pixel's earlier triangles change nothing here.
+            if core.starts != 1 || r == u64::MAX || r + 1 < t - 2 {
                 return false;
             }
             returned.push(r);
