@@ -737,20 +737,24 @@ impl<'s> Sim<'s> {
                 ahead.fill(j, end, routines);
             }
             let culled = j < ahead.end;
-            durations.clear();
-            if culled {
-                durations.extend((0..self.cores.len()).map(|core| (ahead.cycles(core, j), false)));
-            } else if !peek_mains(routines, j, self.cores.len(), durations)? {
+            if !culled && !peek_mains(routines, j, self.cores.len(), durations)? {
                 break;
             }
             // Into their own vectors: a triangle that breaks the closed form leaves the
             // last committed one's triggers for `resume_at_ack`.
+            let (mut last, mut earliest) = (0, u64::MAX);
             for core in 0..self.cores.len() {
-                next_triggers[core] = (returned[core] + 4).max(g + 73);
-                next_returned[core] = next_triggers[core] + 3 + u64::from(durations[core].0);
+                let cycles = match culled {
+                    true => ahead.cycles(core, j),
+                    false => durations[core].0,
+                };
+                let trigger = (returned[core] + 4).max(g + 73);
+                next_triggers[core] = trigger;
+                next_returned[core] = trigger + 3 + u64::from(cycles);
+                last = last.max(trigger);
+                earliest = earliest.min(next_returned[core]);
             }
-            let last = *next_triggers.iter().max().expect("a machine has cores");
-            if next_returned.iter().any(|&r| r + 1 < last) {
+            if earliest + 1 < last {
                 if culled {
                     // As if peeked one by one: the routines hold triangle j's MAINs ready.
                     self.start_ahead(ahead, j, triggers, returned, routines);
@@ -758,7 +762,8 @@ impl<'s> Sim<'s> {
                 }
                 break;
             }
-            triggers.clone_from(next_triggers);
+            // Committed: the next triangle overwrites every core's entry of the others.
+            std::mem::swap(triggers, next_triggers);
             // Triangle j runs as predicted: the host streams it, every core flips, runs it.
             if committed == 0 {
                 self.book_to_returns(returned, routines);
@@ -779,7 +784,7 @@ impl<'s> Sim<'s> {
                 let (trigger, returns) = (triggers[core], next_returned[core]);
                 self.book_main(core, returned[core], trigger, returns, run, value);
             }
-            returned.clone_from(next_returned);
+            std::mem::swap(returned, next_returned);
             g = last + 2;
             committed += 1;
         }
@@ -808,7 +813,10 @@ impl<'s> Sim<'s> {
                 ACK_MAIN | WAIT_FOR_HOST_DATA_ACK => core.main_returned,
                 _ => return false,
             };
-            if core.mains_this_pixel != first as u64 || r == u64::MAX || r + 1 < t - 2 {
+            // One MAIN start since the ACK before, so this ACK has no start hazard to
+            // count (`count_starts`, which the closed form skips); re-entries on the
+            // pixel's earlier triangles change nothing here.
+            if core.starts != 1 || r == u64::MAX || r + 1 < t - 2 {
                 return false;
             }
             returned.push(r);
