@@ -744,9 +744,10 @@ impl<'s> Sim<'s> {
             // last committed one's triggers for `resume_at_ack`.
             let (mut last, mut earliest) = (0, u64::MAX);
             for core in 0..self.cores.len() {
-                let cycles = match culled {
-                    true => ahead.cycles(core, j),
-                    false => durations[core].0,
+                let cycles = if culled {
+                    ahead.cycles(core, j)
+                } else {
+                    durations[core].0
                 };
                 let trigger = (returned[core] + 4).max(g + 73);
                 next_triggers[core] = trigger;
