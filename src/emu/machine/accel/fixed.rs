@@ -44,7 +44,7 @@
 //! builds about a third faster. (Three wedges of other weights per corner settled no more
 //! and cost more.)
 
-use super::{Around, RayBox, Verdict};
+use super::{Around, RayBox, Verdict, UNSETTLED};
 use crate::emu::core::alu;
 use crate::emu::machine::cull::{
     Exit, FixedConstants, TriangleConstants, FIXED_FLAT, FIXED_TOLERANCE, FIXED_TOLERANCE_G1,
@@ -200,6 +200,145 @@ impl FixedForms {
     }
 }
 
+/// A triangle's seven forms (g2, g3, D', g1, then the three wedges) in double precision,
+/// for judging four nodes at once ([`FixedLanes::verdicts`]). Every value on the way is a
+/// whole number below 2^53 in magnitude (the bounds of [`FixedForms::new`]: every |c|·|R|
+/// sum below 2^52, the doubled centre and half-width below 2^53), so each product, sum and
+/// rounding to a multiple of 2^18 is exact: the verdicts are [`FixedForms::verdict`]'s,
+/// bit for bit, whatever the instruction set (tested).
+#[derive(Clone, Copy, Debug)]
+pub(super) struct FixedLanes {
+    c: [[f64; 3]; 7],
+    c_abs: [[f64; 3]; 7],
+    errors: [f64; 7],
+    /// The wedges' bounds.
+    bounds: [f64; 3],
+}
+
+/// Four nodes' rays: per ray lane, per node, twice the centre and twice the half-extent
+/// (whole numbers below 2^34: exact in double precision).
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Quad {
+    pub(super) mid2: [[f64; 4]; 3],
+    pub(super) half2: [[f64; 4]; 3],
+}
+
+/// [`Verdict::code`] of each test's exit in [`path`]'s order (flat, g2, g3, g1), and of
+/// a rejection whose exit depends on the ray.
+const PATH_CODES: [u8; 4] = [
+    Verdict::Exit(Exit::Flat).code(),
+    Verdict::Exit(Exit::G2).code(),
+    Verdict::Exit(Exit::G3).code(),
+    Verdict::Exit(Exit::G1).code(),
+];
+const REJECTED_CODE: u8 = Verdict::Rejected.code();
+
+impl FixedLanes {
+    pub(super) fn new(forms: &FixedForms) -> FixedLanes {
+        let float = |c: [i64; 3]| c.map(|x| x as f64);
+        let c: [[f64; 3]; 7] = std::array::from_fn(|f| match f {
+            0..=3 => float(forms.c[f]),
+            _ => float(forms.wedges[f - 4].c),
+        });
+        FixedLanes {
+            c,
+            c_abs: c.map(|c| c.map(f64::abs)),
+            errors: std::array::from_fn(|f| match f {
+                0..=3 => ERRORS[f] as f64,
+                _ => forms.wedges[f - 4].error as f64,
+            }),
+            bounds: forms.wedges.map(|wedge| wedge.bound as f64),
+        }
+    }
+
+    /// [`FixedForms::verdict`]'s [`Verdict::code`] for each of four nodes (UNSETTLED, 0,
+    /// where it gives none), every form evaluated for every node and the path chosen
+    /// without branches, so that the compiler can judge the four in vectors.
+    #[inline(always)]
+    pub(super) fn verdicts(&self, rays: &Quad) -> [u8; 4] {
+        // Per form and node, the interval of the computed value: `span`, in exact f64.
+        let mut lo = [[0.0; 4]; 7];
+        let mut hi = [[0.0; 4]; 7];
+        for f in 0..7 {
+            let (c, c_abs) = (self.c[f], self.c_abs[f]);
+            for k in 0..4 {
+                let (m, h) = (rays.mid2, rays.half2);
+                let mid = c[0] * m[0][k] + c[1] * m[1][k] + c[2] * m[2][k];
+                let half = c_abs[0] * h[0][k] + c_abs[1] * h[1][k] + c_abs[2] * h[2][k];
+                lo[f][k] = ((mid - half) * SPAN_SCALE).floor() - self.errors[f];
+                hi[f][k] = ((mid + half) * SPAN_SCALE).ceil() + self.errors[f];
+            }
+        }
+        std::array::from_fn(|k| {
+            let interval = |f: usize| (lo[f][k], hi[f][k]);
+            let front = lane_path(interval, false);
+            let back = lane_path(interval, true);
+            let wedged = |back: bool| {
+                (0..3).any(|w| {
+                    let (lo, hi) = interval(4 + w);
+                    if back {
+                        lo > self.bounds[w]
+                    } else {
+                        hi < -self.bounds[w]
+                    }
+                })
+            };
+            let settle = |code: u8, back: bool| {
+                if code == UNSETTLED && wedged(back) {
+                    REJECTED_CODE
+                } else {
+                    code
+                }
+            };
+            let (delta_lo, delta_hi) = interval(2);
+            let (front_taken, back_taken) = (delta_hi > 0.0, delta_lo <= 0.0);
+            let (front, back) = (settle(front, false), settle(back, true));
+            match (front_taken, back_taken) {
+                (true, false) => front,
+                (false, _) => back,
+                (true, true) if front == UNSETTLED || back == UNSETTLED => UNSETTLED,
+                (true, true) if front == back => front,
+                (true, true) => REJECTED_CODE,
+            }
+        })
+    }
+}
+
+/// 2^-18: the doubled bounds of c·R scaled to raw units (see [`span`]).
+const SPAN_SCALE: f64 = 1.0 / (1u64 << 18) as f64;
+/// [`path`] on one node's intervals (`interval(f)` for form f of [`FixedLanes`]), as a
+/// code: the first test no ray passes gives its exit, or a rejection when an earlier test
+/// fails for some rays.
+#[inline(always)]
+fn lane_path(interval: impl Fn(usize) -> (f64, f64), back: bool) -> u8 {
+    // D' (form 2), then g2, g3 and g1 (forms 0, 1 and 3), with their bounds.
+    let tests = [
+        (2, -f64::from(FIXED_FLAT + 1)),
+        (0, f64::from(FIXED_TOLERANCE)),
+        (1, f64::from(FIXED_TOLERANCE)),
+        (3, f64::from(FIXED_TOLERANCE_G1)),
+    ];
+    let (mut code, mut earlier_fail, mut done) = (UNSETTLED, false, false);
+    for (place, (form, bound)) in tests.into_iter().enumerate() {
+        let (lo, hi) = interval(form);
+        let (always, never) = if back {
+            (hi <= bound, lo > bound)
+        } else {
+            (lo >= -bound, hi < -bound)
+        };
+        if never && !done {
+            code = if earlier_fail {
+                REJECTED_CODE
+            } else {
+                PATH_CODES[place]
+            };
+        }
+        done |= never;
+        earlier_fail |= !always && !never;
+    }
+    code
+}
+
 /// The wedge of edges `a` and `b` (place and bound): weights inversely proportional to
 /// the edges' coefficients, so that the sum weighs both alike. Any weights at least 0
 /// make a sound test; these only make it decisive where it can be.
@@ -347,6 +486,71 @@ mod tests {
             }
         }
         (cases, claimed, wedged)
+    }
+
+    /// [`FixedLanes::verdicts`] gives each of four nodes what [`FixedForms::verdict`]
+    /// gives it, portable and (where the CPU has them) with AVX2 and FMA, on boxes from a
+    /// single ray to the width of the tree's top nodes; every code comes up.
+    #[test]
+    fn four_at_once_are_the_node_by_node_verdicts() {
+        let mut rng = Rng(0x4A4E_5F0D);
+        let mut seen = [0usize; 8];
+        let mut cases = 0;
+        while cases < 20_000 {
+            let size = [8, 12, 16, 20][(rng.next() % 4) as usize];
+            let vertex = |rng: &mut Rng| rng.vec(size);
+            let k = TriangleConstants::new(
+                vertex(&mut rng),
+                vertex(&mut rng),
+                vertex(&mut rng),
+                rng.vec(20),
+            );
+            let centre = rng.vec(17);
+            let boxes: [RayBox; 4] = std::array::from_fn(|_| {
+                let spread = [1, 4, 8, 12, 13, 14, 15, 16][(rng.next() % 8) as usize];
+                let mut rays = RayBox::EMPTY;
+                for _ in 0..2 {
+                    rays.add(std::array::from_fn(|i| {
+                        (centre[i] as i32).wrapping_add(rng.raw(spread)) as u32
+                    }));
+                }
+                rays
+            });
+            let all = boxes
+                .iter()
+                .fold(RayBox::EMPTY, |a, &b| RayBox::union(a, b));
+            let f = FixedConstants::new(&k);
+            let Some(forms) = FixedForms::new(&k, &f, &all) else {
+                continue;
+            };
+            cases += 1;
+            let arounds = boxes.map(|b| b.around());
+            let quad = Quad {
+                mid2: std::array::from_fn(|lane| arounds.map(|a| a.mid2[lane] as f64)),
+                half2: std::array::from_fn(|lane| arounds.map(|a| a.half2[lane] as f64)),
+            };
+            let expected = arounds.map(|a| forms.verdict(&a).map_or(UNSETTLED, Verdict::code));
+            let lanes = FixedLanes::new(&forms);
+            assert_eq!(lanes.verdicts(&quad), expected, "{k:?} {boxes:?}");
+            #[cfg(target_arch = "x86_64")]
+            if crate::emu::cpu::has_avx2_and_fma() {
+                // SAFETY: the CPU has AVX2 and FMA, checked just above.
+                let vector = unsafe { verdicts_avx2(&lanes, &quad) };
+                assert_eq!(vector, expected, "{k:?} {boxes:?}");
+            }
+            for code in expected {
+                seen[usize::from(code)] += 1;
+            }
+        }
+        for code in [0, 1, 2, 3, 4, 7] {
+            assert!(seen[code] > 20, "code {code}: {seen:?}");
+        }
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx2,fma")]
+    fn verdicts_avx2(lanes: &FixedLanes, quad: &Quad) -> [u8; 4] {
+        lanes.verdicts(quad)
     }
 
     /// `forms` with wedges that never settle anything.

@@ -27,6 +27,7 @@
 //! triangle (the exact verdict, lane by lane) and the unbounded one (a candidate
 //! everywhere).
 
+use super::fixed::{FixedForms, FixedLanes, Quad};
 use super::{Exit, Forms, Node, NodeKind, Verdict, H3_ERROR, UNSETTLED};
 use rayon::prelude::*;
 
@@ -496,6 +497,68 @@ pub(super) fn visit_nodes(
             .map(|at| verdict(at, &nodes[at as usize]).map_or(UNSETTLED, Verdict::code))
     };
     descend(groups, into, verdicts, append);
+}
+
+/// [`visit_nodes`] with the fixed ROM's verdict ([`FixedForms::verdict`], then `occluded`
+/// where it settles nothing): with AVX2, four nodes at a time in vectors
+/// ([`FixedLanes::verdicts`], the same verdicts exactly).
+#[inline(always)]
+pub(super) fn visit_fixed(
+    groups: &[Group],
+    nodes: &[Node],
+    forms: &FixedForms,
+    occluded: impl Fn(u32, &Node) -> Option<Verdict>,
+    into: &mut Collector,
+) {
+    #[cfg(target_arch = "x86_64")]
+    if vector_kernel() {
+        let lanes = FixedLanes::new(forms);
+        // SAFETY: the CPU has AVX2 and FMA, checked just above.
+        unsafe { visit_fixed_avx2(groups, nodes, &lanes, occluded, into) };
+        return;
+    }
+    visit_nodes(
+        groups,
+        nodes,
+        |at, node| forms.verdict(&node.around).or_else(|| occluded(at, node)),
+        into,
+    );
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma")]
+fn visit_fixed_avx2(
+    groups: &[Group],
+    nodes: &[Node],
+    lanes: &FixedLanes,
+    occluded: impl Fn(u32, &Node) -> Option<Verdict>,
+    into: &mut Collector,
+) {
+    descend(
+        groups,
+        into,
+        |group| {
+            let quad = Quad {
+                mid2: group.mid2,
+                // Each node's own extent (exact, below 2^34), not the group's widest, so
+                // that the verdicts are the node-by-node ones.
+                half2: std::array::from_fn(|lane| {
+                    group
+                        .nodes
+                        .map(|at| nodes[at as usize].around.half2[lane] as f64)
+                }),
+            };
+            let mut codes = lanes.verdicts(&quad);
+            for (k, code) in codes.iter_mut().enumerate().take(group.count as usize) {
+                if *code == UNSETTLED {
+                    let at = group.nodes[k];
+                    *code = occluded(at, &nodes[at as usize]).map_or(UNSETTLED, Verdict::code);
+                }
+            }
+            codes
+        },
+        |window, len, values, mask| avx2::append(window, len, values, mask),
+    );
 }
 
 /// A candidate at every tile: for a triangle that cannot be bounded at all.
