@@ -345,7 +345,12 @@ fn lane_path(interval: impl Fn(usize) -> (f64, f64), back: bool) -> u8 {
 fn wedge(c: &[[i64; 3]; 4], (a, bound_a): (usize, i64), (b, bound_b): (usize, i64)) -> Wedge {
     let size = |f: usize| c[f].iter().map(|&x| (x as f64).abs()).sum::<f64>().max(1.0);
     let share = size(b) / (size(a) + size(b));
-    let w_a = ((share * WEDGE_WEIGHT as f64).round() as i64).clamp(1, WEDGE_WEIGHT - 1);
+    // Rounded to nearest, halves up (`f64::round` for a value of 0 to 64, without its
+    // library call: the fraction left after truncating is exact).
+    let scaled = share * WEDGE_WEIGHT as f64;
+    let whole = scaled as i64;
+    let rounded = whole + i64::from(scaled - whole as f64 >= 0.5);
+    let w_a = rounded.clamp(1, WEDGE_WEIGHT - 1);
     let w_b = WEDGE_WEIGHT - w_a;
     let sum: [i64; 3] = std::array::from_fn(|i| w_a * c[a][i] + w_b * c[b][i]);
     Wedge {

@@ -102,7 +102,7 @@ fn dot(c: [f64; 3], r: [f64; 3]) -> f64 {
 }
 
 /// Up to four nodes judged together: the children of a split node, or the root alone.
-/// Aligned so that a group spans exactly three cache lines.
+/// Aligned to a cache line (the faithful verdicts read the first three).
 #[derive(Clone, Copy, Debug)]
 #[repr(align(64))]
 pub(super) struct Group {
@@ -111,6 +111,8 @@ pub(super) struct Group {
     /// Per ray lane, the greatest twice-half-extent of the nodes' rays (the fourth place
     /// unused).
     half2: [f64; 4],
+    /// [ray lane][node]: each node's own twice-half-extent (the fixed ROM's verdicts).
+    halves2: [[f64; 4]; 3],
     nodes: [u32; 4],
     /// Each leaf's tile (read only where `finds` has its bit).
     tiles: [u32; 4],
@@ -128,6 +130,7 @@ impl Group {
         let mut group = Group {
             mid2: [[0.0; 4]; 3],
             half2: [0.0; 4],
+            halves2: [[0.0; 4]; 3],
             nodes: [0; 4],
             tiles: [0; 4],
             children: [0; 4],
@@ -152,6 +155,7 @@ impl Group {
                 // Below 2^33 in magnitude: exact.
                 group.mid2[lane][k] = node.around.mid2[lane] as f64;
                 group.half2[lane] = group.half2[lane].max(node.around.half2[lane] as f64);
+                group.halves2[lane][k] = node.around.half2[lane] as f64;
             }
         }
         group
@@ -540,13 +544,9 @@ fn visit_fixed_avx2(
         |group| {
             let quad = Quad {
                 mid2: group.mid2,
-                // Each node's own extent (exact, below 2^34), not the group's widest, so
-                // that the verdicts are the node-by-node ones.
-                half2: std::array::from_fn(|lane| {
-                    group
-                        .nodes
-                        .map(|at| nodes[at as usize].around.half2[lane] as f64)
-                }),
+                // Each node's own extent, not the group's widest, so that the verdicts
+                // are the node-by-node ones.
+                half2: group.halves2,
             };
             let mut codes = lanes.verdicts(&quad);
             for (k, code) in codes.iter_mut().enumerate().take(group.count as usize) {
