@@ -44,7 +44,7 @@
 //! builds about a third faster. (Three wedges of other weights per corner settled no more
 //! and cost more.)
 
-use super::{Around, RayBox, Verdict, UNSETTLED};
+use super::{Around, RayBox, Verdict};
 use crate::emu::core::alu;
 use crate::emu::machine::cull::{
     Exit, FixedConstants, TriangleConstants, FIXED_FLAT, FIXED_TOLERANCE, FIXED_TOLERANCE_G1,
@@ -201,7 +201,7 @@ impl FixedForms {
 }
 
 /// A triangle's seven forms (g2, g3, D', g1, then the three wedges) in double precision,
-/// for judging four nodes at once ([`FixedLanes::verdicts`]). Every value on the way is a
+/// for judging four nodes at once ([`avx2::verdicts`]). Every value on the way is a
 /// whole number below 2^53 in magnitude (the bounds of [`FixedForms::new`]: every |c|·|R|
 /// sum below 2^52, the doubled centre and half-width below 2^53), so each product, sum and
 /// rounding to a multiple of 2^18 is exact: the verdicts are [`FixedForms::verdict`]'s,
@@ -250,95 +250,126 @@ impl FixedLanes {
             bounds: forms.wedges.map(|wedge| wedge.bound as f64),
         }
     }
+}
 
-    /// [`FixedForms::verdict`]'s [`Verdict::code`] for each of four nodes (UNSETTLED, 0,
-    /// where it gives none), every form evaluated for every node and the path chosen
-    /// without branches, so that the compiler can judge the four in vectors.
-    #[inline(always)]
-    pub(super) fn verdicts(&self, rays: &Quad) -> [u8; 4] {
-        // Per form and node, the interval of the computed value: `span`, in exact f64.
-        let mut lo = [[0.0; 4]; 7];
-        let mut hi = [[0.0; 4]; 7];
-        for f in 0..7 {
-            let (c, c_abs) = (self.c[f], self.c_abs[f]);
-            for k in 0..4 {
-                let (m, h) = (rays.mid2, rays.half2);
-                let mid = c[0] * m[0][k] + c[1] * m[1][k] + c[2] * m[2][k];
-                let half = c_abs[0] * h[0][k] + c_abs[1] * h[1][k] + c_abs[2] * h[2][k];
-                lo[f][k] = ((mid - half) * SPAN_SCALE).floor() - self.errors[f];
-                hi[f][k] = ((mid + half) * SPAN_SCALE).ceil() + self.errors[f];
+/// [`FixedForms::verdict`]'s [`Verdict::code`] for each of four nodes (0 where it gives
+/// none), in AVX2 and FMA intrinsics, one node per vector lane: every form evaluated for
+/// every node (each a fused multiply-add of whole numbers below 2^53, which rounds
+/// nothing), and the path through BIU's tests chosen with blends.
+#[cfg(target_arch = "x86_64")]
+pub(super) mod avx2 {
+    use std::arch::x86_64::*;
+
+    use super::{
+        FixedLanes, Quad, FIXED_FLAT, FIXED_TOLERANCE, FIXED_TOLERANCE_G1, PATH_CODES,
+        REJECTED_CODE, SPAN_SCALE,
+    };
+
+    /// The four nodes' codes.
+    #[inline]
+    #[target_feature(enable = "avx2,fma")]
+    pub(in super::super) fn verdicts(lanes: &FixedLanes, rays: &Quad) -> [u8; 4] {
+        let splat = |x: f64| _mm256_set1_pd(x);
+        let load = |a: [f64; 4]| _mm256_set_pd(a[3], a[2], a[1], a[0]);
+        let (mid2, half2) = (rays.mid2.map(load), rays.half2.map(load));
+        let dot = |c: [f64; 3], r: &[__m256d; 3]| {
+            _mm256_fmadd_pd(
+                splat(c[2]),
+                r[2],
+                _mm256_fmadd_pd(splat(c[1]), r[1], _mm256_mul_pd(splat(c[0]), r[0])),
+            )
+        };
+        let scale = splat(SPAN_SCALE);
+        let intervals: [(__m256d, __m256d); 7] = std::array::from_fn(|f| {
+            let (mid, half) = (dot(lanes.c[f], &mid2), dot(lanes.c_abs[f], &half2));
+            let error = splat(lanes.errors[f]);
+            let lo = _mm256_round_pd::<{ _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC }>(
+                _mm256_mul_pd(_mm256_sub_pd(mid, half), scale),
+            );
+            let hi = _mm256_round_pd::<{ _MM_FROUND_TO_POS_INF | _MM_FROUND_NO_EXC }>(
+                _mm256_mul_pd(_mm256_add_pd(mid, half), scale),
+            );
+            (_mm256_sub_pd(lo, error), _mm256_add_pd(hi, error))
+        });
+        let (front, back) = (
+            settled_path(lanes, &intervals, false),
+            settled_path(lanes, &intervals, true),
+        );
+        let zero = _mm256_setzero_pd();
+        let eq = |a, b| _mm256_cmp_pd::<_CMP_EQ_OQ>(a, b);
+        let blend = |no, yes, mask| _mm256_blendv_pd(no, yes, mask);
+        // Both orientations taken: one exit, or a rejection, or nothing if either is open.
+        let either_open = _mm256_or_pd(eq(front, zero), eq(back, zero));
+        let both = blend(
+            blend(splat(f64::from(REJECTED_CODE)), zero, either_open),
+            front,
+            eq(front, back),
+        );
+        let (delta_lo, delta_hi) = intervals[2];
+        let only_front = _mm256_cmp_pd::<_CMP_GT_OQ>(delta_lo, zero);
+        let only_back = _mm256_cmp_pd::<_CMP_LE_OQ>(delta_hi, zero);
+        let codes = blend(blend(both, front, only_front), back, only_back);
+        let codes = _mm256_cvttpd_epi32(codes);
+        let bytes = _mm_packus_epi16(_mm_packus_epi32(codes, codes), codes);
+        _mm_cvtsi128_si32(bytes).to_le_bytes()
+    }
+
+    /// [`super::path`] for one orientation (`back` or not), then the wedges where it
+    /// settles nothing: the first test no ray passes gives its exit, or a rejection
+    /// when an earlier test fails for some rays.
+    #[inline]
+    #[target_feature(enable = "avx2,fma")]
+    fn settled_path(
+        lanes: &FixedLanes,
+        intervals: &[(__m256d, __m256d); 7],
+        back: bool,
+    ) -> __m256d {
+        let splat = |x: f64| _mm256_set1_pd(x);
+        let tests = [
+            (2, -f64::from(FIXED_FLAT + 1)),
+            (0, f64::from(FIXED_TOLERANCE)),
+            (1, f64::from(FIXED_TOLERANCE)),
+            (3, f64::from(FIXED_TOLERANCE_G1)),
+        ];
+        // Which of (always, never) holds over each node's interval.
+        let holds = |(lo, hi): (__m256d, __m256d), bound: f64| {
+            if back {
+                (
+                    _mm256_cmp_pd::<_CMP_LE_OQ>(hi, splat(bound)),
+                    _mm256_cmp_pd::<_CMP_GT_OQ>(lo, splat(bound)),
+                )
+            } else {
+                (
+                    _mm256_cmp_pd::<_CMP_GE_OQ>(lo, splat(-bound)),
+                    _mm256_cmp_pd::<_CMP_LT_OQ>(hi, splat(-bound)),
+                )
             }
+        };
+        let zero = _mm256_setzero_pd();
+        let rejected = splat(f64::from(REJECTED_CODE));
+        let (mut code, mut done, mut earlier_fail) = (zero, zero, zero);
+        for (place, (form, bound)) in tests.into_iter().enumerate() {
+            let (always, never) = holds(intervals[form], bound);
+            let exit =
+                _mm256_blendv_pd(splat(f64::from(PATH_CODES[place])), rejected, earlier_fail);
+            code = _mm256_blendv_pd(code, exit, _mm256_andnot_pd(done, never));
+            done = _mm256_or_pd(done, never);
+            // Some rays fail it and some pass: not always, not never.
+            let sometimes = _mm256_cmp_pd::<_CMP_EQ_OQ>(_mm256_or_pd(always, never), zero);
+            earlier_fail = _mm256_or_pd(earlier_fail, sometimes);
         }
-        std::array::from_fn(|k| {
-            let interval = |f: usize| (lo[f][k], hi[f][k]);
-            let front = lane_path(interval, false);
-            let back = lane_path(interval, true);
-            let wedged = |back: bool| {
-                (0..3).any(|w| {
-                    let (lo, hi) = interval(4 + w);
-                    if back {
-                        lo > self.bounds[w]
-                    } else {
-                        hi < -self.bounds[w]
-                    }
-                })
-            };
-            let settle = |code: u8, back: bool| {
-                if code == UNSETTLED && wedged(back) {
-                    REJECTED_CODE
-                } else {
-                    code
-                }
-            };
-            let (delta_lo, delta_hi) = interval(2);
-            let (front_taken, back_taken) = (delta_hi > 0.0, delta_lo <= 0.0);
-            let (front, back) = (settle(front, false), settle(back, true));
-            match (front_taken, back_taken) {
-                (true, false) => front,
-                (false, _) => back,
-                (true, true) if front == UNSETTLED || back == UNSETTLED => UNSETTLED,
-                (true, true) if front == back => front,
-                (true, true) => REJECTED_CODE,
-            }
-        })
+        let mut wedged = zero;
+        for (w, &bound) in lanes.bounds.iter().enumerate() {
+            let (_, never) = holds(intervals[4 + w], bound);
+            wedged = _mm256_or_pd(wedged, never);
+        }
+        let open = _mm256_cmp_pd::<_CMP_EQ_OQ>(code, zero);
+        _mm256_blendv_pd(code, rejected, _mm256_and_pd(wedged, open))
     }
 }
 
 /// 2^-18: the doubled bounds of c·R scaled to raw units (see [`span`]).
 const SPAN_SCALE: f64 = 1.0 / (1u64 << 18) as f64;
-/// [`path`] on one node's intervals (`interval(f)` for form f of [`FixedLanes`]), as a
-/// code: the first test no ray passes gives its exit, or a rejection when an earlier test
-/// fails for some rays.
-#[inline(always)]
-fn lane_path(interval: impl Fn(usize) -> (f64, f64), back: bool) -> u8 {
-    // D' (form 2), then g2, g3 and g1 (forms 0, 1 and 3), with their bounds.
-    let tests = [
-        (2, -f64::from(FIXED_FLAT + 1)),
-        (0, f64::from(FIXED_TOLERANCE)),
-        (1, f64::from(FIXED_TOLERANCE)),
-        (3, f64::from(FIXED_TOLERANCE_G1)),
-    ];
-    let (mut code, mut earlier_fail, mut done) = (UNSETTLED, false, false);
-    for (place, (form, bound)) in tests.into_iter().enumerate() {
-        let (lo, hi) = interval(form);
-        let (always, never) = if back {
-            (hi <= bound, lo > bound)
-        } else {
-            (lo >= -bound, hi < -bound)
-        };
-        if never && !done {
-            code = if earlier_fail {
-                REJECTED_CODE
-            } else {
-                PATH_CODES[place]
-            };
-        }
-        done |= never;
-        earlier_fail |= !always && !never;
-    }
-    code
-}
-
 /// The wedge of edges `a` and `b` (place and bound): weights inversely proportional to
 /// the edges' coefficients, so that the sum weighs both alike. Any weights at least 0
 /// make a sound test; these only make it decisive where it can be.
@@ -409,6 +440,7 @@ fn path(delta: Interval, edge: &mut impl FnMut(usize) -> Interval, back: bool) -
 #[cfg(test)]
 mod tests {
     use super::super::test_rng::Rng;
+    use super::super::UNSETTLED;
     use super::*;
     use crate::emu::machine::cull::fixed_verdict;
 
@@ -493,9 +525,9 @@ mod tests {
         (cases, claimed, wedged)
     }
 
-    /// [`FixedLanes::verdicts`] gives each of four nodes what [`FixedForms::verdict`]
-    /// gives it, portable and (where the CPU has them) with AVX2 and FMA, on boxes from a
-    /// single ray to the width of the tree's top nodes; every code comes up.
+    /// [`avx2::verdicts`] gives each of four nodes what [`FixedForms::verdict`] gives it
+    /// (where the CPU has AVX2 and FMA), on boxes from a single ray to the width of the
+    /// tree's top nodes; every code comes up.
     #[test]
     fn four_at_once_are_the_node_by_node_verdicts() {
         let mut rng = Rng(0x4A4E_5F0D);
@@ -536,11 +568,10 @@ mod tests {
             };
             let expected = arounds.map(|a| forms.verdict(&a).map_or(UNSETTLED, Verdict::code));
             let lanes = FixedLanes::new(&forms);
-            assert_eq!(lanes.verdicts(&quad), expected, "{k:?} {boxes:?}");
             #[cfg(target_arch = "x86_64")]
             if crate::emu::cpu::has_avx2_and_fma() {
                 // SAFETY: the CPU has AVX2 and FMA, checked just above.
-                let vector = unsafe { verdicts_avx2(&lanes, &quad) };
+                let vector = unsafe { avx2::verdicts(&lanes, &quad) };
                 assert_eq!(vector, expected, "{k:?} {boxes:?}");
             }
             for code in expected {
@@ -550,12 +581,6 @@ mod tests {
         for code in [0, 1, 2, 3, 4, 7] {
             assert!(seen[code] > 20, "code {code}: {seen:?}");
         }
-    }
-
-    #[cfg(target_arch = "x86_64")]
-    #[target_feature(enable = "avx2,fma")]
-    fn verdicts_avx2(lanes: &FixedLanes, quad: &Quad) -> [u8; 4] {
-        lanes.verdicts(quad)
     }
 
     /// `forms` with wedges that never settle anything.

@@ -548,7 +548,7 @@ fn visit_fixed_avx2(
                 // are the node-by-node ones.
                 half2: group.halves2,
             };
-            let mut codes = lanes.verdicts(&quad);
+            let mut codes = super::fixed::avx2::verdicts(lanes, &quad);
             for (k, code) in codes.iter_mut().enumerate().take(group.count as usize) {
                 if *code == UNSETTLED {
                     let at = group.nodes[k];
