@@ -43,6 +43,19 @@
 //! candidates per tile to 2, a 1.3M-triangle sphere at 256x256 from 962 to 356, both
 //! builds about a third faster. (Three wedges of other weights per corner settled no more
 //! and cost more.)
+//!
+//! # Four nodes at once
+//!
+//! The build judges a split node's children together ([`avx2::verdicts`], where the CPU
+//! has AVX2 and FMA; elsewhere node by node): every form's interval for all four in
+//! vectors of doubles, BIU's path through the tests chosen with blends. The doubles hold
+//! exactly what the i64 arithmetic above holds: every value is a whole number below 2^53
+//! (coefficients, the nodes' doubled centres and extents below 2^34, each |c|·|R| sum below
+//! 2^52), so each product, sum and fused multiply-add is exact, and scaling by 2^-18 then
+//! rounding down or up is the shift above. The verdicts, and so the structure, are the
+//! node-by-node ones (a test compares them on random boxes up to the top nodes' width);
+//! only the time differs: the 367k-triangle interior's build took 237 ms at one thread
+//! before, about 150 ms with this.
 
 use super::{Around, RayBox, Verdict};
 use crate::emu::core::alu;
