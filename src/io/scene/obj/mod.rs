@@ -838,7 +838,7 @@ pub(super) fn to_q(value: f64) -> Option<u32> {
     // the fraction left is exact (Sterbenz: the two are within a factor of 2, or the
     // whole part is 0), so this is `f64::round` without its library call (a slow generic
     // one on x86-64 without SSE4.1, a few percent of a large model's load).
-    if !(scaled.abs() < 4_294_967_296.0) {
+    if scaled.is_nan() || scaled.abs() >= 4_294_967_296.0 {
         return None;
     }
     let whole = scaled as i64;
