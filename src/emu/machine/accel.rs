@@ -779,12 +779,7 @@ fn visit(
             });
             behind.then_some(Verdict::Occluded)
         };
-        float::visit_nodes(
-            groups,
-            nodes,
-            |at, node| forms.verdict(&node.around).or_else(|| occluded(at, node)),
-            collector,
-        );
+        float::visit_fixed(groups, nodes, &forms, occluded, collector);
         return;
     }
     match Forms::new(constants, all) {

@@ -114,6 +114,47 @@ pub fn unit_words(n: DVec3) -> Option<[u32; 3]> {
     (length.is_finite() && length > 0.0).then(|| {
         (n / length)
             .to_array()
-            .map(|c| (c * 131072.0).round() as i32 as u32)
+            .map(|c| super::to_q(c).expect("a unit vector's lanes are in range"))
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::to_q;
+
+    /// The library's rounding, as `to_q` was first written.
+    fn by_round(value: f64) -> Option<u32> {
+        let scaled = (value * 131072.0).round();
+        (scaled >= i32::MIN as f64 && scaled <= i32::MAX as f64).then_some(scaled as i32 as u32)
+    }
+
+    /// `to_q` rounds as `f64::round` does: halves away from zero, at the ends of the
+    /// range, beyond it, and on a spread of random values.
+    #[test]
+    fn q_conversion_rounds_as_the_library_does() {
+        let step = 1.0 / 131072.0;
+        let mut values = vec![0.0, -0.0, f64::NAN, f64::INFINITY, f64::NEG_INFINITY, 1e300];
+        for whole in [0.0, 1.0, 7.0, 16383.0, -1.0, -16384.0] {
+            for half in [0.5, 0.25, 0.75, 0.5 - 1e-9, 0.5 + 1e-9] {
+                values.push((whole + half) * step);
+                values.push(-(whole + half) * step);
+            }
+        }
+        for edge in [16384.0, -16384.0] {
+            for nudge in [-1.0, -0.5, -0.4, 0.0, 0.4, 0.5, 1.0] {
+                values.push(edge + nudge * step);
+            }
+        }
+        let mut state = 0x9E37_79B9_7F4A_7C15u64;
+        for _ in 0..100_000 {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            values.push(f64::from_bits(state) % 20_000.0);
+            values.push((state >> 11) as f64 / (1u64 << 53) as f64 * 40_000.0 - 20_000.0);
+        }
+        for value in values {
+            assert_eq!(to_q(value), by_round(value), "{value:e}");
+        }
+    }
 }
