@@ -143,6 +143,10 @@ pub struct RayTree {
     depths: std::sync::OnceLock<Depths>,
 }
 
+/// The groups of every node of a [`RayTree`] (none left out for the rows a build wants):
+/// made once for the estimate of the batches and a whole build ([`RayTree::whole_groups`]).
+pub struct WholeGroups(Vec<float::Group>);
+
 /// The structure for some tile rows of a [`RayTree`]: their tiles and candidates.
 #[derive(Clone, Debug)]
 pub struct Accel {
@@ -485,8 +489,9 @@ impl RayTree {
         }
         let (tiles_x, tiles_y) = (width.div_ceil(TILE), height.div_ceil(TILE));
         let tiles = tile_boxes(&rays, width, height);
-        let mut nodes = Vec::with_capacity(2 * tiles.len());
-        let root = build_node(&mut nodes, &tiles, tiles_x, [0, 0, tiles_x, tiles_y]);
+        // Three levels: 64 subtrees, a few per thread on 16 threads.
+        let nodes = subtree(&tiles, tiles_x, [0, 0, tiles_x, tiles_y], 3);
+        let root = nodes.len() as u32 - 1;
         // Children come before their parent.
         let mut node_rows: Vec<[u32; 2]> = Vec::with_capacity(nodes.len());
         for node in &nodes {
@@ -563,9 +568,22 @@ impl RayTree {
         })
     }
 
-    /// The structure for the whole tree.
-    pub fn build_all(&self, culler: &Culler) -> Accel {
-        self.build(culler, &vec![true; self.tiles_y as usize])
+    /// Every node's groups ([`WholeGroups`]), made while the occlusion depths are: the
+    /// groups' order is found on one thread, and the depths' triangles keep the others
+    /// busy meanwhile (at 1080p, 15 ms the threads waited for twice, once for the
+    /// estimate and again for a whole build).
+    pub fn whole_groups(&self, culler: &Culler) -> WholeGroups {
+        let (groups, _) = rayon::join(
+            || float::groups(&self.nodes, self.root, |_| true),
+            || self.depths(culler),
+        );
+        WholeGroups(groups)
+    }
+
+    /// The structure for the whole tree, from its groups when they were made already.
+    pub fn build_all(&self, culler: &Culler, groups: Option<WholeGroups>) -> Accel {
+        let wanted = vec![true; self.tiles_y as usize];
+        self.build_from(culler, &wanted, groups.map(|groups| groups.0))
     }
 
     /// The structure for the tile rows `wanted` marks (one flag per tile row). Every
@@ -573,6 +591,17 @@ impl RayTree {
     /// exactly the candidates and skipped exits it gets when the whole tree is built:
     /// building in batches of rows changes no verdict, only how much is held at once.
     pub fn build(&self, culler: &Culler, wanted: &[bool]) -> Accel {
+        self.build_from(culler, wanted, None)
+    }
+
+    /// [`RayTree::build`] from the groups `groups` of the nodes that cover the rows
+    /// `wanted` marks, when they were made already (for every row: [`WholeGroups`]).
+    fn build_from(
+        &self,
+        culler: &Culler,
+        wanted: &[bool],
+        groups: Option<Vec<float::Group>>,
+    ) -> Accel {
         let nodes = &self.nodes;
         let root = self.root;
         // Wanted rows before each row, to tell in O(1) whether a node covers any.
@@ -598,8 +627,10 @@ impl RayTree {
         // The whole tree's ray box: it decides which triangles can be bounded, as it does
         // for the whole tree's build.
         let all = nodes[root as usize].rays;
-        let groups = float::groups(nodes, root, keep);
-        let depths = self.depths(culler);
+        let (groups, depths) = match groups {
+            Some(groups) => (groups, self.depths(culler)),
+            None => rayon::join(|| float::groups(nodes, root, keep), || self.depths(culler)),
+        };
         let parts = visit_all(&groups, nodes, &all, culler, depths, tile_count, &local);
         let mut tiles = vec![Tile::default(); tile_count];
         tiles
@@ -637,10 +668,10 @@ impl RayTree {
 
     /// About how many candidates each tile row will hold, from every `stride`-th triangle
     /// (for planning batches of rows; 1 counts them all).
-    pub fn estimate(&self, culler: &Culler, stride: usize) -> Vec<u64> {
+    pub fn estimate(&self, culler: &Culler, stride: usize, groups: &WholeGroups) -> Vec<u64> {
         let nodes = &self.nodes;
         let all = nodes[self.root as usize].rays;
-        let groups = float::groups(nodes, self.root, |_| true);
+        let groups = &groups.0;
         let depths = self.depths(culler);
         let stride = stride.max(1);
         let sampled = culler.constants().len().div_ceil(stride);
@@ -656,10 +687,10 @@ impl RayTree {
             .into_par_iter()
             .with_min_len(256)
             .fold(
-                || Collector::new(&groups),
+                || Collector::new(groups),
                 |mut collector, k| {
                     visit(
-                        &groups,
+                        groups,
                         nodes,
                         &all,
                         culler,
@@ -689,7 +720,7 @@ impl Accel {
         height: u32,
         rays: Vec<Vec3>,
     ) -> Result<Accel, AccelRefusal> {
-        Ok(RayTree::new(width, first_row, height, rays)?.build_all(culler))
+        Ok(RayTree::new(width, first_row, height, rays)?.build_all(culler, None))
     }
 
     /// The precomputed ray of pixel (x, y).
@@ -815,17 +846,88 @@ fn tile_boxes(rays: &[Vec3], width: u32, height: u32) -> Vec<RayBox> {
         .collect()
 }
 
-/// Adds the node over tiles `[x0, y0, x1, y1)` (whose rays' boxes are `tiles`, `tiles_x`
-/// to a row) and its descendants to `nodes`, children first; returns its index.
-fn build_node(
-    nodes: &mut Vec<Node>,
-    tiles: &[RayBox],
-    tiles_x: u32,
-    [x0, y0, x1, y1]: [u32; 4],
-) -> u32 {
-    let (w, h) = (x1 - x0, y1 - y0);
-    let node = if w == 1 && h == 1 {
-        let tile = y0 * tiles_x + x0;
+/// The nodes of the subtree over tiles `rect` (`[x0, y0, x1, y1)`, whose rays' boxes are
+/// `tiles`, `tiles_x` to a row), children first, numbered from 0, its root last: as
+/// [`build_node`] adds them, but the top `levels` levels' subtrees on all threads, each
+/// numbered on its own and then moved up by the nodes before it (the order, and so every
+/// number, is the serial build's).
+fn subtree(tiles: &[RayBox], tiles_x: u32, rect: [u32; 4], levels: u32) -> Vec<Node> {
+    let (rects, count) = child_rects(rect);
+    if levels == 0 || count == 0 {
+        let mut nodes = Vec::new();
+        build_node(&mut nodes, tiles, tiles_x, rect);
+        return nodes;
+    }
+    let parts: Vec<Vec<Node>> = rects[..count]
+        .par_iter()
+        .map(|&child| subtree(tiles, tiles_x, child, levels - 1))
+        .collect();
+    let mut nodes = Vec::with_capacity(parts.iter().map(Vec::len).sum::<usize>() + 1);
+    let mut children = [0; 4];
+    for (child, part) in children.iter_mut().zip(parts) {
+        let offset = nodes.len() as u32;
+        nodes.extend(part.into_iter().map(|mut node| {
+            if let NodeKind::Split(children, count) = &mut node.kind {
+                let count = usize::from(*count);
+                children[..count]
+                    .iter_mut()
+                    .for_each(|child| *child += offset);
+            }
+            node
+        }));
+        *child = nodes.len() as u32 - 1;
+    }
+    let node = split_node(&nodes, children, count);
+    nodes.push(node);
+    nodes
+}
+
+/// The children of the node over tiles `[x0, y0, x1, y1)`: its halves across and down
+/// (one where it is a tile wide or high), row by row; none for a tile.
+fn child_rects([x0, y0, x1, y1]: [u32; 4]) -> ([[u32; 4]; 4], usize) {
+    let mut rects = [[0; 4]; 4];
+    if x1 - x0 == 1 && y1 - y0 == 1 {
+        return (rects, 0);
+    }
+    let halves = |a: u32, b: u32| {
+        let m = a + (b - a) / 2;
+        if b - a > 1 {
+            ([[a, m], [m, b]], 2)
+        } else {
+            ([[a, b], [a, b]], 1)
+        }
+    };
+    let ((xs, x_count), (ys, y_count)) = (halves(x0, x1), halves(y0, y1));
+    let mut count = 0;
+    for &[ya, yb] in &ys[..y_count] {
+        for &[xa, xb] in &xs[..x_count] {
+            rects[count] = [xa, ya, xb, yb];
+            count += 1;
+        }
+    }
+    (rects, count)
+}
+
+/// The split node over `children` (the first `count`, numbers in `nodes`).
+fn split_node(nodes: &[Node], children: [u32; 4], count: usize) -> Node {
+    let rays_box = children[..count]
+        .iter()
+        .fold(RayBox::EMPTY, |rays, &child| {
+            RayBox::union(rays, nodes[child as usize].rays)
+        });
+    Node {
+        rays: rays_box,
+        around: rays_box.around(),
+        kind: NodeKind::Split(children, count as u8),
+    }
+}
+
+/// Adds the node over tiles `rect` (`[x0, y0, x1, y1)`, whose rays' boxes are `tiles`,
+/// `tiles_x` to a row) and its descendants to `nodes`, children first; returns its index.
+fn build_node(nodes: &mut Vec<Node>, tiles: &[RayBox], tiles_x: u32, rect: [u32; 4]) -> u32 {
+    let (rects, count) = child_rects(rect);
+    let node = if count == 0 {
+        let tile = rect[1] * tiles_x + rect[0];
         let rays_box = tiles[tile as usize];
         Node {
             rays: rays_box,
@@ -833,29 +935,11 @@ fn build_node(
             kind: NodeKind::Leaf(tile),
         }
     } else {
-        let halves = |a: u32, b: u32| {
-            let m = a + (b - a) / 2;
-            if b - a > 1 {
-                ([[a, m], [m, b]], 2)
-            } else {
-                ([[a, b], [a, b]], 1)
-            }
-        };
-        let ((xs, x_count), (ys, y_count)) = (halves(x0, x1), halves(y0, y1));
-        let (mut children, mut count, mut rays_box) = ([0; 4], 0, RayBox::EMPTY);
-        for &[ya, yb] in &ys[..y_count] {
-            for &[xa, xb] in &xs[..x_count] {
-                let child = build_node(nodes, tiles, tiles_x, [xa, ya, xb, yb]);
-                rays_box = RayBox::union(rays_box, nodes[child as usize].rays);
-                children[count] = child;
-                count += 1;
-            }
+        let mut children = [0; 4];
+        for (child, &rect) in children.iter_mut().zip(&rects[..count]) {
+            *child = build_node(nodes, tiles, tiles_x, rect);
         }
-        Node {
-            rays: rays_box,
-            around: rays_box.around(),
-            kind: NodeKind::Split(children, count as u8),
-        }
+        split_node(nodes, children, count)
     };
     nodes.push(node);
     nodes.len() as u32 - 1
@@ -1126,6 +1210,40 @@ mod test_rng {
         }
         pub fn vec(&mut self, bits: u32) -> [u32; 3] {
             std::array::from_fn(|_| self.raw(bits) as u32)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tree_tests {
+    use super::*;
+
+    /// The tree built on all threads is the serial build's, node for node, on sizes
+    /// whose halves are uneven, a tile wide or high, and smaller than the parallel levels.
+    #[test]
+    fn the_parallel_tree_is_the_serial_one() {
+        let mut rng = test_rng::Rng(37);
+        for (tiles_x, tiles_y) in [(1, 1), (1, 7), (5, 1), (3, 3), (17, 9), (40, 23)] {
+            let tiles: Vec<RayBox> = (0..tiles_x * tiles_y)
+                .map(|_| {
+                    let mut rays = RayBox::EMPTY;
+                    rays.add(rng.vec(20));
+                    rays.add(rng.vec(20));
+                    rays
+                })
+                .collect();
+            let rect = [0, 0, tiles_x, tiles_y];
+            let mut serial = Vec::new();
+            let root = build_node(&mut serial, &tiles, tiles_x, rect);
+            assert_eq!(root as usize, serial.len() - 1);
+            for levels in 0..5 {
+                let parallel = subtree(&tiles, tiles_x, rect, levels);
+                assert_eq!(
+                    format!("{parallel:?}"),
+                    format!("{serial:?}"),
+                    "{tiles_x}x{tiles_y}, {levels} levels"
+                );
+            }
         }
     }
 }
