@@ -271,7 +271,7 @@ pub(crate) fn drop_on_the_pool<T: Send + 'static>(value: T) {
 
 impl Machine<'_> {
     /// Drops the machine, its acceleration structure on the pool ([`drop_on_the_pool`]).
-    pub fn release(mut self) {
+    pub(crate) fn release(mut self) {
         drop_on_the_pool(std::mem::replace(&mut self.accel, Ok(None)));
     }
 }
