@@ -489,9 +489,8 @@ impl RayTree {
         }
         let (tiles_x, tiles_y) = (width.div_ceil(TILE), height.div_ceil(TILE));
         let tiles = tile_boxes(&rays, width, height);
-        // Three levels: 64 subtrees, a few per thread on 16 threads.
-        let nodes = subtree(&tiles, tiles_x, [0, 0, tiles_x, tiles_y], 3);
-        let root = nodes.len() as u32 - 1;
+        let mut nodes = Vec::with_capacity(2 * tiles.len());
+        let root = build_node(&mut nodes, &tiles, tiles_x, [0, 0, tiles_x, tiles_y]);
         // Children come before their parent.
         let mut node_rows: Vec<[u32; 2]> = Vec::with_capacity(nodes.len());
         for node in &nodes {
@@ -846,88 +845,17 @@ fn tile_boxes(rays: &[Vec3], width: u32, height: u32) -> Vec<RayBox> {
         .collect()
 }
 
-/// The nodes of the subtree over tiles `rect` (`[x0, y0, x1, y1)`, whose rays' boxes are
-/// `tiles`, `tiles_x` to a row), children first, numbered from 0, its root last: as
-/// [`build_node`] adds them, but the top `levels` levels' subtrees on all threads, each
-/// numbered on its own and then moved up by the nodes before it (the order, and so every
-/// number, is the serial build's).
-fn subtree(tiles: &[RayBox], tiles_x: u32, rect: [u32; 4], levels: u32) -> Vec<Node> {
-    let (rects, count) = child_rects(rect);
-    if levels == 0 || count == 0 {
-        let mut nodes = Vec::new();
-        build_node(&mut nodes, tiles, tiles_x, rect);
-        return nodes;
-    }
-    let parts: Vec<Vec<Node>> = rects[..count]
-        .par_iter()
-        .map(|&child| subtree(tiles, tiles_x, child, levels - 1))
-        .collect();
-    let mut nodes = Vec::with_capacity(parts.iter().map(Vec::len).sum::<usize>() + 1);
-    let mut children = [0; 4];
-    for (child, part) in children.iter_mut().zip(parts) {
-        let offset = nodes.len() as u32;
-        nodes.extend(part.into_iter().map(|mut node| {
-            if let NodeKind::Split(children, count) = &mut node.kind {
-                let count = usize::from(*count);
-                children[..count]
-                    .iter_mut()
-                    .for_each(|child| *child += offset);
-            }
-            node
-        }));
-        *child = nodes.len() as u32 - 1;
-    }
-    let node = split_node(&nodes, children, count);
-    nodes.push(node);
-    nodes
-}
-
-/// The children of the node over tiles `[x0, y0, x1, y1)`: its halves across and down
-/// (one where it is a tile wide or high), row by row; none for a tile.
-fn child_rects([x0, y0, x1, y1]: [u32; 4]) -> ([[u32; 4]; 4], usize) {
-    let mut rects = [[0; 4]; 4];
-    if x1 - x0 == 1 && y1 - y0 == 1 {
-        return (rects, 0);
-    }
-    let halves = |a: u32, b: u32| {
-        let m = a + (b - a) / 2;
-        if b - a > 1 {
-            ([[a, m], [m, b]], 2)
-        } else {
-            ([[a, b], [a, b]], 1)
-        }
-    };
-    let ((xs, x_count), (ys, y_count)) = (halves(x0, x1), halves(y0, y1));
-    let mut count = 0;
-    for &[ya, yb] in &ys[..y_count] {
-        for &[xa, xb] in &xs[..x_count] {
-            rects[count] = [xa, ya, xb, yb];
-            count += 1;
-        }
-    }
-    (rects, count)
-}
-
-/// The split node over `children` (the first `count`, numbers in `nodes`).
-fn split_node(nodes: &[Node], children: [u32; 4], count: usize) -> Node {
-    let rays_box = children[..count]
-        .iter()
-        .fold(RayBox::EMPTY, |rays, &child| {
-            RayBox::union(rays, nodes[child as usize].rays)
-        });
-    Node {
-        rays: rays_box,
-        around: rays_box.around(),
-        kind: NodeKind::Split(children, count as u8),
-    }
-}
-
-/// Adds the node over tiles `rect` (`[x0, y0, x1, y1)`, whose rays' boxes are `tiles`,
-/// `tiles_x` to a row) and its descendants to `nodes`, children first; returns its index.
-fn build_node(nodes: &mut Vec<Node>, tiles: &[RayBox], tiles_x: u32, rect: [u32; 4]) -> u32 {
-    let (rects, count) = child_rects(rect);
-    let node = if count == 0 {
-        let tile = rect[1] * tiles_x + rect[0];
+/// Adds the node over tiles `[x0, y0, x1, y1)` (whose rays' boxes are `tiles`, `tiles_x`
+/// to a row) and its descendants to `nodes`, children first; returns its index.
+fn build_node(
+    nodes: &mut Vec<Node>,
+    tiles: &[RayBox],
+    tiles_x: u32,
+    [x0, y0, x1, y1]: [u32; 4],
+) -> u32 {
+    let (w, h) = (x1 - x0, y1 - y0);
+    let node = if w == 1 && h == 1 {
+        let tile = y0 * tiles_x + x0;
         let rays_box = tiles[tile as usize];
         Node {
             rays: rays_box,
@@ -935,11 +863,29 @@ fn build_node(nodes: &mut Vec<Node>, tiles: &[RayBox], tiles_x: u32, rect: [u32;
             kind: NodeKind::Leaf(tile),
         }
     } else {
-        let mut children = [0; 4];
-        for (child, &rect) in children.iter_mut().zip(&rects[..count]) {
-            *child = build_node(nodes, tiles, tiles_x, rect);
+        let halves = |a: u32, b: u32| {
+            let m = a + (b - a) / 2;
+            if b - a > 1 {
+                ([[a, m], [m, b]], 2)
+            } else {
+                ([[a, b], [a, b]], 1)
+            }
+        };
+        let ((xs, x_count), (ys, y_count)) = (halves(x0, x1), halves(y0, y1));
+        let (mut children, mut count, mut rays_box) = ([0; 4], 0, RayBox::EMPTY);
+        for &[ya, yb] in &ys[..y_count] {
+            for &[xa, xb] in &xs[..x_count] {
+                let child = build_node(nodes, tiles, tiles_x, [xa, ya, xb, yb]);
+                rays_box = RayBox::union(rays_box, nodes[child as usize].rays);
+                children[count] = child;
+                count += 1;
+            }
         }
-        split_node(nodes, children, count)
+        Node {
+            rays: rays_box,
+            around: rays_box.around(),
+            kind: NodeKind::Split(children, count as u8),
+        }
     };
     nodes.push(node);
     nodes.len() as u32 - 1
@@ -1210,40 +1156,6 @@ mod test_rng {
         }
         pub fn vec(&mut self, bits: u32) -> [u32; 3] {
             std::array::from_fn(|_| self.raw(bits) as u32)
-        }
-    }
-}
-
-#[cfg(test)]
-mod tree_tests {
-    use super::*;
-
-    /// The tree built on all threads is the serial build's, node for node, on sizes
-    /// whose halves are uneven, a tile wide or high, and smaller than the parallel levels.
-    #[test]
-    fn the_parallel_tree_is_the_serial_one() {
-        let mut rng = test_rng::Rng(37);
-        for (tiles_x, tiles_y) in [(1, 1), (1, 7), (5, 1), (3, 3), (17, 9), (40, 23)] {
-            let tiles: Vec<RayBox> = (0..tiles_x * tiles_y)
-                .map(|_| {
-                    let mut rays = RayBox::EMPTY;
-                    rays.add(rng.vec(20));
-                    rays.add(rng.vec(20));
-                    rays
-                })
-                .collect();
-            let rect = [0, 0, tiles_x, tiles_y];
-            let mut serial = Vec::new();
-            let root = build_node(&mut serial, &tiles, tiles_x, rect);
-            assert_eq!(root as usize, serial.len() - 1);
-            for levels in 0..5 {
-                let parallel = subtree(&tiles, tiles_x, rect, levels);
-                assert_eq!(
-                    format!("{parallel:?}"),
-                    format!("{serial:?}"),
-                    "{tiles_x}x{tiles_y}, {levels} levels"
-                );
-            }
         }
     }
 }
