@@ -143,6 +143,10 @@ pub struct RayTree {
     depths: std::sync::OnceLock<Depths>,
 }
 
+/// The groups of every node of a [`RayTree`] (none left out for the rows a build wants):
+/// made once for the estimate of the batches and a whole build ([`RayTree::whole_groups`]).
+pub struct WholeGroups(Vec<float::Group>);
+
 /// The structure for some tile rows of a [`RayTree`]: their tiles and candidates.
 #[derive(Clone, Debug)]
 pub struct Accel {
@@ -563,9 +567,22 @@ impl RayTree {
         })
     }
 
-    /// The structure for the whole tree.
-    pub fn build_all(&self, culler: &Culler) -> Accel {
-        self.build(culler, &vec![true; self.tiles_y as usize])
+    /// Every node's groups ([`WholeGroups`]), made while the occlusion depths are: the
+    /// groups' order is found on one thread, and the depths' triangles keep the others
+    /// busy meanwhile (at 1080p, 15 ms the threads waited for twice, once for the
+    /// estimate and again for a whole build).
+    pub fn whole_groups(&self, culler: &Culler) -> WholeGroups {
+        let (groups, _) = rayon::join(
+            || float::groups(&self.nodes, self.root, |_| true),
+            || self.depths(culler),
+        );
+        WholeGroups(groups)
+    }
+
+    /// The structure for the whole tree, from its groups when they were made already.
+    pub fn build_all(&self, culler: &Culler, groups: Option<WholeGroups>) -> Accel {
+        let wanted = vec![true; self.tiles_y as usize];
+        self.build_from(culler, &wanted, groups.map(|groups| groups.0))
     }
 
     /// The structure for the tile rows `wanted` marks (one flag per tile row). Every
@@ -573,6 +590,17 @@ impl RayTree {
     /// exactly the candidates and skipped exits it gets when the whole tree is built:
     /// building in batches of rows changes no verdict, only how much is held at once.
     pub fn build(&self, culler: &Culler, wanted: &[bool]) -> Accel {
+        self.build_from(culler, wanted, None)
+    }
+
+    /// [`RayTree::build`] from the groups `groups` of the nodes that cover the rows
+    /// `wanted` marks, when they were made already (for every row: [`WholeGroups`]).
+    fn build_from(
+        &self,
+        culler: &Culler,
+        wanted: &[bool],
+        groups: Option<Vec<float::Group>>,
+    ) -> Accel {
         let nodes = &self.nodes;
         let root = self.root;
         // Wanted rows before each row, to tell in O(1) whether a node covers any.
@@ -598,8 +626,10 @@ impl RayTree {
         // The whole tree's ray box: it decides which triangles can be bounded, as it does
         // for the whole tree's build.
         let all = nodes[root as usize].rays;
-        let groups = float::groups(nodes, root, keep);
-        let depths = self.depths(culler);
+        let (groups, depths) = match groups {
+            Some(groups) => (groups, self.depths(culler)),
+            None => rayon::join(|| float::groups(nodes, root, keep), || self.depths(culler)),
+        };
         let parts = visit_all(&groups, nodes, &all, culler, depths, tile_count, &local);
         let mut tiles = vec![Tile::default(); tile_count];
         tiles
@@ -637,10 +667,10 @@ impl RayTree {
 
     /// About how many candidates each tile row will hold, from every `stride`-th triangle
     /// (for planning batches of rows; 1 counts them all).
-    pub fn estimate(&self, culler: &Culler, stride: usize) -> Vec<u64> {
+    pub fn estimate(&self, culler: &Culler, stride: usize, groups: &WholeGroups) -> Vec<u64> {
         let nodes = &self.nodes;
         let all = nodes[self.root as usize].rays;
-        let groups = float::groups(nodes, self.root, |_| true);
+        let groups = &groups.0;
         let depths = self.depths(culler);
         let stride = stride.max(1);
         let sampled = culler.constants().len().div_ceil(stride);
@@ -656,10 +686,10 @@ impl RayTree {
             .into_par_iter()
             .with_min_len(256)
             .fold(
-                || Collector::new(&groups),
+                || Collector::new(groups),
                 |mut collector, k| {
                     visit(
-                        &groups,
+                        groups,
                         nodes,
                         &all,
                         culler,
@@ -689,7 +719,7 @@ impl Accel {
         height: u32,
         rays: Vec<Vec3>,
     ) -> Result<Accel, AccelRefusal> {
-        Ok(RayTree::new(width, first_row, height, rays)?.build_all(culler))
+        Ok(RayTree::new(width, first_row, height, rays)?.build_all(culler, None))
     }
 
     /// The precomputed ray of pixel (x, y).

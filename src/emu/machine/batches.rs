@@ -159,9 +159,11 @@ impl Machine<'_> {
         let tiles = u64::from(tree.tile_rows()) * u64::from(tree.tiles_per_row());
         let triangles = self.scene.triangles.len() as u64;
         let budget = self.batch_candidates.max(1);
-        let per_row = (triangles * tiles > budget).then(|| {
+        // The estimate's groups serve a whole build too.
+        let mut groups = (triangles * tiles > budget).then(|| tree.whole_groups(culler));
+        let per_row = groups.as_ref().map(|groups| {
             let stride = (triangles / ESTIMATE_SAMPLE).max(1);
-            tree.estimate(culler, stride as usize)
+            tree.estimate(culler, stride as usize, groups)
         });
         // At most one batch per tile row: a core's batch is at least its next row.
         let batches = per_row.as_ref().map_or(1, |rows| {
@@ -169,7 +171,7 @@ impl Machine<'_> {
             total.div_ceil(budget).clamp(1, u64::from(tree.tile_rows()))
         });
         let (Some(per_row), 2..) = (per_row, batches) else {
-            let whole = tree.build_all(culler);
+            let whole = tree.build_all(culler, groups.take());
             return FrameAccel {
                 tree,
                 candidates: whole.candidate_count() as u64,
@@ -177,6 +179,8 @@ impl Machine<'_> {
                 ends: vec![vec![u32::MAX; cores]],
             };
         };
+        // Batches build their own groups, pruned to their rows.
+        drop(groups);
         let mut ends = vec![vec![u32::MAX; cores]; batches as usize];
         let weight = |y: u32| tree.tile_row(y).map_or(0, |row| per_row[row as usize]);
         for (core, partition) in self.partitions[self.active.clone()].iter().enumerate() {

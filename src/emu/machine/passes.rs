@@ -225,7 +225,9 @@ impl Machine<'_> {
                 }
             }
         }
-        Ok(self.assemble(&runs, rows))
+        let frame = self.assemble(&runs, rows);
+        super::drop_on_the_pool(runs);
+        Ok(frame)
     }
 }
 

@@ -312,13 +312,17 @@ impl<'s> Supersampler<'s> {
         };
         prepare(&machine)?;
         if k == 1 {
-            return Ok(machine.render(progress)?);
+            let render = machine.render(progress);
+            machine.release();
+            return Ok(render?);
         }
         let (width, height) = self.size();
         let mut output = Frame::blank(width, height, self.output.clone());
-        let mut render = machine.render_passes(progress, &self.passes, &mut |first, strip| {
+        let render = machine.render_passes(progress, &self.passes, &mut |first, strip| {
             box_filter_into(&strip, k, &mut output, first / k);
-        })?;
+        });
+        machine.release();
+        let mut render = render?;
         render.frame = output;
         Ok(render)
     }
