@@ -478,20 +478,20 @@ mod tests {
         );
     }
 
+    /// A triangle with vertices of 8 to 20 random bits and a random camera: the cases'
+    /// triangles, from tiny to as wide as Q15.17 holds.
+    fn random_triangle(rng: &mut Rng) -> TriangleConstants {
+        let size = [8, 12, 16, 20][(rng.next() % 4) as usize];
+        TriangleConstants::new(rng.vec(size), rng.vec(size), rng.vec(size), rng.vec(20))
+    }
+
     /// Checks 20,000 random cases with box spreads of `spreads` bits: the cases, how many
     /// the verdict settled, and how many of those only the wedges settled.
     fn check_claims(seed: u64, spreads: [u32; 4]) -> (usize, usize, usize) {
         let mut rng = Rng(seed);
         let (mut claimed, mut cases, mut wedged) = (0, 0, 0);
         while cases < 20_000 {
-            let size = [8, 12, 16, 20][(rng.next() % 4) as usize];
-            let vertex = |rng: &mut Rng| rng.vec(size);
-            let k = TriangleConstants::new(
-                vertex(&mut rng),
-                vertex(&mut rng),
-                vertex(&mut rng),
-                rng.vec(20),
-            );
+            let k = random_triangle(&mut rng);
             let ray = rng.vec(17);
             let spread = spreads[(rng.next() % 4) as usize];
             let mut rays = RayBox::EMPTY;
@@ -547,14 +547,7 @@ mod tests {
         let mut seen = [0usize; 8];
         let mut cases = 0;
         while cases < 20_000 {
-            let size = [8, 12, 16, 20][(rng.next() % 4) as usize];
-            let vertex = |rng: &mut Rng| rng.vec(size);
-            let k = TriangleConstants::new(
-                vertex(&mut rng),
-                vertex(&mut rng),
-                vertex(&mut rng),
-                rng.vec(20),
-            );
+            let k = random_triangle(&mut rng);
             let centre = rng.vec(17);
             let boxes: [RayBox; 4] = std::array::from_fn(|_| {
                 let spread = [1, 4, 8, 12, 13, 14, 15, 16][(rng.next() % 8) as usize];
