@@ -935,6 +935,50 @@ mod tests {
     /// The mask has bit k exactly where place k is unsettled, for every combination of
     /// codes.
     #[test]
+    fn worker_skips_add_up_every_visit_whatever_the_threads() {
+        let mut rays = RayBox::EMPTY;
+        rays.add([0x3F80_0000, 0, 0]);
+        let node = Node {
+            rays,
+            around: rays.around(),
+            kind: NodeKind::Leaf(0),
+        };
+        let groups = [Group::new(std::slice::from_ref(&node), &[0])];
+        let unsettled = usize::from(UNSETTLED & 7);
+        // A pool of three workers counted by one of two (the counts shared then), by three,
+        // and counts no one visited with.
+        for (threads, counted_in_pool) in [(3, false), (3, true), (1, true)] {
+            let pool = rayon::ThreadPoolBuilder::new()
+                .num_threads(threads)
+                .build()
+                .expect("a pool");
+            let skips = if counted_in_pool {
+                pool.install(|| WorkerSkips::new(&groups))
+            } else {
+                WorkerSkips {
+                    groups: groups.len(),
+                    counts: (0..2).map(|_| Mutex::new(Vec::new())).collect(),
+                }
+            };
+            pool.install(|| {
+                (0..1000).into_par_iter().for_each(|_| {
+                    let mut collector = Collector::new(&groups);
+                    skips.counting(&mut collector, |collector| mark_all(&groups, collector));
+                    assert_eq!(collector.finish().tiles, [0]);
+                })
+            });
+            let total = skips.total();
+            assert_eq!(total.len(), 1);
+            for place in total[0] {
+                let mut expected = [0; 8];
+                expected[unsettled] = 1000;
+                assert_eq!(place, expected, "{threads} threads");
+            }
+        }
+        assert_eq!(WorkerSkips::new(&groups).total(), [[[0; 8]; 4]]);
+    }
+
+    #[test]
     fn unsettled_mask_marks_exactly_the_unsettled_places() {
         for combination in 0..5u32.pow(4) {
             let codes: [u8; 4] =
