@@ -83,7 +83,7 @@ pub use rows::{Open, RowVerdicts};
 use super::cull::{Biu, Culler, Exit, TriangleConstants};
 use crate::emu::core::alu::{self, Vec3};
 use fixed::FixedForms;
-use float::{Collector, FloatForms, Found};
+use float::{Collector, FloatForms, Found, WorkerSkips};
 use occlusion::{Depth, Depths};
 
 /// Pixels per tile side.
@@ -630,13 +630,13 @@ impl RayTree {
             Some(groups) => (groups, self.depths(culler)),
             None => rayon::join(|| float::groups(nodes, root, keep), || self.depths(culler)),
         };
-        let parts = visit_all(&groups, nodes, &all, culler, depths, tile_count, &local);
+        let (parts, skips) = visit_all(&groups, nodes, &all, culler, depths, tile_count, &local);
         let mut tiles = vec![Tile::default(); tile_count];
         tiles
             .par_iter_mut()
             .enumerate()
             .for_each(|(tile, counts)| counts.len = parts.iter().map(|p| p.per_tile[tile]).sum());
-        let per_node = skipped_per_node(&groups, &parts, nodes.len());
+        let per_node = skipped_per_node(&groups, skips, nodes.len());
         push_down(
             nodes,
             root,
@@ -677,26 +677,22 @@ impl RayTree {
         let rows = self.tiles_y as usize;
         let count = |collector: Collector| {
             let mut per_row = vec![0; rows];
-            for tile in collector.finish().0.tiles {
+            for tile in collector.finish().tiles {
                 per_row[(tile / self.tiles_x) as usize] += stride as u64;
             }
             per_row
         };
+        // What the nodes skip is not wanted here, but counted all the same: per worker.
+        let skips = WorkerSkips::new(groups);
         (0..sampled)
             .into_par_iter()
             .with_min_len(256)
             .fold(
                 || Collector::new(groups),
                 |mut collector, k| {
-                    visit(
-                        groups,
-                        nodes,
-                        &all,
-                        culler,
-                        depths,
-                        k * stride,
-                        &mut collector,
-                    );
+                    skips.counting(&mut collector, |collector| {
+                        visit(groups, nodes, &all, culler, depths, k * stride, collector)
+                    });
                     collector
                 },
             )
@@ -888,18 +884,18 @@ fn build_node(
 
 /// One build task's share of the triangles, sorted by tile: its candidates (triangle
 /// numbers) tile after tile in ascending order, how many each tile has and where each
-/// tile's start, and what it skipped per group of nodes.
+/// tile's start.
 struct Part {
     by_tile: Vec<u32>,
     per_tile: Vec<u32>,
     starts: Vec<u32>,
-    skipped: Vec<[[u32; 8]; 4]>,
 }
 
 /// Descends the groups with every triangle: in small runs of consecutive triangles over
 /// the threads (triangles cost very differently), each thread's consecutive runs
 /// gathered in one collector, so that the parts, which cost memory and merging per tile,
-/// number about as many as the threads, not the runs.
+/// number about as many as the threads, not the runs. What the nodes skip is counted per
+/// worker, not per part (it is a sum, in any order).
 fn visit_all(
     groups: &[float::Group],
     nodes: &[Node],
@@ -908,8 +904,9 @@ fn visit_all(
     depths: &Depths,
     tile_count: usize,
     local: &(impl Fn(u32) -> usize + Sync),
-) -> Vec<Part> {
+) -> (Vec<Part>, WorkerSkips) {
     let triangles = culler.constants().len();
+    let skips = WorkerSkips::new(groups);
     let run = triangles.div_ceil(rayon::current_num_threads() * 8).max(64);
     let collected: Vec<(usize, Collector)> = (0..triangles.div_ceil(run))
         .into_par_iter()
@@ -918,21 +915,21 @@ fn visit_all(
             |part: Option<(usize, Collector)>, r| {
                 let (first, mut collector) =
                     part.unwrap_or_else(|| (r * run, Collector::new(groups)));
-                for triangle in r * run..((r + 1) * run).min(triangles) {
-                    visit(groups, nodes, all, culler, depths, triangle, &mut collector);
-                }
+                skips.counting(&mut collector, |collector| {
+                    for triangle in r * run..((r + 1) * run).min(triangles) {
+                        visit(groups, nodes, all, culler, depths, triangle, collector);
+                    }
+                });
                 Some((first, collector))
             },
         )
         .flatten()
         .collect();
-    collected
+    let parts = collected
         .into_par_iter()
-        .map(|(first, collector)| {
-            let (found, skipped) = collector.finish();
-            sort_by_tile(first, found, tile_count, local, skipped)
-        })
-        .collect()
+        .map(|(first, collector)| sort_by_tile(first, collector.finish(), tile_count, local))
+        .collect();
+    (parts, skips)
 }
 
 /// A part's candidates sorted by tile (`first` the number of its first triangle): a
@@ -942,7 +939,6 @@ fn sort_by_tile(
     mut found: Found,
     tile_count: usize,
     local: &impl Fn(u32) -> usize,
-    skipped: Vec<[[u32; 8]; 4]>,
 ) -> Part {
     for tile in &mut found.tiles {
         *tile = local(*tile) as u32;
@@ -974,27 +970,12 @@ fn sort_by_tile(
         by_tile,
         per_tile,
         starts,
-        skipped,
     }
 }
 
-/// What every node skips, added up over the parts (group by group, in parallel: each
-/// node belongs to one group).
-fn skipped_per_node(groups: &[float::Group], parts: &[Part], nodes: usize) -> Vec<Skipped> {
-    let sums: Vec<[[u32; 8]; 4]> = (0..groups.len())
-        .into_par_iter()
-        .map(|group| {
-            let mut sum = [[0; 8]; 4];
-            for part in parts {
-                for (place, counts) in sum.iter_mut().zip(&part.skipped[group]) {
-                    for (total, count) in place.iter_mut().zip(counts) {
-                        *total += count;
-                    }
-                }
-            }
-            sum
-        })
-        .collect();
+/// What every node skips, added up over the workers (each node belongs to one group).
+fn skipped_per_node(groups: &[float::Group], skips: WorkerSkips, nodes: usize) -> Vec<Skipped> {
+    let sums = skips.total();
     let mut per_node = vec![[0; 8]; nodes];
     for (group, sum) in groups.iter().zip(&sums) {
         for (k, &node) in group.members().iter().enumerate() {

@@ -30,6 +30,7 @@
 use super::fixed::{FixedForms, FixedLanes, Quad};
 use super::{Exit, Forms, Node, NodeKind, Verdict, H3_ERROR, UNSETTLED};
 use rayon::prelude::*;
+use std::sync::{Mutex, PoisonError};
 
 /// The doubled numerators' scales: one more halving than the forms' (2^-34 and 2^-17).
 /// [`FloatForms`] holds its coefficients scaled: a power of two commutes with every
@@ -395,8 +396,9 @@ mod avx2 {
 
 /// What one build task gathers as its triangles descend the tree: each triangle's
 /// candidate tiles (in visiting order, with where each triangle's run ends), what each
-/// node skips (by group and place in it, so that a group's counts share a cache line),
-/// and the descent's queue (kept for its allocation).
+/// node skips (by group and place in it, so that a group's counts share a cache line; lent
+/// by [`WorkerSkips::counting`] while it visits), and the descent's queue (kept for its
+/// allocation).
 ///
 /// The candidates and the queue are written past their ends whatever the verdicts, and
 /// their lengths advanced by them: a branch per node is mispredicted too often (with the
@@ -405,7 +407,8 @@ pub(super) struct Collector {
     found: Vec<u32>,
     found_len: usize,
     ends: Vec<u32>,
-    /// Per group and place, by verdict code (eight places, so that any code indexes them).
+    /// Per group and place, by verdict code (eight places, so that any code indexes them):
+    /// lent by [`WorkerSkips::counting`], empty otherwise.
     skipped: Vec<[[u32; 8]; 4]>,
     queue: Vec<u32>,
 }
@@ -429,21 +432,86 @@ impl Collector {
             found: Vec::new(),
             found_len: 0,
             ends: Vec::new(),
-            skipped: vec![[[0; 8]; 4]; groups.len()],
+            skipped: Vec::new(),
             // A triangle queues each group at most once.
             queue: vec![0; groups.len() + WINDOW],
         }
     }
 
-    /// The candidates, and adds what each node skipped to `per_node`.
-    /// The candidates found, and per group and place what was skipped there.
-    pub(super) fn finish(mut self) -> (Found, Vec<[[u32; 8]; 4]>) {
+    /// The candidates found.
+    pub(super) fn finish(mut self) -> Found {
         self.found.truncate(self.found_len);
-        let found = Found {
+        Found {
             tiles: self.found,
             ends: self.ends,
+        }
+    }
+}
+
+/// What the nodes skip, by group and place, counted per rayon worker rather than per
+/// build task: the counts are sums, in any order, and a task's own counts (about 10 MB
+/// for a 1080p tree) cost page faults and a read per task at the end, where the tasks
+/// number several per thread.
+pub(super) struct WorkerSkips {
+    groups: usize,
+    /// One per worker, made on its first use (so a worker that visits nothing costs none).
+    counts: Vec<Mutex<Vec<[[u32; 8]; 4]>>>,
+}
+
+impl WorkerSkips {
+    pub(super) fn new(groups: &[Group]) -> WorkerSkips {
+        WorkerSkips {
+            groups: groups.len(),
+            counts: (0..rayon::current_num_threads().max(1))
+                .map(|_| Mutex::new(Vec::new()))
+                .collect(),
+        }
+    }
+
+    /// Runs `visits` with the calling worker's counts lent to `collector`. The lock is
+    /// only ever contended if `visits` runs outside the pool whose workers were counted
+    /// (then any worker's counts do: they are sums).
+    pub(super) fn counting<R>(
+        &self,
+        collector: &mut Collector,
+        visits: impl FnOnce(&mut Collector) -> R,
+    ) -> R {
+        let worker = rayon::current_thread_index().unwrap_or(0) % self.counts.len();
+        let mut counts = self.counts[worker]
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        if counts.is_empty() {
+            *counts = vec![[[0; 8]; 4]; self.groups];
+        }
+        std::mem::swap(&mut collector.skipped, &mut counts);
+        let result = visits(collector);
+        std::mem::swap(&mut collector.skipped, &mut counts);
+        result
+    }
+
+    /// Every group's counts, added up over the workers (group by group, in parallel).
+    pub(super) fn total(self) -> Vec<[[u32; 8]; 4]> {
+        let mut each = self
+            .counts
+            .into_iter()
+            .map(|counts| counts.into_inner().unwrap_or_else(PoisonError::into_inner))
+            .filter(|counts| !counts.is_empty());
+        let Some(mut total) = each.next() else {
+            return vec![[[0; 8]; 4]; self.groups];
         };
-        (found, self.skipped)
+        let rest: Vec<_> = each.collect();
+        if !rest.is_empty() {
+            total.par_iter_mut().enumerate().for_each(|(group, sum)| {
+                for counts in &rest {
+                    for (place, counts) in sum.iter_mut().zip(&counts[group]) {
+                        for (total, count) in place.iter_mut().zip(counts) {
+                            *total += count;
+                        }
+                    }
+                }
+            });
+        }
+        total
     }
 }
 
@@ -866,6 +934,50 @@ mod tests {
 
     /// The mask has bit k exactly where place k is unsettled, for every combination of
     /// codes.
+    #[test]
+    fn worker_skips_add_up_every_visit_whatever_the_threads() {
+        let mut rays = RayBox::EMPTY;
+        rays.add([0x3F80_0000, 0, 0]);
+        let node = Node {
+            rays,
+            around: rays.around(),
+            kind: NodeKind::Leaf(0),
+        };
+        let groups = [Group::new(std::slice::from_ref(&node), &[0])];
+        let unsettled = usize::from(UNSETTLED & 7);
+        // A pool of three workers counted by one of two (the counts shared then), by three,
+        // and counts no one visited with.
+        for (threads, counted_in_pool) in [(3, false), (3, true), (1, true)] {
+            let pool = rayon::ThreadPoolBuilder::new()
+                .num_threads(threads)
+                .build()
+                .expect("a pool");
+            let skips = if counted_in_pool {
+                pool.install(|| WorkerSkips::new(&groups))
+            } else {
+                WorkerSkips {
+                    groups: groups.len(),
+                    counts: (0..2).map(|_| Mutex::new(Vec::new())).collect(),
+                }
+            };
+            pool.install(|| {
+                (0..1000).into_par_iter().for_each(|_| {
+                    let mut collector = Collector::new(&groups);
+                    skips.counting(&mut collector, |collector| mark_all(&groups, collector));
+                    assert_eq!(collector.finish().tiles, [0]);
+                })
+            });
+            let total = skips.total();
+            assert_eq!(total.len(), 1);
+            for place in total[0] {
+                let mut expected = [0; 8];
+                expected[unsettled] = 1000;
+                assert_eq!(place, expected, "{threads} threads");
+            }
+        }
+        assert_eq!(WorkerSkips::new(&groups).total(), [[[0; 8]; 4]]);
+    }
+
     #[test]
     fn unsettled_mask_marks_exactly_the_unsettled_places() {
         for combination in 0..5u32.pow(4) {
