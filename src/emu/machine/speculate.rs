@@ -112,6 +112,32 @@ pub struct Chunking {
     pub pixels: Option<usize>,
 }
 
+/// How far apart a range's chunks are cut toward where its threads meet: a chunk at most
+/// this many times shorter than its distance from there, and never longer than the
+/// uniform size.
+pub const GUIDED: usize = 4;
+
+/// The length from which `chunk` (a candidate chunk of `range`) is cut: `pixels`, but
+/// shorter toward `meet`, down to its nearest point's distance from `meet` over
+/// [`GUIDED`] (the shortest chunks there a row, or a tile row, long, and never under
+/// [`MIN_CHUNK_PIXELS`]). Where threads share a core, one goes along it from its real
+/// state while the others take its chunks from the end (`speculate/check.rs`); they meet
+/// about where the one has done its share, and the last chunk to run, there, is short:
+/// the other threads wait for it at the batch's end. With two threads on the
+/// 80k-triangle mesh at 1080p, fixed ROM, `--cores 1`, the threads waited about 75 ms
+/// in all (median of 5) at the end of 30 even chunks, 28 ms with 47 guided ones.
+fn guided(meet: Option<usize>, chunk: Range<usize>, pixels: usize) -> usize {
+    let Some(meet) = meet else {
+        return pixels;
+    };
+    let distance = if chunk.end <= meet {
+        meet - chunk.end
+    } else {
+        chunk.start.saturating_sub(meet)
+    };
+    (distance / GUIDED).clamp(MIN_CHUNK_PIXELS.min(pixels), pixels)
+}
+
 /// A speculative chunk's pieces: [`FIRST_PIECE`] pixels, then each twice the one
 /// before up to [`PIECE`].
 fn pieces(pixels: Range<usize>) -> Vec<Range<usize>> {
@@ -332,12 +358,24 @@ impl Machine<'_> {
             return (range.start + pixels..range.end).step_by(pixels).collect();
         }
         let (y0, y1) = (partition.start_pixel().1, partition.end_pixel().1);
+        // Where the thread that goes along the core from its real state meets the others
+        // (`guided`): after its share of the threads on each core. None where each thread
+        // has a core of its own (they meet at the cores' ends).
+        let (cores, threads) = (
+            self.active_partitions().count(),
+            rayon::current_num_threads(),
+        );
+        let meet = (threads > cores).then(|| range.start + range.len() * cores / threads);
         let mut starts = Vec::new();
         let mut last = range.start;
         for y in y0 + 1..y1 {
             let k = partition.row_start(y);
             let aligned = tile_rows.is_none_or(|tree| tree.starts_tile_row(y));
-            if aligned && k > range.start && k < range.end && k - last >= pixels {
+            if aligned
+                && k > range.start
+                && k < range.end
+                && k - last >= guided(meet, last..k, pixels)
+            {
                 starts.push(k);
                 last = k;
             }
@@ -1026,6 +1064,49 @@ mod tests {
             assert_eq!(x, 0, "pixel {k} starts a row");
             assert!(tree.starts_tile_row(y), "row {y} starts a tile row");
         }
+    }
+
+    /// Row-aligned chunks shorten toward where the threads on a core meet (with two
+    /// threads on one core, the middle of its range): the last to run is short.
+    #[test]
+    fn chunks_shorten_toward_the_middle_where_the_threads_meet() {
+        let scene = tiny_scene(64, 480);
+        let options = RenderOptions {
+            cores: Some(1),
+            ..RenderOptions::default()
+        };
+        let machine = Machine::new(&scene, &options).expect("a machine");
+        let partition = machine.partitions()[0];
+        let all = 0..partition.pixel_count();
+        let two = rayon::ThreadPoolBuilder::new().num_threads(2).build();
+        let starts = || machine.chunk_starts(&partition, all.clone(), 1024, None);
+        let mut cuts = two.expect("a pool").install(starts);
+        cuts.insert(0, 0);
+        cuts.push(all.end);
+        let lengths: Vec<usize> = cuts.windows(2).map(|w| w[1] - w[0]).collect();
+        let n = lengths.len();
+        assert_eq!(
+            lengths[..3],
+            [1024; 3],
+            "full far from the middle: {lengths:?}"
+        );
+        assert_eq!(
+            lengths[n - 4..n - 1],
+            [1024; 3],
+            "and near the end: {lengths:?}"
+        );
+        let middle = cuts.iter().position(|&k| k > all.end / 2).expect("a cut") - 1;
+        assert_eq!(
+            lengths[middle], MIN_CHUNK_PIXELS,
+            "the shortest at the middle"
+        );
+        // All but the last (the rest of the range) between the shortest and the full length.
+        let full = MIN_CHUNK_PIXELS..=1024;
+        assert!(
+            lengths[..n - 1].iter().all(|n| full.contains(n)),
+            "{lengths:?}"
+        );
+        assert!(cuts.iter().all(|k| k % 64 == 0), "at row starts");
     }
 
     #[test]
