@@ -932,8 +932,8 @@ mod tests {
         );
     }
 
-    /// The mask has bit k exactly where place k is unsettled, for every combination of
-    /// codes.
+    /// [`WorkerSkips`] adds up every visit's counts, in pools of one and three workers, with
+    /// counts made for another pool's workers, and with no visit at all.
     #[test]
     fn worker_skips_add_up_every_visit_whatever_the_threads() {
         let mut rays = RayBox::EMPTY;
@@ -978,6 +978,8 @@ mod tests {
         assert_eq!(WorkerSkips::new(&groups).total(), [[[0; 8]; 4]]);
     }
 
+    /// The mask has bit k exactly where place k is unsettled, for every combination of
+    /// codes.
     #[test]
     fn unsettled_mask_marks_exactly_the_unsettled_places() {
         for combination in 0..5u32.pow(4) {
