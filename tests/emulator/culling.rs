@@ -874,6 +874,44 @@ fn assert_batches_hold_the_whole_frames_tiles(scene: &Scene, rom: RomVariant) {
     }
 }
 
+/// The structure is the same however many threads build it: its parts (a few per thread)
+/// are bucketed by ranges of 256 tiles, and a 104x104 frame has 676 tiles, three ranges
+/// (the last one short), so candidates cross the ranges' edges.
+#[test]
+fn the_structure_does_not_depend_on_the_threads() {
+    let scene = generated(&displaced_icosphere_obj(4, 0.1), 104, true);
+    for rom in [RomVariant::Faithful, RomVariant::Fixed] {
+        let built = |threads: usize| {
+            let pool = rayon::ThreadPoolBuilder::new()
+                .num_threads(threads)
+                .build()
+                .expect("a pool");
+            pool.install(|| {
+                let machine = machine_with_structure(&scene, rom);
+                let (culler, accel) = structure(&machine, rom.name());
+                check_tile_claims(culler, &accel, scene.triangles.len(), scene.height())
+                    .unwrap_or_else(|e| panic!("{}, {threads} threads: {e}", rom.name()));
+                (0..scene.height())
+                    .flat_map(|y| (0..scene.width()).map(move |x| (x, y)))
+                    .map(|(x, y)| {
+                        let (tile, candidates) = accel.tile(x, y);
+                        (*tile, candidates.to_vec())
+                    })
+                    .collect::<Vec<_>>()
+            })
+        };
+        let one = built(1);
+        assert!(
+            one.iter().any(|(_, candidates)| candidates.len() > 1),
+            "{}: no tile with several candidates",
+            rom.name()
+        );
+        for threads in [3, 8] {
+            assert!(built(threads) == one, "{}, {threads} threads", rom.name());
+        }
+    }
+}
+
 /// A wall of 128 small coplanar triangles in front of 600 small ones (half listed before
 /// the wall, half after, the last one behind it too): with the fixed ROM the structure
 /// skips the hidden ones wherever the wall's pieces together cover a tile, and the frame,
