@@ -139,7 +139,13 @@ impl Depths {
                 if let Some(forms) = FixedForms::new(k, fixed, all) {
                     let mut hit = |at: usize| {
                         if let Some(t) = culler.fixed_hit(triangle, pixels.rays[at]) {
-                            nearest[at].fetch_min(i64::from(t as i32), Ordering::Relaxed);
+                            // Most hits lie behind one found already: reading first keeps
+                            // the line shared between the cores instead of taking it
+                            // exclusive for every write (the minimum is the same).
+                            let t = i64::from(t as i32);
+                            if t < nearest[at].load(Ordering::Relaxed) {
+                                nearest[at].fetch_min(t, Ordering::Relaxed);
+                            }
                         }
                     };
                     cover_tree(nodes, root, &forms, pixels, &mut hit);
