@@ -76,6 +76,7 @@ mod fixed;
 mod float;
 mod occlusion;
 mod rows;
+mod tree;
 
 pub use occlusion::OCCLUDED_MAIN_INSTRUCTIONS;
 pub use rows::{Open, RowVerdicts};
@@ -121,8 +122,6 @@ type Skipped = [u32; 8];
 /// [`Verdict::code`] of no verdict.
 const UNSETTLED: u8 = 0;
 
-/// One build task's result: its candidate triangles by tile (ascending within each) and
-/// how many each tile got.
 /// The frame's rays and the quadtree of tiles over them: what the structure of any set of
 /// tile rows is built from ([`RayTree::build`]). Its size grows with the pixels only.
 #[derive(Clone, Debug)]
@@ -489,25 +488,7 @@ impl RayTree {
         }
         let (tiles_x, tiles_y) = (width.div_ceil(TILE), height.div_ceil(TILE));
         let tiles = tile_boxes(&rays, width, height);
-        let mut nodes = Vec::with_capacity(2 * tiles.len());
-        let root = build_node(&mut nodes, &tiles, tiles_x, [0, 0, tiles_x, tiles_y]);
-        // Children come before their parent.
-        let mut node_rows: Vec<[u32; 2]> = Vec::with_capacity(nodes.len());
-        for node in &nodes {
-            let rows = match node.kind {
-                NodeKind::Leaf(tile) => [tile / tiles_x, tile / tiles_x + 1],
-                NodeKind::Split(..) => {
-                    node.kind
-                        .children()
-                        .iter()
-                        .fold([u32::MAX, 0], |[first, end], &child| {
-                            let [a, b] = node_rows[child as usize];
-                            [first.min(a), end.max(b)]
-                        })
-                }
-            };
-            node_rows.push(rows);
-        }
+        let (nodes, node_rows, root) = tree::build(&tiles, tiles_x, tiles_y);
         Ok(RayTree {
             width,
             first_row,
@@ -831,52 +812,6 @@ fn tile_boxes(rays: &[Vec3], width: u32, height: u32) -> Vec<RayBox> {
             rays_box
         })
         .collect()
-}
-
-/// Adds the node over tiles `[x0, y0, x1, y1)` (whose rays' boxes are `tiles`, `tiles_x`
-/// to a row) and its descendants to `nodes`, children first; returns its index.
-fn build_node(
-    nodes: &mut Vec<Node>,
-    tiles: &[RayBox],
-    tiles_x: u32,
-    [x0, y0, x1, y1]: [u32; 4],
-) -> u32 {
-    let (w, h) = (x1 - x0, y1 - y0);
-    let node = if w == 1 && h == 1 {
-        let tile = y0 * tiles_x + x0;
-        let rays_box = tiles[tile as usize];
-        Node {
-            rays: rays_box,
-            around: rays_box.around(),
-            kind: NodeKind::Leaf(tile),
-        }
-    } else {
-        let halves = |a: u32, b: u32| {
-            let m = a + (b - a) / 2;
-            if b - a > 1 {
-                ([[a, m], [m, b]], 2)
-            } else {
-                ([[a, b], [a, b]], 1)
-            }
-        };
-        let ((xs, x_count), (ys, y_count)) = (halves(x0, x1), halves(y0, y1));
-        let (mut children, mut count, mut rays_box) = ([0; 4], 0, RayBox::EMPTY);
-        for &[ya, yb] in &ys[..y_count] {
-            for &[xa, xb] in &xs[..x_count] {
-                let child = build_node(nodes, tiles, tiles_x, [xa, ya, xb, yb]);
-                rays_box = RayBox::union(rays_box, nodes[child as usize].rays);
-                children[count] = child;
-                count += 1;
-            }
-        }
-        Node {
-            rays: rays_box,
-            around: rays_box.around(),
-            kind: NodeKind::Split(children, count as u8),
-        }
-    };
-    nodes.push(node);
-    nodes.len() as u32 - 1
 }
 
 /// Tiles per range: a part's candidates are bucketed by range of tiles, and each range is
