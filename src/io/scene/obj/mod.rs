@@ -92,6 +92,7 @@
 //! camera); errors are [`SceneError`]s naming the file, and the line and column for syntax.
 
 mod atlas;
+mod first_use;
 mod fit;
 mod inside;
 mod load;
@@ -990,19 +991,7 @@ fn texture_size(bytes: &[u8]) -> Option<(u32, u32)> {
 
 fn fit_view(model: &ObjModel, options: &ObjOptions) -> Result<View, FitError> {
     // Only vertices that faces use count for the bounds.
-    let mut index_of = vec![NO_INDEX; model.positions.len()];
-    let mut positions = Vec::new();
-    for triangle in &model.triangles {
-        for corner in triangle.corners {
-            let index = &mut index_of[corner.position()];
-            if *index == NO_INDEX {
-                *index = positions.len() as u32;
-                positions.push(DVec3::from(model.positions[corner.position()]));
-            }
-        }
-    }
-    let triangles =
-        (model.triangles.iter()).map(|t| t.corners.map(|c| index_of[c.position()] as usize));
+    let (positions, triangles) = used_positions(model);
     let point = |p: Option<[f32; 3]>| p.map(|p| DVec3::from(p.map(f64::from)));
     View::fit(
         &positions,
@@ -1022,6 +1011,21 @@ fn fit_view(model: &ObjModel, options: &ObjOptions) -> Result<View, FitError> {
             turntable: options.turntable,
         },
     )
+}
+
+/// The positions the triangles use, in the order of their first use (see the `first_use`
+/// module: the fit's sequential folds and the `inside` grid see them in that order), and
+/// the triangles' corners as indices into them.
+fn used_positions(model: &ObjModel) -> (Vec<DVec3>, Vec<[usize; 3]>) {
+    let position = |t: &ObjTriangle, k: usize| Some(t.corners[k].position());
+    let (order, rank) = first_use::first_uses(&model.triangles, model.positions.len(), position);
+    let positions = (order.par_iter())
+        .map(|&at| DVec3::from(model.positions[at]))
+        .collect();
+    let triangles = (model.triangles.par_iter())
+        .map(|t| t.corners.map(|c| rank[c.position()] as usize))
+        .collect();
+    (positions, triangles)
 }
 
 fn fit_message(error: FitError) -> String {
