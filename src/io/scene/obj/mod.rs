@@ -366,34 +366,16 @@ pub fn load_obj_with_progress(
     options: &ObjOptions,
     progress: &LoadProgress,
 ) -> Result<ObjScene, SceneError> {
-    let text = read_text(path)?;
-    let assets = DirAssets(path.parent().map(Path::to_path_buf).unwrap_or_default());
-    let parsed = parse_text(&text, path, &assets, options, progress)?;
-    // The text is a third of the peak memory of a large load: gone before the conversion.
-    drop(text);
-    parsed.build(path, &assets, options, progress)
-}
-
-/// The OBJ file's text; bytes that are not UTF-8 are an error naming their line.
-fn read_text(path: &Path) -> Result<String, SceneError> {
     let bytes = crate::io::input::read(path).map_err(|source| SceneError::Io {
         path: path.to_path_buf(),
         source,
     })?;
-    String::from_utf8(bytes).map_err(|error| {
-        let bytes = error.as_bytes();
-        let at = error.utf8_error().valid_up_to();
-        let line_start = bytes[..at].iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
-        SceneError::Syntax {
-            file: path.to_path_buf(),
-            line: bytes[..at].iter().filter(|&&b| b == b'\n').count() + 1,
-            column: at - line_start + 1,
-            message: format!(
-                "byte 0x{:02X} is not UTF-8 text (a Latin-1 or other 8-bit name?): save the file as UTF-8",
-                bytes[at]
-            ),
-        }
-    })
+    let pieces = parse::utf8_pieces(&bytes, path)?;
+    let assets = DirAssets(path.parent().map(Path::to_path_buf).unwrap_or_default());
+    let parsed = parse_text(pieces, bytes.len(), path, &assets, options, progress)?;
+    // The text is a third of the peak memory of a large load: gone before the conversion.
+    drop(bytes);
+    parsed.build(path, &assets, options, progress)
 }
 
 /// Loads OBJ text (`path` names it in messages) whose MTL and textures come from `assets`.
@@ -404,7 +386,9 @@ pub fn load_obj_text(
     options: &ObjOptions,
 ) -> Result<ObjScene, SceneError> {
     let progress = LoadProgress::default();
-    parse_text(text, path, assets, options, &progress)?.build(path, assets, options, &progress)
+    let pieces = parse::text_pieces(text, parse::PIECE_BYTES);
+    parse_text(pieces, text.len(), path, assets, options, &progress)?
+        .build(path, assets, options, &progress)
 }
 
 /// An OBJ read and its materials loaded, not yet converted.
@@ -434,22 +418,24 @@ impl Parsed {
     }
 }
 
-/// Checks and reads OBJ text and its materials: everything but the conversion.
+/// Checks and reads OBJ text (`pieces` of `bytes` in all, see [`parse::utf8_pieces`]) and
+/// its materials: everything but the conversion.
 fn parse_text(
-    text: &str,
+    pieces: Vec<&str>,
+    bytes: usize,
     path: &Path,
     assets: &dyn Assets,
     options: &ObjOptions,
     progress: &LoadProgress,
 ) -> Result<Parsed, SceneError> {
-    let half = text.len() as u64 + 1;
+    let half = bytes as u64 + 1;
     progress.total.store(2 * half, Ordering::Relaxed);
     let unsupported = |message: String| SceneError::Unsupported {
         file: path.to_path_buf(),
         message,
     };
     validate_options(options).map_err(unsupported)?;
-    let valid = parse::validate_obj_counting(text, path, &progress.done)?;
+    let valid = parse::validate_obj_counting(pieces, path, &progress.done)?;
     progress.done.store(half, Ordering::Relaxed);
     if valid.model.triangles.is_empty() {
         return Err(unsupported(NO_TRIANGLES.into()));
