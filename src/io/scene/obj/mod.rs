@@ -373,8 +373,9 @@ pub fn load_obj_with_progress(
     let pieces = parse::utf8_pieces(&bytes, path)?;
     let assets = DirAssets(path.parent().map(Path::to_path_buf).unwrap_or_default());
     let parsed = parse_text(pieces, bytes.len(), path, &assets, options, progress)?;
-    // The text is a third of the peak memory of a large load: gone before the conversion.
-    drop(bytes);
+    // The text is a third of the peak memory of a large load: freed now, on a worker
+    // thread (unmapping 50 MB took 4 ms of the serial path), while the scene is built.
+    rayon::spawn(move || drop(bytes));
     parsed.build(path, &assets, options, progress)
 }
 
@@ -892,10 +893,18 @@ fn tile_sources(
     let mut by_key: HashMap<String, usize> = HashMap::new();
     let mut tile_of_material = HashMap::new();
     // The materials the triangles use, in order (None first).
-    let mut uses = vec![false; materials.len() + 1];
-    for triangle in &model.triangles {
-        uses[triangle.material().map_or(0, |m| m + 1)] = true;
-    }
+    let none = || vec![false; materials.len() + 1];
+    let uses = (model.triangles.par_iter())
+        .fold(none, |mut uses, triangle| {
+            uses[triangle.material().map_or(0, |m| m + 1)] = true;
+            uses
+        })
+        .reduce(none, |mut uses, more| {
+            uses.iter_mut()
+                .zip(more)
+                .for_each(|(used, also)| *used |= also);
+            uses
+        });
     let used = (uses.iter().enumerate())
         .filter(|(_, used)| **used)
         .map(|(index, _)| index.checked_sub(1));
