@@ -7,85 +7,100 @@
 //! names it (an atomic minimum, on all threads); each chunk of triangles then counts the
 //! first uses it holds, and with the prefix sums of those counts places them.
 
-use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use rayon::prelude::*;
 
-use super::load::{ObjTriangle, NO_INDEX};
+use super::load::ObjTriangle;
 
 /// Triangles per chunk.
 const CHUNK: usize = 1 << 14;
 
+/// The entries a model's triangles use, in the order of their first use, and the rank of
+/// each in that order.
+pub struct FirstUses {
+    pub order: Vec<usize>,
+    /// Per entry: its rank, or u64::MAX where no corner names it.
+    rank: Vec<AtomicU64>,
+}
+
+impl FirstUses {
+    /// The place of entry `at` in [`FirstUses::order`] (None: no corner names it).
+    pub fn rank(&self, at: usize) -> Option<usize> {
+        let rank = self.rank[at].load(Ordering::Relaxed);
+        (rank != u64::MAX).then_some(rank as usize)
+    }
+}
+
 /// The entries of a list of `count` that `entry` (of a triangle and a corner, 0..3; None:
-/// that corner uses none) names, in the order of their first use, and the rank of each
-/// entry in that order ([`NO_INDEX`] for entries no corner names).
+/// that corner uses none) names, in the order of their first use.
 pub fn first_uses(
     triangles: &[ObjTriangle],
     count: usize,
     entry: impl Fn(&ObjTriangle, usize) -> Option<usize> + Sync,
-) -> (Vec<usize>, Vec<u32>) {
+) -> FirstUses {
     let first: Vec<AtomicU64> = (0..count)
         .into_par_iter()
         .map(|_| AtomicU64::new(u64::MAX))
         .collect();
-    let numbered = |index: usize, chunk| numbered_uses(index * CHUNK, chunk, &entry);
     let chunks = || triangles.par_chunks(CHUNK).enumerate();
     chunks().for_each(|(index, chunk)| {
-        for (number, at) in numbered(index, chunk) {
+        for_each_use(index * CHUNK, chunk, &entry, |number, at| {
             // Within a chunk numbers grow: most corners only read.
             if number < first[at].load(Ordering::Relaxed) {
                 first[at].fetch_min(number, Ordering::Relaxed);
             }
-        }
+        });
     });
-    let is_first = |&(number, at): &(u64, usize)| first[at].load(Ordering::Relaxed) == number;
-    let counts: Vec<usize> = chunks()
-        .map(|(index, chunk)| numbered(index, chunk).filter(is_first).count())
+    let firsts: Vec<Vec<usize>> = chunks()
+        .map(|(index, chunk)| {
+            let mut firsts = Vec::new();
+            for_each_use(index * CHUNK, chunk, &entry, |number, at| {
+                if first[at].load(Ordering::Relaxed) == number {
+                    firsts.push(at);
+                }
+            });
+            firsts
+        })
         .collect();
-    let mut order = vec![0; counts.iter().sum()];
-    let mut slots = Vec::with_capacity(counts.len());
+    let mut order = vec![0; firsts.iter().map(Vec::len).sum()];
+    let mut slots = Vec::with_capacity(firsts.len());
     let mut rest = order.as_mut_slice();
-    for &count in &counts {
-        let (slot, after) = rest.split_at_mut(count);
+    for chunk in &firsts {
+        let (slot, after) = rest.split_at_mut(chunk.len());
         slots.push(slot);
         rest = after;
     }
-    let rank: Vec<AtomicU32> = (0..count)
-        .into_par_iter()
-        .map(|_| AtomicU32::new(NO_INDEX))
-        .collect();
-    let starts = counts.iter().scan(0, |sum, &count| {
-        *sum += count;
-        Some(*sum - count)
+    (slots.into_par_iter().zip(&firsts)).for_each(|(slot, chunk)| slot.copy_from_slice(chunk));
+    // The first uses are found: `first` becomes the ranks.
+    (order.par_iter().enumerate()).for_each(|(rank, &at)| {
+        first[at].store(rank as u64, Ordering::Relaxed);
     });
-    let jobs: Vec<_> = slots.into_iter().zip(starts).collect();
-    (jobs.into_par_iter().zip(chunks())).for_each(|((slot, start), (index, chunk))| {
-        for (k, (_, at)) in numbered(index, chunk).filter(is_first).enumerate() {
-            // Fewer than NO_INDEX entries: the model's lists are indexed by u32.
-            rank[at].store((start + k) as u32, Ordering::Relaxed);
-            slot[k] = at;
-        }
-    });
-    let rank = rank.into_par_iter().map(AtomicU32::into_inner).collect();
-    (order, rank)
+    FirstUses { order, rank: first }
 }
 
-/// The uses in `chunk` (its first triangle number `start`) as (corner number, entry).
-fn numbered_uses<'a>(
+/// Calls `f` with each use in `chunk` (its first triangle number `start`): the corner's
+/// number and the entry.
+fn for_each_use(
     start: usize,
-    chunk: &'a [ObjTriangle],
-    entry: &'a (impl Fn(&ObjTriangle, usize) -> Option<usize> + Sync),
-) -> impl Iterator<Item = (u64, usize)> + 'a {
-    (chunk.iter().enumerate()).flat_map(move |(t, triangle)| {
+    chunk: &[ObjTriangle],
+    entry: &impl Fn(&ObjTriangle, usize) -> Option<usize>,
+    mut f: impl FnMut(u64, usize),
+) {
+    for (t, triangle) in chunk.iter().enumerate() {
         let number = 3 * (start + t) as u64;
-        (0..3).filter_map(move |k| entry(triangle, k).map(|at| (number + k as u64, at)))
-    })
+        for k in 0..3 {
+            if let Some(at) = entry(triangle, k) {
+                f(number + k as u64, at);
+            }
+        }
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::io::scene::obj::Corner;
+    use crate::io::scene::obj::{Corner, NO_INDEX};
 
     /// First uses found on all threads, across chunks, are those of one pass in order.
     #[test]
@@ -131,7 +146,12 @@ mod tests {
                 }
             }
             assert!(order.len() > 200);
-            assert_eq!(first_uses(&triangles, count, entry), (order, rank));
+            let uses = first_uses(&triangles, count, entry);
+            assert_eq!(uses.order, order);
+            let ranks: Vec<u32> = (0..count)
+                .map(|at| uses.rank(at).map_or(NO_INDEX, |r| r as u32))
+                .collect();
+            assert_eq!(ranks, rank);
         }
     }
 }

@@ -1013,12 +1013,14 @@ fn fit_view(model: &ObjModel, options: &ObjOptions) -> Result<View, FitError> {
 /// the triangles' corners as indices into them.
 fn used_positions(model: &ObjModel) -> (Vec<DVec3>, Vec<[usize; 3]>) {
     let position = |t: &ObjTriangle, k: usize| Some(t.corners[k].position());
-    let (order, rank) = first_use::first_uses(&model.triangles, model.positions.len(), position);
-    let positions = (order.par_iter())
+    let uses = first_use::first_uses(&model.triangles, model.positions.len(), position);
+    let positions = (uses.order.par_iter())
         .map(|&at| DVec3::from(model.positions[at]))
         .collect();
+    // Every corner's position is used: it has a rank.
+    let rank = |c: Corner| uses.rank(c.position()).unwrap_or_default();
     let triangles = (model.triangles.par_iter())
-        .map(|t| t.corners.map(|c| rank[c.position()] as usize))
+        .map(|t| t.corners.map(rank))
         .collect();
     (positions, triangles)
 }

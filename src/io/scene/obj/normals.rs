@@ -57,16 +57,17 @@ impl Normals {
         };
         // In the order smooth triangles first use them, while the addresses stay in range.
         let normal = |t: &ObjTriangle, k: usize| smooth(t).then(|| t.corners[k].normal as usize);
-        let (order, rank) = first_use::first_uses(&model.triangles, model.normals.len(), normal);
+        let uses = first_use::first_uses(&model.triangles, model.normals.len(), normal);
         // Ranks r with base + 3r < i32::MAX - 3.
         let room = (i32::MAX as usize - 3).saturating_sub(base).div_ceil(3);
-        let placed = order.len().min(room);
-        let words: Vec<[u32; 3]> = (order[..placed].par_iter())
+        let placed = uses.order.len().min(room);
+        let words: Vec<[u32; 3]> = (uses.order[..placed].par_iter())
             .map(|&n| usable[n].expect("smooth corners have normals"))
             .collect();
-        let address = (rank.par_iter())
-            .map(|&r| match r {
-                r if r != NO_INDEX && (r as usize) < room => (base + 3 * r as usize) as u32,
+        let address = (0..model.normals.len())
+            .into_par_iter()
+            .map(|n| match uses.rank(n) {
+                Some(r) if r < room => (base + 3 * r) as u32,
                 _ => NO_INDEX,
             })
             .collect();

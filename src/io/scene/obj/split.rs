@@ -38,10 +38,11 @@ pub fn split_large(model: &ObjModel) -> Option<(ObjModel, usize, usize)> {
     // On all threads: the order only decides which of -0.0 and 0.0 a bound keeps, and
     // the limit squares it.
     let (min, max) = (model.triangles.par_iter())
-        .flat_map_iter(|t| t.corners.iter().map(position))
         .fold(
             || (DVec3::splat(f64::MAX), DVec3::splat(f64::MIN)),
-            |(lo, hi), p| (lo.min(p), hi.max(p)),
+            |bounds, t| {
+                (t.corners.iter().map(position)).fold(bounds, |(lo, hi), p| (lo.min(p), hi.max(p)))
+            },
         )
         .reduce(
             || (DVec3::splat(f64::MAX), DVec3::splat(f64::MIN)),
