@@ -2,6 +2,7 @@
 //! documentation of [`super`] for the reasoning).
 
 use glam::DVec3;
+use rayon::prelude::*;
 
 /// Hits at t >= 250.0 are misses: RGU resets LAST_t.x to 0x1F40000 every pixel, which is
 /// 250.0 in Q15.17 (the ROM's comment says 500, true only in Q16.16). The fit keeps every
@@ -184,14 +185,21 @@ fn frustum_distance(
     let right = up_hint.cross(direction).normalize();
     let up = direction.cross(right);
     let (tan_h, tan_v) = (half_h.tan(), half_v.tan());
-    positions
-        .iter()
-        .map(|p| {
-            let d = *p - target;
-            let depth = d.dot(direction);
-            depth + 1.05 * (d.dot(right).abs() / tan_h).max(d.dot(up).abs() / tan_v)
-        })
-        .fold(0.0, f64::max)
+    // Never -0.0 nor NaN (finite coordinates; a -0.0 depth plus the +0.0 or more beside it
+    // is +0.0): the largest is one value whatever the order.
+    let distances = positions.par_iter().map(|p| {
+        let d = *p - target;
+        let depth = d.dot(direction);
+        depth + 1.05 * (d.dot(right).abs() / tan_h).max(d.dot(up).abs() / tan_v)
+    });
+    largest(distances)
+}
+
+/// The largest of `values` and 0.0, on all threads. Exactly the sequential fold of
+/// `f64::max` from 0.0 when no value is -0.0 or NaN: equal values other than zeros have
+/// equal bits, so which of them wins does not show.
+fn largest(values: impl ParallelIterator<Item = f64>) -> f64 {
+    values.reduce(|| 0.0, f64::max)
 }
 
 /// With an inside camera and none given: the model's most open point and where it looks,
@@ -237,7 +245,7 @@ fn faces_ahead(
 /// scale 1, camera at z = `distance`); bit-equal positions are one vertex (an OBJ may
 /// repeat a `v` line).
 fn vertices_behind(local: &[DVec3], positions: &[DVec3], distance: f64) -> usize {
-    let behind: std::collections::HashSet<[u64; 3]> = (local.iter().zip(positions))
+    let behind: std::collections::HashSet<[u64; 3]> = (local.par_iter().zip(positions))
         .filter(|(p, _)| p.z >= distance)
         .map(|(_, p)| p.to_array().map(f64::to_bits))
         .collect();
@@ -254,10 +262,8 @@ fn automatic_distance(
     (half_h, half_v): (f64, f64),
 ) -> f64 {
     if framing.turntable {
-        let reach = positions
-            .iter()
-            .map(|p| (*p - target).length())
-            .fold(0.0, f64::max);
+        // Lengths: never -0.0 or NaN.
+        let reach = largest(positions.par_iter().map(|p| (*p - target).length()));
         return reach / half_v.min(half_h).sin() * 1.05;
     }
     frustum_distance(positions, target, framing.view.direction(), half_h, half_v)
@@ -271,18 +277,16 @@ fn largest_scale(
     camera: DVec3,
     radius: f64,
 ) -> (f64, f64) {
-    let farthest = local
-        .iter()
-        .map(|p| (*p - camera).length())
-        .fold(0.0, f64::max);
-    let (mut cubic, mut quadratic) = (0.0f64, 0.0f64);
-    for t in triangles {
-        let [v0, v1, v2] = t.map(|i| local[i]);
-        let reach = (camera - v0).length();
-        let (e1, e2) = ((v1 - v0).length(), (v2 - v0).length());
-        cubic = cubic.max(reach * e1 * e2);
-        quadratic = quadratic.max(reach * e1.max(e2));
-    }
+    // Lengths and their products: never -0.0 or NaN (see [`largest`]).
+    let farthest = largest(local.par_iter().map(|p| (*p - camera).length()));
+    let (cubic, quadratic) = (triangles.par_iter())
+        .map(|t| {
+            let [v0, v1, v2] = t.map(|i| local[i]);
+            let reach = (camera - v0).length();
+            let (e1, e2) = ((v1 - v0).length(), (v2 - v0).length());
+            (reach * e1 * e2, reach * e1.max(e2))
+        })
+        .reduce(|| (0.0, 0.0), |a, b| (a.0.max(b.0), a.1.max(b.1)));
     let mut scale = (FIT_DISTANCE / farthest).min(MAX_FIT_RADIUS / radius);
     if cubic > 0.0 {
         scale = scale.min((CONDITION_LIMIT / cubic).cbrt());
@@ -364,7 +368,7 @@ impl View {
     /// counts distinct ones.
     pub fn fit(
         positions: &[DVec3],
-        triangles: impl IntoIterator<Item = [usize; 3]>,
+        triangles: impl Into<Vec<[usize; 3]>>,
         framing: &Framing,
     ) -> Result<View, FitError> {
         let axis = framing.up;
@@ -372,7 +376,7 @@ impl View {
         let positions = if axis == UpAxis::Y {
             positions
         } else {
-            upright = positions.iter().map(|p| axis.upright(*p)).collect();
+            upright = positions.par_iter().map(|p| axis.upright(*p)).collect();
             &upright
         };
         let framing = &Framing {
@@ -380,6 +384,8 @@ impl View {
             look_at: framing.look_at.map(|p| axis.upright(p)),
             ..*framing
         };
+        // In order: where -0.0 and 0.0 both reach a bound, which one it keeps depends on
+        // the order (and the fit's target may keep that sign).
         let (min, max) = positions.iter().fold(
             (DVec3::splat(f64::MAX), DVec3::splat(f64::MIN)),
             |(lo, hi), p| (lo.min(*p), hi.max(*p)),
@@ -398,7 +404,7 @@ impl View {
         if !radius.is_finite() || radius <= 0.0 {
             return Err(FitError::NoExtent);
         }
-        let triangles: Vec<[usize; 3]> = triangles.into_iter().collect();
+        let triangles: Vec<[usize; 3]> = triangles.into();
         let open = open_camera(positions, &triangles, framing);
         let framing = &Framing {
             camera: framing.camera.or(open.map(|(camera, _)| camera)),
@@ -451,7 +457,9 @@ impl View {
         };
 
         // Measure at scale 1, then pick the scale.
-        let local: Vec<DVec3> = positions.iter().map(|p| view.upright_view(*p)).collect();
+        let local: Vec<DVec3> = (positions.par_iter())
+            .map(|p| view.upright_view(*p))
+            .collect();
         view.behind_camera = vertices_behind(&local, positions, distance);
         let (scale, farthest) = largest_scale(&local, &triangles, view.camera, radius);
         // Not rounded (to a power of two, as it was): every bound above grows with the

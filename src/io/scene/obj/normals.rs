@@ -21,7 +21,9 @@
 //! words the record does not have.
 
 use glam::DVec3;
+use rayon::prelude::*;
 
+use super::first_use;
 use super::fit::View;
 use super::load::{ObjModel, ObjTriangle, NO_INDEX};
 use crate::io::scene::Triangle;
@@ -39,11 +41,13 @@ impl Normals {
     /// Places every usable normal a smooth triangle uses from word `base` of texture memory
     /// on, turned into the view's coordinates.
     pub fn place(model: &ObjModel, view: &View, base: usize) -> Normals {
-        let mut normals = Normals {
-            address: vec![NO_INDEX; model.normals.len()],
-            words: Vec::new(),
-        };
-        let usable: Vec<Option<[u32; 3]>> = (model.normals.iter())
+        if model.normals.is_empty() {
+            return Normals {
+                address: Vec::new(),
+                words: Vec::new(),
+            };
+        }
+        let usable: Vec<Option<[u32; 3]>> = (model.normals.par_iter())
             .map(|&n| unit_words(view.rotate(DVec3::from(n))))
             .collect();
         let smooth = |t: &ObjTriangle| {
@@ -51,19 +55,26 @@ impl Normals {
                 .iter()
                 .all(|c| c.normal().is_some_and(|n| usable[n].is_some()))
         };
-        for triangle in model.triangles.iter().filter(|t| smooth(t)) {
-            for corner in triangle.corners {
-                let index = corner.normal as usize;
-                let address = base + normals.words.len();
-                if normals.address[index] == NO_INDEX && address < (i32::MAX as usize) - 3 {
-                    normals.address[index] = address as u32;
-                    normals
-                        .words
-                        .extend(usable[index].expect("smooth corners have normals"));
-                }
-            }
+        // In the order smooth triangles first use them, while the addresses stay in range.
+        let normal = |t: &ObjTriangle, k: usize| smooth(t).then(|| t.corners[k].normal as usize);
+        let uses = first_use::first_uses(&model.triangles, model.normals.len(), normal);
+        // Ranks r with base + 3r < i32::MAX - 3.
+        let room = (i32::MAX as usize - 3).saturating_sub(base).div_ceil(3);
+        let placed = uses.order.len().min(room);
+        let words: Vec<[u32; 3]> = (uses.order[..placed].par_iter())
+            .map(|&n| usable[n].expect("smooth corners have normals"))
+            .collect();
+        let address = (0..model.normals.len())
+            .into_par_iter()
+            .map(|n| match uses.rank(n) {
+                Some(r) if r < room => (base + 3 * r) as u32,
+                _ => NO_INDEX,
+            })
+            .collect();
+        Normals {
+            address,
+            words: words.into_flattened(),
         }
-        normals
     }
 
     /// The word addresses of a triangle's three normals, if it is smooth.

@@ -112,10 +112,12 @@ fn rest_after<'a>(text: &'a str, keyword: &str) -> &'a str {
 /// Checks OBJ text; `file` names it in errors.
 #[cfg(test)]
 pub fn validate_obj(text: &str, file: &Path) -> Result<ValidObj, SceneError> {
-    validate_obj_counting(text, file, &AtomicU64::new(0))
+    validate_obj_counting(text_pieces(text, PIECE_BYTES), file, &AtomicU64::new(0))
 }
 
-/// [`validate_obj`], adding the bytes of the lines checked to `checked` as it goes.
+/// [`validate_obj`] of the text whose pieces (each ending with a whole line, see
+/// [`utf8_pieces`]) are `pieces`, adding the bytes of the lines checked to `checked` as it
+/// goes.
 ///
 /// Large files are read in pieces on all threads: a first pass counts each piece's lines
 /// and `v`, `vt` and `vn` statements, so every piece knows the counts and line number it
@@ -123,22 +125,13 @@ pub fn validate_obj(text: &str, file: &Path) -> Result<ValidObj, SceneError> {
 /// file order wins, as each piece stops at its first); the pieces are then joined, their
 /// `usemtl` names numbered in order of first use.
 pub fn validate_obj_counting(
-    text: &str,
+    mut pieces: Vec<&str>,
     file: &Path,
     checked: &AtomicU64,
 ) -> Result<ValidObj, SceneError> {
-    validate_in_pieces(text, file, checked, PIECE_BYTES)
-}
-
-/// [`validate_obj_counting`] with pieces of about `piece_bytes`.
-fn validate_in_pieces(
-    text: &str,
-    file: &Path,
-    checked: &AtomicU64,
-    piece_bytes: usize,
-) -> Result<ValidObj, SceneError> {
-    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
-    let pieces = split_at_lines(text, piece_bytes);
+    if let Some(first) = pieces.first_mut() {
+        *first = first.strip_prefix('\u{feff}').unwrap_or(first);
+    }
     let counts: Vec<Counts> = pieces.par_iter().map(|piece| Counts::of(piece)).collect();
     let starts = counts.iter().scan(Counts::default(), |sum, counts| {
         let start = *sum;
@@ -154,23 +147,80 @@ fn validate_in_pieces(
     Ok(join(read?))
 }
 
-/// Bytes of OBJ text each thread reads at a time (small files are one piece).
-const PIECE_BYTES: usize = 1 << 20;
+/// [`validate_obj`] with pieces of about `piece_bytes`.
+#[cfg(test)]
+fn validate_in_pieces(
+    text: &str,
+    file: &Path,
+    checked: &AtomicU64,
+    piece_bytes: usize,
+) -> Result<ValidObj, SceneError> {
+    validate_obj_counting(text_pieces(text, piece_bytes), file, checked)
+}
 
-/// `text` cut into pieces of about `bytes`, each ending with a whole line.
-fn split_at_lines(text: &str, bytes: usize) -> Vec<&str> {
-    let mut pieces = Vec::new();
-    let mut rest = text;
-    while rest.len() > bytes {
-        let Some(newline) = rest.as_bytes()[bytes..].iter().position(|&b| b == b'\n') else {
+/// Bytes of OBJ text each thread reads at a time (small files are one piece).
+pub const PIECE_BYTES: usize = 1 << 20;
+
+/// Where `bytes` is cut into pieces of about `size`, each ending with a whole line: the
+/// end of each piece.
+fn line_cuts(bytes: &[u8], size: usize) -> Vec<usize> {
+    let mut ends = Vec::new();
+    let mut end = 0;
+    while bytes.len() - end > size {
+        let Some(newline) = bytes[end + size..].iter().position(|&b| b == b'\n') else {
             break;
         };
-        let (piece, after) = rest.split_at(bytes + newline + 1);
-        pieces.push(piece);
-        rest = after;
+        end += size + newline + 1;
+        ends.push(end);
     }
-    pieces.push(rest);
-    pieces
+    ends.push(bytes.len());
+    ends
+}
+
+/// `text` cut into pieces of about `bytes`, each ending with a whole line.
+pub fn text_pieces(text: &str, bytes: usize) -> Vec<&str> {
+    let ends = line_cuts(text.as_bytes(), bytes);
+    let starts = std::iter::once(0).chain(ends.iter().copied());
+    // Each cut follows a newline: a character boundary.
+    starts.zip(&ends).map(|(a, &b)| &text[a..b]).collect()
+}
+
+/// An OBJ file's bytes as text, cut into pieces of about [`PIECE_BYTES`] each ending with a
+/// whole line, each checked to be UTF-8 on its own thread; bytes that are not UTF-8 are an
+/// error naming their line. (A newline byte occurs in UTF-8 only as a newline, never
+/// inside a character, so the file is UTF-8 exactly when every piece is.)
+pub fn utf8_pieces<'b>(bytes: &'b [u8], file: &Path) -> Result<Vec<&'b str>, SceneError> {
+    let ends = line_cuts(bytes, PIECE_BYTES);
+    let starts: Vec<usize> = std::iter::once(0).chain(ends.iter().copied()).collect();
+    let checked: Vec<Result<&str, usize>> = (starts.par_iter().zip(&ends))
+        .map(|(&start, &end)| {
+            // Every piece before the first bad one is UTF-8 and each starts a character:
+            // its first bad byte is the file's.
+            std::str::from_utf8(&bytes[start..end]).map_err(|error| start + error.valid_up_to())
+        })
+        .collect();
+    checked
+        .into_iter()
+        .collect::<Result<Vec<&str>, usize>>()
+        .map_err(|at| not_utf8(bytes, at, file))
+}
+
+/// The error for the byte at `at`, the first of `bytes` that is not UTF-8, naming its line
+/// and column.
+fn not_utf8(bytes: &[u8], at: usize, file: &Path) -> SceneError {
+    let line_start = bytes[..at]
+        .iter()
+        .rposition(|&b| b == b'\n')
+        .map_or(0, |i| i + 1);
+    SceneError::Syntax {
+        file: file.to_path_buf(),
+        line: bytes[..at].iter().filter(|&&b| b == b'\n').count() + 1,
+        column: at - line_start + 1,
+        message: format!(
+            "byte 0x{:02X} is not UTF-8 text (a Latin-1 or other 8-bit name?): save the file as UTF-8",
+            bytes[at]
+        ),
+    }
 }
 
 /// Lines and statements that add to what later faces index, in some stretch of the file.
@@ -221,24 +271,17 @@ struct FilePiece<'a> {
     last_material: Option<u32>,
 }
 
-/// The pieces as one [`ValidObj`], in file order.
+/// The pieces as one [`ValidObj`], in file order. The names, libraries and keywords join in
+/// order (they are few); the positions, texture coordinates, normals and triangles, nearly
+/// all of the model, are copied on all threads, each into its place.
 fn join(pieces: Vec<FilePiece>) -> ValidObj {
-    let total = |of: fn(&ValidObj) -> usize| pieces.iter().map(|p| of(&p.valid)).sum::<usize>();
     let mut valid = ValidObj::default();
-    let model = &mut valid.model;
-    model
-        .positions
-        .reserve_exact(total(|v| v.model.positions.len()));
-    model
-        .texcoords
-        .reserve_exact(total(|v| v.model.texcoords.len()));
-    model
-        .triangles
-        .reserve_exact(total(|v| v.model.triangles.len()));
     let mut index: HashMap<&str, u32> = HashMap::new();
-    let mut unknown: HashSet<String> = HashSet::new();
+    let mut unknown: HashSet<&str> = HashSet::new();
     let mut in_force = NO_INDEX;
-    for piece in pieces {
+    // Per piece: its names' numbers in the file, and the material in force where it starts.
+    let mut materials: Vec<(Vec<u32>, u32)> = Vec::with_capacity(pieces.len());
+    for piece in &pieces {
         let global: Vec<u32> = (piece.names.iter())
             .map(|&(name, line)| {
                 *index.entry(name).or_insert_with(|| {
@@ -247,41 +290,74 @@ fn join(pieces: Vec<FilePiece>) -> ValidObj {
                 })
             })
             .collect();
-        let ValidObj {
-            model: part,
-            libraries,
-            unknown: keywords,
-            ignored,
-            ..
-        } = piece.valid;
-        let model = &mut valid.model;
-        model.positions.extend_from_slice(&part.positions);
-        model.texcoords.extend_from_slice(&part.texcoords);
-        model.normals.extend_from_slice(&part.normals);
-        model
-            .triangles
-            .extend(part.triangles.iter().map(|&triangle| ObjTriangle {
+        let inherited = in_force;
+        in_force = (piece.last_material).map_or(in_force, |local| global[local as usize]);
+        materials.push((global, inherited));
+        let part = &piece.valid;
+        valid.libraries.extend_from_slice(&part.libraries);
+        for keyword in &part.unknown {
+            if unknown.insert(keyword) {
+                valid.unknown.push(keyword.clone());
+            }
+        }
+        if let Some((first, count)) = &part.ignored {
+            valid.ignored.get_or_insert_with(|| (first.clone(), 0)).1 += count;
+        }
+    }
+    let models: Vec<&ObjModel> = pieces.iter().map(|piece| &piece.valid.model).collect();
+    let model = &mut valid.model;
+    model.positions = concat(&models, |m| &m.positions, |_, &p| p);
+    model.texcoords = concat(&models, |m| &m.texcoords, |_, &t| t);
+    model.normals = concat(&models, |m| &m.normals, |_, &n| n);
+    model.triangles = concat(
+        &models,
+        |m| &m.triangles,
+        |piece, &triangle| {
+            let (global, inherited) = &materials[piece];
+            ObjTriangle {
                 material: match triangle.material {
-                    INHERITED => in_force,
+                    INHERITED => *inherited,
                     NO_INDEX => NO_INDEX,
                     local => global[local as usize],
                 },
                 ..triangle
-            }));
-        in_force = piece
-            .last_material
-            .map_or(in_force, |local| global[local as usize]);
-        valid.libraries.extend(libraries);
-        for keyword in keywords {
-            if unknown.insert(keyword.clone()) {
-                valid.unknown.push(keyword);
             }
-        }
-        if let Some((first, count)) = ignored {
-            valid.ignored.get_or_insert((first, 0)).1 += count;
-        }
-    }
+        },
+    );
+    // The pieces' own copies are freed on all threads too.
+    pieces.into_par_iter().for_each(drop);
     valid
+}
+
+/// One field (`field`) of every model end to end, each element through `map` (with the
+/// number of its model), on all threads.
+fn concat<'m, T: Sync + 'm, U: Send>(
+    models: &[&'m ObjModel],
+    field: impl Fn(&'m ObjModel) -> &'m Vec<T>,
+    map: impl Fn(usize, &T) -> U + Sync + Send,
+) -> Vec<U> {
+    let parts: Vec<&[T]> = models.iter().map(|m| field(m).as_slice()).collect();
+    let starts: Vec<usize> = (parts.iter())
+        .scan(0, |sum, part| {
+            *sum += part.len();
+            Some(*sum - part.len())
+        })
+        .collect();
+    let total = parts.iter().map(|part| part.len()).sum();
+    (0..total)
+        .into_par_iter()
+        .map_init(
+            || 0,
+            |part: &mut usize, at| {
+                // Each thread takes a run of consecutive elements: the part seldom changes.
+                let end = starts.get(*part + 1).copied().unwrap_or(total);
+                if !(starts[*part]..end).contains(&at) {
+                    *part = starts.partition_point(|&start| start <= at) - 1;
+                }
+                map(*part, &parts[*part][at - starts[*part]])
+            },
+        )
+        .collect()
 }
 
 /// Reads one piece of the file, which starts after the lines and statements of `start`.
@@ -724,6 +800,70 @@ mod tests {
                 assert_eq!(format!("{cut:?}"), whole, "pieces of {bytes} bytes");
             }
         }
+    }
+
+    /// `lines` lines of `v 0 0 0`, 8 bytes each: several pieces.
+    fn many_vertices(lines: usize) -> String {
+        "v 0 0 0\n".repeat(lines)
+    }
+
+    /// Errors deep in a file of several pieces name the line and column that reading the
+    /// whole file in order gives.
+    #[test]
+    fn errors_deep_in_a_large_file_name_their_line() {
+        let mut text = many_vertices(400_000);
+        assert!(text.len() > 3 * PIECE_BYTES);
+        text.push_str("f 1 2 3\nf 1 2 400001\n");
+        assert_eq!(
+            obj(&text).unwrap_err(),
+            "t.obj:400002:7: v index 400001 does not exist: 400000 `v` lines so far"
+        );
+        let mut text = many_vertices(400_000);
+        text.replace_range(8 * 350_000..8 * 350_001, "v 0 y 0\n");
+        text.replace_range(8 * 390_000..8 * 390_001, "v 0 0 z\n");
+        assert_eq!(
+            obj(&text).unwrap_err(),
+            "t.obj:350001:5: expected a number for y, found `y`"
+        );
+    }
+
+    /// A byte that is not UTF-8 anywhere in a file of several pieces (first in a piece,
+    /// last before a piece's newline, deep in one) is named by its line and column, the
+    /// first in the file winning; good text reads as the same pieces.
+    #[test]
+    fn bytes_that_are_not_utf8_name_their_line_in_any_piece() {
+        let text = many_vertices(400_000);
+        let bytes = text.as_bytes().to_vec();
+        let ends = line_cuts(&bytes, PIECE_BYTES);
+        assert!(ends.len() >= 3);
+        let error = |bad: &[(usize, u8)]| {
+            let mut bytes = bytes.clone();
+            for &(at, byte) in bad {
+                bytes[at] = byte;
+            }
+            utf8_pieces(&bytes, Path::new("t.obj"))
+                .unwrap_err()
+                .to_string()
+        };
+        let message = |line: usize, column: usize, byte: &str| {
+            format!("t.obj:{line}:{column}: byte 0x{byte} is not UTF-8 text (a Latin-1 or other 8-bit name?): save the file as UTF-8")
+        };
+        // Lines are 8 bytes: the byte at `at` is on line at / 8 + 1, column at % 8 + 1.
+        let (start, before_newline) = (ends[1], ends[0] - 2);
+        assert_eq!(error(&[(start, 0xE9)]), message(start / 8 + 1, 1, "E9"));
+        // A character's first byte, cut short by the newline.
+        assert_eq!(
+            error(&[(before_newline, 0xE2), (start, 0xE9)]),
+            message(before_newline / 8 + 1, 7, "E2")
+        );
+        assert_eq!(
+            error(&[(8 * 390_000 + 4, 0xFF), (start + 16, 0xC3)]),
+            message(start / 8 + 3, 1, "C3")
+        );
+        let text = "v 0 0 0 # é\n".repeat(200_000);
+        let pieces = utf8_pieces(text.as_bytes(), Path::new("t.obj")).unwrap();
+        assert!(pieces.len() >= 3);
+        assert_eq!(pieces, text_pieces(&text, PIECE_BYTES));
     }
 
     fn corner(position: u32, texcoord: u32) -> Corner {

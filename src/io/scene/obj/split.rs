@@ -16,6 +16,7 @@
 use std::collections::HashMap;
 
 use glam::DVec3;
+use rayon::prelude::*;
 
 use super::load::{Corner, ObjModel, ObjTriangle, NO_INDEX};
 
@@ -34,11 +35,18 @@ const MAX_NEW_TRIANGLES: usize = 4 << 20;
 /// many triangles were cut into how many pieces.
 pub fn split_large(model: &ObjModel) -> Option<(ObjModel, usize, usize)> {
     let position = |c: &Corner| DVec3::from(model.positions[c.position()]);
-    let (min, max) = (model.triangles.iter().flat_map(|t| t.corners.iter()))
-        .map(position)
+    // On all threads: the order only decides which of -0.0 and 0.0 a bound keeps, and
+    // the limit squares it.
+    let (min, max) = (model.triangles.par_iter())
         .fold(
-            (DVec3::splat(f64::MAX), DVec3::splat(f64::MIN)),
-            |(lo, hi), p| (lo.min(p), hi.max(p)),
+            || (DVec3::splat(f64::MAX), DVec3::splat(f64::MIN)),
+            |bounds, t| {
+                (t.corners.iter().map(position)).fold(bounds, |(lo, hi), p| (lo.min(p), hi.max(p)))
+            },
+        )
+        .reduce(
+            || (DVec3::splat(f64::MAX), DVec3::splat(f64::MIN)),
+            |(lo, hi), (a, b)| (lo.min(a), hi.max(b)),
         );
     let limit = (max - min).length() * LONGEST_SHARE;
     if !(limit.is_finite() && limit > 0.0) {
@@ -53,7 +61,9 @@ pub fn split_large(model: &ObjModel) -> Option<(ObjModel, usize, usize)> {
     // Only a model of many triangles, some of them huge, has small ones a huge one costs
     // their precision (a cube or a coarse sphere keeps its triangles).
     let huge = limit * HUGE_SHARE / LONGEST_SHARE;
-    if model.triangles.len() < MIN_TRIANGLES || !model.triangles.iter().any(|t| longest(t) > huge) {
+    if model.triangles.len() < MIN_TRIANGLES
+        || !model.triangles.par_iter().any(|t| longest(t) > huge)
+    {
         return None;
     }
     let mut cutter = Cutter {
