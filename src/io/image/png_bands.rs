@@ -429,6 +429,26 @@ mod tests {
         assert!(bands_of(&test_image(997, 211, 0)) > 8);
     }
 
+    /// A sync flush after the end-of-block code in both of its forms, with the stored
+    /// block's header in the padding and in a byte of its own: the two-band file decodes.
+    #[test]
+    fn both_forms_of_the_sync_flush_join() {
+        let mut forms = [0; 2];
+        for width in 1..=40 {
+            let band_rows = rows_per_band(width as usize * 3 + 1);
+            let image = test_image(width, 2 * band_rows as u32, u32::MAX);
+            let piece = compress_band(&image, 0..band_rows, true, false).unwrap();
+            let extra_byte = piece.stream[piece.stream.len() - 5] == 0;
+            forms[usize::from(extra_byte)] += 1;
+            let bytes = png_bytes_in_bands(&image).unwrap();
+            assert!(
+                decode_image(&bytes).unwrap().data == image.data,
+                "width {width}"
+            );
+        }
+        assert!(forms[0] > 0 && forms[1] > 0, "{forms:?}");
+    }
+
     /// Bands of a size fixed by the width: the same bytes on pools of 1, 2 and 7 threads.
     #[test]
     fn the_bytes_do_not_depend_on_the_thread_count() {
@@ -511,32 +531,34 @@ mod tests {
     fn png_bands_timing() {
         let path = std::env::var("THEIA_PNG_BENCH").unwrap();
         let image = crate::io::image::read_image(std::path::Path::new(&path)).unwrap();
-        let pool = rayon::ThreadPoolBuilder::new()
-            .num_threads(1)
-            .build()
-            .unwrap();
+        let pool = |threads| {
+            rayon::ThreadPoolBuilder::new()
+                .num_threads(threads)
+                .build()
+                .unwrap()
+        };
         let time = |f: &dyn Fn() -> usize| {
             let t = std::time::Instant::now();
             std::hint::black_box(f());
             t.elapsed().as_secs_f64() * 1e3
         };
-        let (mut serial, mut banded, mut filter) = (vec![], vec![], vec![]);
-        pool.install(|| {
-            for _ in 0..15 {
-                serial.push(time(&|| png_bytes_serial(&image).len()));
-                banded.push(time(&|| png_bytes(&image).len()));
-                filter.push(time(&|| {
+        let (one, two) = (pool(1), pool(2));
+        let mut times = [(); 4].map(|_| vec![]);
+        for _ in 0..15 {
+            one.install(|| {
+                times[0].push(time(&|| png_bytes_serial(&image).len()));
+                times[1].push(time(&|| png_bytes(&image).len()));
+                times[2].push(time(&|| {
                     filter_rows(&image, 0..image.height as usize).len()
                 }));
-            }
-        });
-        for (name, mut ms) in [("serial", serial), ("bands", banded), ("filter", filter)] {
+            });
+            times[3].push(two.install(|| time(&|| png_bytes(&image).len())));
+        }
+        let names = ["serial", "bands", "filter alone", "bands on 2 threads"];
+        for (name, mut ms) in names.into_iter().zip(times) {
             ms.sort_by(f64::total_cmp);
-            eprintln!(
-                "{name}: min {:.2} ms, median {:.2} ms",
-                ms[0],
-                ms[ms.len() / 2]
-            );
+            let median = ms[ms.len() / 2];
+            eprintln!("{name}: min {:.2} ms, median {median:.2} ms", ms[0]);
         }
     }
 
