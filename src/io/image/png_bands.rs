@@ -1,7 +1,7 @@
 //! PNG encoding on every thread, with bytes that do not depend on the thread count.
 //!
 //! The frame's rows are cut into bands of a fixed size (a number of rows that depends only
-//! on the width, [`rows_per_band`]). Each band is filtered (the `png` crate's adaptive
+//! on the width, `rows_per_band`). Each band is filtered (the `png` crate's adaptive
 //! choice, row by row, against the real row above, so the filtered bytes are those of a
 //! serial encoder) and compressed on its own by `fdeflate`, the compressor the `png`
 //! crate's `Fast` setting uses, as pigz does with zlib: the pieces are joined into one
@@ -13,7 +13,7 @@
 //! API has no flush, so the join reads two facts off its fixed table: the block header's
 //! first bit is BFINAL, and the end-of-block code's last bit is a 1, so the last byte's
 //! leading zeros are the padding after it. Both hold for the table whose header
-//! [`FDEFLATE_HEADER`] is; any other (a future `fdeflate`) sends the image to the serial
+//! `FDEFLATE_HEADER` is; any other (a future `fdeflate`) sends the image to the serial
 //! encoder, which a test would notice.
 
 use rayon::prelude::*;
@@ -21,8 +21,11 @@ use rayon::prelude::*;
 use super::Rgb8;
 
 /// Filtered bytes per band at least: big enough that a band's own Huffman header and
-/// flush (about 60 bytes) cost under 0.1% and a rayon task is worth its scheduling, small
-/// enough that a 1080p frame makes about 90 bands, many more than threads.
+/// flush (about 60 bytes, 0.1% of the band's raw bytes; measured +0.3% on the built-in
+/// scene's 1080p file, +1.7% on a mostly flat mesh render's) stay small and a rayon task is
+/// worth its scheduling, small enough that a 1080p frame makes 90 bands, many more than
+/// threads. An image of one band (a 160x136 frame, say) is one `fdeflate` stream, the
+/// serial encoder's file byte for byte.
 const BAND_BYTES: usize = 64 * 1024;
 
 /// Bytes per pixel of [`Rgb8`].
@@ -47,7 +50,7 @@ fn has_fdeflate_header(stream: &[u8]) -> bool {
 
 /// Rows per band for rows of `row_bytes` filtered bytes (filter type included): the
 /// fewest that fill [`BAND_BYTES`]. The width alone decides it, never the thread count.
-pub fn rows_per_band(row_bytes: usize) -> usize {
+fn rows_per_band(row_bytes: usize) -> usize {
     BAND_BYTES.div_ceil(row_bytes).max(1)
 }
 
@@ -210,7 +213,7 @@ fn adler32(data: &[u8]) -> u32 {
 
 /// Adler-32 of A then B from theirs and B's length (zlib's adler32_combine): the sums
 /// s1 = 1 + ΣA + ΣB, s2 = s2(A) + s2(B) + len(B)·(s1(A) − 1), modulo 65521.
-pub fn adler32_combine(a: u32, b: u32, b_len: usize) -> u32 {
+fn adler32_combine(a: u32, b: u32, b_len: usize) -> u32 {
     const BASE: u64 = 65521;
     let (a1, a2) = (u64::from(a & 0xFFFF), u64::from(a >> 16));
     let (b1, b2) = (u64::from(b & 0xFFFF), u64::from(b >> 16));
