@@ -546,7 +546,16 @@ mod tests {
             t.elapsed().as_secs_f64() * 1e3
         };
         let (one, two) = (pool(1), pool(2));
-        let mut times = [(); 4].map(|_| vec![]);
+        let row = image.width as usize * BPP + 1;
+        let (height, band_rows) = (image.height as usize, rows_per_band(row));
+        let bands = height.div_ceil(band_rows);
+        let pieces: Vec<Piece> = (0..bands)
+            .map(|b| {
+                let rows = b * band_rows..((b + 1) * band_rows).min(height);
+                compress_band(&image, rows, b == 0, b + 1 == bands).unwrap()
+            })
+            .collect();
+        let mut times = [(); 5].map(|_| vec![]);
         for _ in 0..15 {
             one.install(|| {
                 times[0].push(time(&|| png_bytes_serial(&image).len()));
@@ -556,8 +565,15 @@ mod tests {
                 }));
             });
             times[3].push(two.install(|| time(&|| png_bytes(&image).len())));
+            times[4].push(time(&|| png_file(&image, &pieces).unwrap().len()));
         }
-        let names = ["serial", "bands", "filter alone", "bands on 2 threads"];
+        let names = [
+            "serial",
+            "bands",
+            "filter alone",
+            "bands on 2 threads",
+            "joining the bands (serial)",
+        ];
         for (name, mut ms) in names.into_iter().zip(times) {
             ms.sort_by(f64::total_cmp);
             let median = ms[ms.len() / 2];
