@@ -57,14 +57,14 @@ fn rows_per_band(row_bytes: usize) -> usize {
 /// One band compressed: its raw-deflate blocks in `stream[start..]` (the first band's
 /// with the zlib header before them), the Adler-32 of its filtered bytes and how many there
 /// are.
-struct Piece {
+struct DeflatePiece {
     stream: Vec<u8>,
     start: usize,
     adler: u32,
     len: usize,
 }
 
-impl Piece {
+impl DeflatePiece {
     fn deflate(&self) -> &[u8] {
         &self.stream[self.start..]
     }
@@ -77,7 +77,7 @@ pub fn png_bytes_in_bands(image: &Rgb8) -> Option<Vec<u8>> {
     let height = image.height as usize;
     let band_rows = rows_per_band(row + 1);
     let bands = height.div_ceil(band_rows);
-    let pieces: Vec<Piece> = (0..bands)
+    let pieces: Vec<DeflatePiece> = (0..bands)
         .into_par_iter()
         .map(|band| {
             let first = band * band_rows;
@@ -91,7 +91,7 @@ pub fn png_bytes_in_bands(image: &Rgb8) -> Option<Vec<u8>> {
 /// The PNG file of the pieces of its zlib stream: signature, IHDR (8-bit RGB, no
 /// interlace), one IDAT with the pieces and the stream's Adler-32, IEND. `None` past one
 /// IDAT's 2³¹ − 1 bytes.
-fn png_file(image: &Rgb8, pieces: &[Piece]) -> Option<Vec<u8>> {
+fn png_file(image: &Rgb8, pieces: &[DeflatePiece]) -> Option<Vec<u8>> {
     let idat_len = pieces.iter().map(|p| p.deflate().len()).sum::<usize>() + 4;
     let idat_len = u32::try_from(idat_len)
         .ok()
@@ -107,7 +107,7 @@ fn png_file(image: &Rgb8, pieces: &[Piece]) -> Option<Vec<u8>> {
     for piece in pieces {
         adler = adler32_combine(adler, piece.adler, piece.len);
     }
-    let mut idat: Vec<&[u8]> = pieces.iter().map(Piece::deflate).collect();
+    let mut idat: Vec<&[u8]> = pieces.iter().map(DeflatePiece::deflate).collect();
     let adler = adler.to_be_bytes();
     idat.push(&adler);
     png_chunk(&mut out, b"IDAT", &idat);
@@ -135,7 +135,7 @@ fn compress_band(
     rows: std::ops::Range<usize>,
     first: bool,
     last: bool,
-) -> Option<Piece> {
+) -> Option<DeflatePiece> {
     let filtered = filter_rows(image, rows.clone());
     let mut compressor = fdeflate::Compressor::new(Vec::with_capacity(filtered.len() / 2)).ok()?;
     // Row by row, as the `png` crate writes: fdeflate ends a run of zeros at each call.
@@ -158,7 +158,7 @@ fn compress_band(
         let unfiltered = unfiltered_rows(image, rows);
         let mut stream = FDEFLATE_HEADER[..2].to_vec();
         stored_blocks(&mut stream, &unfiltered, last);
-        return Some(Piece {
+        return Some(DeflatePiece {
             stream,
             start: if first { 0 } else { 2 },
             adler: adler32(&unfiltered),
@@ -176,7 +176,7 @@ fn compress_band(
         }
         stream.extend_from_slice(&[0, 0, 0xFF, 0xFF]);
     }
-    Some(Piece {
+    Some(DeflatePiece {
         stream,
         start: if first { 0 } else { 2 },
         adler,
@@ -549,7 +549,7 @@ mod tests {
         let row = image.width as usize * BPP + 1;
         let (height, band_rows) = (image.height as usize, rows_per_band(row));
         let bands = height.div_ceil(band_rows);
-        let pieces: Vec<Piece> = (0..bands)
+        let pieces: Vec<DeflatePiece> = (0..bands)
             .map(|b| {
                 let rows = b * band_rows..((b + 1) * band_rows).min(height);
                 compress_band(&image, rows, b == 0, b + 1 == bands).unwrap()
