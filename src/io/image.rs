@@ -4,6 +4,7 @@
 
 pub mod animation;
 pub mod partial;
+pub mod png_bands;
 
 use std::fmt::Write as _;
 use std::io::Write as _;
@@ -268,8 +269,16 @@ fn write_atomically_with(
     result
 }
 
-/// PNG bytes of an RGB image.
+/// PNG bytes of an RGB image, encoded on every thread of the rayon pool in bands
+/// ([`png_bands`]); the same bytes whatever the thread count.
 pub fn png_bytes(image: &Rgb8) -> Vec<u8> {
+    png_bands::png_bytes_in_bands(image).unwrap_or_else(|| png_bytes_serial(image))
+}
+
+/// PNG bytes of an RGB image from the `image` crate's encoder on one thread (its default
+/// `Fast` setting: `fdeflate`, adaptive filter), for an `fdeflate` whose output
+/// [`png_bands`] does not know.
+pub fn png_bytes_serial(image: &Rgb8) -> Vec<u8> {
     let mut bytes = Vec::new();
     ::image::codecs::png::PngEncoder::new(&mut bytes)
         .write_image_rgb8(image)
