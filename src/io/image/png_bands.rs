@@ -161,16 +161,17 @@ fn compress_band(
         return Some(DeflatePiece {
             stream,
             start: if first { 0 } else { 2 },
-            adler: adler32(&unfiltered),
+            adler: simd_adler32::adler32(&unfiltered.as_slice()),
             len: unfiltered.len(),
         });
     }
     let trailer = stream.split_off(stream.len() - 4);
     let adler = u32::from_be_bytes(trailer.try_into().ok()?);
     if !last {
-        stream[2] &= !1; // BFINAL
-                         // An empty stored block: its three header bits (all 0) in the padding after the
-                         // end-of-block code where they fit, else in one more byte; LEN, NLEN.
+        // Clear BFINAL, then an empty stored block: its three header bits (all 0) in the
+        // padding after the end-of-block code where they fit, else in one more byte; LEN,
+        // NLEN.
+        stream[2] &= !1;
         if padding < 3 {
             stream.push(0);
         }
@@ -195,20 +196,6 @@ fn stored_blocks(out: &mut Vec<u8>, data: &[u8], last: bool) {
         out.extend_from_slice(&(!len).to_le_bytes());
         out.extend_from_slice(block);
     }
-}
-
-/// Adler-32 (RFC 1950): s1 = 1 + Σ bytes, s2 = Σ of s1 after each byte, modulo 65521,
-/// reduced every 5552 bytes (the most before s2 can pass 2³²).
-fn adler32(data: &[u8]) -> u32 {
-    let (mut s1, mut s2) = (1u32, 0u32);
-    for chunk in data.chunks(5552) {
-        for &b in chunk {
-            s1 += u32::from(b);
-            s2 += s1;
-        }
-        (s1, s2) = (s1 % 65521, s2 % 65521);
-    }
-    s2 << 16 | s1
 }
 
 /// Adler-32 of A then B from theirs and B's length (zlib's adler32_combine): the sums
@@ -504,6 +491,8 @@ mod tests {
         }
         assert_eq!(adler32_combine(1, 1, 0), 1);
         let ones = vec![0xFF; 300_000];
+        // The crate the stored pieces' checksums come from, on the same definition.
+        let adler32 = |data: &[u8]| simd_adler32::adler32(&data);
         assert_eq!(adler32(&ones), adler32_bytewise(&ones));
         assert_eq!(adler32(&data), adler32_bytewise(&data));
     }
