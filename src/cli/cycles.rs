@@ -7,7 +7,9 @@ use clap::{Args, ValueEnum};
 use theia::emu::core::Program;
 use theia::emu::machine::{Frame, Machine, RenderOptions};
 use theia::emu::timing::sim::{HazardKind, SimEnding};
-use theia::emu::timing::{self, HostKind, Timing, TimingOptions, DEFAULT_CLOCK_MHZ};
+use theia::emu::timing::{
+    self, HostKind, SimulatedFrame, Timing, TimingError, TimingOptions, DEFAULT_CLOCK_MHZ,
+};
 use theia::io::scene::Scene;
 
 #[derive(Args, Clone, Debug, Default)]
@@ -73,16 +75,38 @@ impl CyclesArgs {
     }
 }
 
-/// Times `machine`'s frame (`rendered`: its functional frame, if at hand) and prints the
-/// report on stdout.
-pub fn report(
-    machine: &Machine<'_>,
-    rendered: Option<&Frame>,
+/// Runs `render` and, where the render may use more than one thread, the frame's cycle
+/// simulation beside it on a thread of its own (it needs no rendered image until its
+/// hazards are compared): the render's result, and the simulation's if it ran.
+pub fn simulate_beside<'m, R: Send>(
+    machine: &'m Machine<'m>,
     options: &TimingOptions,
+    render: impl FnOnce() -> R + Send,
+) -> (R, Option<Result<SimulatedFrame<'m>, TimingError>>) {
+    // A render told to use one thread uses one.
+    if rayon::current_num_threads() < 2 {
+        return (render(), None);
+    }
+    std::thread::scope(|scope| {
+        let simulation = scope.spawn(|| timing::simulate_frame(machine, options));
+        let rendered = render();
+        let simulated = simulation
+            .join()
+            .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+        (rendered, Some(simulated))
+    })
+}
+
+/// Finishes `simulated` (`rendered`: the machine's functional frame, if at hand) and prints
+/// the report, for a frame of `height` rows, on stdout.
+pub fn report(
+    simulated: SimulatedFrame<'_>,
+    rendered: Option<&Frame>,
+    height: u32,
     clock_mhz: f64,
 ) -> anyhow::Result<()> {
-    let timing = timing::measure_rendered(machine, options, rendered)?;
-    print!("{}", text(&timing, machine.scene().height(), clock_mhz));
+    let timing = simulated.compare(rendered)?;
+    print!("{}", text(&timing, height, clock_mhz));
     Ok(())
 }
 

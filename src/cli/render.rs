@@ -168,14 +168,23 @@ fn render_frame(
     if let Some(machine) = &timed {
         theia::emu::timing::timeable(machine)?;
     }
+    let dir = args.scene.scene.as_deref().filter(|path| path.is_dir());
+    let timing_options = args.cycles.options(sampler.samples(), &options, dir);
     let mut first = true;
-    let render = render_with_progress(&sampler, !args.quiet, |machine| {
-        if std::mem::take(&mut first) {
-            notes(args, machine, sampler.passes());
-            super::test_hooks::hold("render");
-        }
-        Ok(())
-    })?;
+    let mut render = || {
+        render_with_progress(&sampler, !args.quiet, |machine| {
+            if std::mem::take(&mut first) {
+                notes(args, machine, sampler.passes());
+                super::test_hooks::hold("render");
+            }
+            Ok(())
+        })
+    };
+    let (render, simulated) = match &timed {
+        Some(machine) => super::cycles::simulate_beside(machine, &timing_options, render),
+        None => (render(), None),
+    };
+    let render = render?;
     let writing = Instant::now();
     match header {
         Some(header) => {
@@ -191,13 +200,15 @@ fn render_frame(
     if !args.quiet {
         print_summary(args, output, loaded, &sampler, &render);
     }
-    if let Some(machine) = timed {
-        let dir = args.scene.scene.as_deref().filter(|path| path.is_dir());
-        let timing = args.cycles.options(sampler.samples(), &options, dir);
+    if let Some(machine) = &timed {
+        let simulated = match simulated {
+            Some(simulated) => simulated?,
+            None => theia::emu::timing::simulate_frame(machine, &timing_options)?,
+        };
         super::cycles::report(
-            &machine,
+            simulated,
             Some(&render.frame),
-            &timing,
+            machine.scene().height(),
             args.cycles.clock_mhz(),
         )?;
     }

@@ -630,6 +630,34 @@ fn up_z_renders_a_z_up_copy_as_the_y_up_original() {
     assert!(side != y_image);
 }
 
+/// With more than one thread, `render --cycles` simulates the frame beside the render:
+/// its report (hazards included: this frame meets re-entries) and image are those of the
+/// one-thread run, which simulates after it.
+#[test]
+fn cycles_simulated_beside_the_render_report_what_they_report_after_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = |threads: &str, output: &str| -> (String, Vec<u8>) {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_theia"))
+            .args([
+                "render", "--width", "24", "--height", "24", "--cycles", "-o", output,
+            ])
+            .env("RAYON_NUM_THREADS", threads)
+            .current_dir(dir.path())
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", common::text(&out.stderr));
+        let report = common::text(&out.stdout);
+        // The summary's first line names the file and the render's own time.
+        let report = report.lines().skip(1).collect::<Vec<_>>().join("\n");
+        (report, std::fs::read(dir.path().join(output)).unwrap())
+    };
+    let (after, after_png) = run("1", "after.png");
+    let (beside, beside_png) = run("2", "beside.png");
+    assert!(after.contains("hazard re-entry: "), "{after}");
+    assert_eq!(beside, after);
+    assert_eq!(beside_png, after_png);
+}
+
 /// `render --cycles` prints the hardware's frame and each core's cycles, and
 /// `bench --hardware` times the same frame on 1 to 16 cores with the same model; a foreign
 /// pixel stage is refused before anything is written.

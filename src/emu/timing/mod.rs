@@ -25,6 +25,9 @@
 //!    render's are reported ([`Timing::hazard_pixels`]). A frame that can never end (the
 //!    published host's STDONE deadlock, a core that waits for a triangle after the last
 //!    one) ends in [`sim::SimEnding::Deadlock`] at the period from which nothing moves.
+//!    Only that last comparison needs the functional render's image, so
+//!    [`simulate_frame`] runs without it (`theia render --cycles` runs it beside the
+//!    render, on its own thread) and [`SimulatedFrame::compare`] finishes the timing.
 //!
 //! Counted as `tests/rtl/bench.v` counts: the bench's `DONE cycles=N` is
 //! [`Timing::frame_cycles`]. The published test bench (`TestBench_THEIA.v`) loads the
@@ -176,6 +179,26 @@ pub fn measure_rendered(
     options: &TimingOptions,
     rendered: Option<&Frame>,
 ) -> Result<Timing, TimingError> {
+    simulate_frame(machine, options)?.compare(rendered)
+}
+
+/// A frame whose cycles are counted, its image not yet compared with the functional
+/// render's ([`SimulatedFrame::compare`]): the simulation needs no render, so a caller
+/// can run the two at once and compare once both are done.
+pub struct SimulatedFrame<'m> {
+    course: Course,
+    machine: &'m Machine<'m>,
+    /// [`Live::left_the_sequence`].
+    left_the_sequence: bool,
+    /// The live cores' output memories: the hardware's image.
+    outputs: Vec<OutputMemory>,
+}
+
+/// The first half of [`measure`]: the machine's frame simulated clock by clock.
+pub fn simulate_frame<'m>(
+    machine: &'m Machine<'m>,
+    options: &TimingOptions,
+) -> Result<SimulatedFrame<'m>, TimingError> {
     timeable(machine)?;
     let packets = u64::from(options.instruction_words.saturating_sub(1).div_ceil(2)).max(1);
     let setup = Setup {
@@ -211,19 +234,52 @@ pub fn measure_rendered(
     .map_err(|stop| match stop {
         Stop::Fault(message) => TimingError::Fault(message),
     })?;
-    // Where the control units ran the functional sequence (no hazard, no core past its
-    // partition), the cores wrote what the functional render writes.
-    let rendered = rendered.filter(|frame| frame.partitions == machine.partitions());
-    let hazard_pixels = match (live.left_the_sequence, rendered) {
-        (false, _) => Vec::new(),
-        (true, Some(frame)) => live.differences(frame),
-        (true, None) => live.differences(&functional_frame(machine)?),
-    };
-    Ok(Timing {
+    Ok(SimulatedFrame {
         course,
-        live: live.left_the_sequence,
-        hazard_pixels,
+        machine,
+        left_the_sequence: live.left_the_sequence,
+        outputs: live.cores.into_iter().map(Core::into_output).collect(),
     })
+}
+
+impl SimulatedFrame<'_> {
+    /// The timed frame, its hazard pixels found against `rendered` (the machine's
+    /// functional frame, if the caller has it; rendered here if needed, and ignored when
+    /// it is another machine's, a supersampled render's).
+    pub fn compare(self, rendered: Option<&Frame>) -> Result<Timing, TimingError> {
+        // Where the control units ran the functional sequence (no hazard, no core past its
+        // partition), the cores wrote what the functional render writes.
+        let rendered = rendered.filter(|frame| frame.partitions == self.machine.partitions());
+        let hazard_pixels = match (self.left_the_sequence, rendered) {
+            (false, _) => Vec::new(),
+            (true, Some(frame)) => self.differences(frame),
+            (true, None) => self.differences(&functional_frame(self.machine)?),
+        };
+        Ok(Timing {
+            course: self.course,
+            live: self.left_the_sequence,
+            hazard_pixels,
+        })
+    }
+
+    /// The pixels (core, k) whose output words differ from `frame`'s.
+    fn differences(&self, frame: &Frame) -> Vec<(usize, usize)> {
+        let mut pixels = Vec::new();
+        let width = frame.width as usize;
+        for (core, output) in self.outputs.iter().enumerate() {
+            for (k, (x, y)) in self.machine.partitions()[core].pixels().enumerate() {
+                let at = (y as usize * width + x as usize) * 3;
+                let differs = (0..3).any(|c| {
+                    let functional = frame.written[at + c].then_some(frame.words[at + c]);
+                    output.read(3 * k + c) != functional
+                });
+                if differs {
+                    pixels.push((core, k));
+                }
+            }
+        }
+        pixels
+    }
 }
 
 /// The functional render's frame (what the cores write when no hazard strikes).
@@ -304,25 +360,6 @@ impl<'m> Live<'m> {
             culled: culler.and_then(|culler| Some((culler, RejectTiming::new(culler)?))),
             cores,
         }
-    }
-
-    /// The pixels (core, k) whose output words differ from `frame`'s.
-    fn differences(&self, frame: &Frame) -> Vec<(usize, usize)> {
-        let mut pixels = Vec::new();
-        let width = frame.width as usize;
-        for (core, live) in self.cores.iter().enumerate() {
-            for (k, (x, y)) in self.machine.partitions()[core].pixels().enumerate() {
-                let at = (y as usize * width + x as usize) * 3;
-                let differs = (0..3).any(|c| {
-                    let functional = frame.written[at + c].then_some(frame.words[at + c]);
-                    live.output().read(3 * k + c) != functional
-                });
-                if differs {
-                    pixels.push((core, k));
-                }
-            }
-        }
-        pixels
     }
 }
 
