@@ -684,6 +684,45 @@ mod tests {
         assert_eq!(other.hazard_pixels, alone.hazard_pixels);
     }
 
+    /// A frame that hangs with some cores done ends: they toggle their "latched" flags
+    /// every period, so the machine never stands still, but it repeats itself. The
+    /// built-in scene at 12x16 on 3 cores: a hazard leaves core 0 waiting for a triangle
+    /// after the last one while the host waits for its pixel's commit (this ran to the
+    /// 2^40-cycle limit, clock by clock, before), with the closed form or without.
+    #[test]
+    fn a_hang_beside_done_cores_ends_as_a_deadlock() {
+        use crate::emu::core::Program;
+        use crate::emu::machine::RenderOptions;
+        use crate::io::scene::obj::{default_scene, ObjOptions};
+        let obj = ObjOptions {
+            width: 12,
+            height: 16,
+            ..ObjOptions::default()
+        };
+        let scene = default_scene::load(&obj).expect("loads").scene;
+        let render = RenderOptions {
+            cores: Some(3),
+            ..RenderOptions::default()
+        };
+        let machine = Machine::new(&scene, &render).expect("a machine");
+        let mut options = TimingOptions::new(Program::default_imem().len());
+        let fast = measure(&machine, &options).expect("timed");
+        let SimEnding::Deadlock { period, states } = &fast.course.ending else {
+            panic!("{:?}", fast.course.ending);
+        };
+        assert_eq!(*period, 2_431_064);
+        assert_eq!(states[1..], [sim::cu::DONE; 2]);
+        let stranded = fast.hazards().last().expect("a hazard");
+        assert_eq!(
+            (stranded.kind, stranded.core),
+            (HazardKind::WaitsAfterLast, 0)
+        );
+        assert_eq!(stranded.period, *period);
+        options.fast = false;
+        let stepped = measure(&machine, &options).expect("timed");
+        assert_eq!(everything(&fast), everything(&stepped));
+    }
+
     /// Everything a timing reports, to compare two timings of one frame.
     fn everything(timing: &Timing) -> String {
         format!(

@@ -305,6 +305,19 @@ struct Host {
     stdone_from: Option<u64>,
 }
 
+/// What decides every later period of a machine where only done cores move of
+/// themselves ([`Sim::repeating`]): each core's control state and flags (latched,
+/// committed, hit, value), the host's state and triangle, the signals, and which cores are
+/// evaluated next.
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct Standing {
+    cores: Vec<(u8, bool, bool, bool, bool)>,
+    host: (HostState, usize),
+    signals: Signals,
+    soon: u64,
+    waiting: u64,
+}
+
 /// Runs the frame.
 pub fn simulate(setup: &Setup, routines: &mut dyn Routines) -> Result<Course, Stop> {
     Sim::new(setup).run(routines)
@@ -533,6 +546,7 @@ impl<'s> Sim<'s> {
         let mut t = RESET_END;
         let mut previous = None;
         let mut waiting_since = None;
+        let mut standings = Vec::new();
         let ending = loop {
             if t > self.setup.limit {
                 break SimEnding::Limit(self.setup.limit);
@@ -547,6 +561,13 @@ impl<'s> Sim<'s> {
             }
             if self.done == self.cores.len() {
                 break SimEnding::Done(t);
+            }
+            if let Some(period) = self.repeating(t, &mut standings) {
+                self.stranded(period);
+                break SimEnding::Deadlock {
+                    period,
+                    states: self.cores.iter().map(|c| c.state).collect(),
+                };
             }
             if self.setup.fast && self.host.state == HostState::Ack {
                 if let Some(later) = self.fast_forward(t, routines)? {
@@ -592,6 +613,71 @@ impl<'s> Sim<'s> {
             };
         };
         Ok(self.into_course(ending))
+    }
+
+    /// Where, from period `t` on, the machine only repeats itself: a core in DONE toggles its
+    /// "latched" flag every period, so a frame that hangs with some cores done (the others
+    /// waiting for a signal, no timer, no read, the host not waiting for latches, which the
+    /// livelock bound covers) never stands still, yet once two consecutive periods look as
+    /// the two before them, the machine's whole state (the signals the period before
+    /// included) is what it was two periods earlier, and nothing new ever happens. The
+    /// first period of the repetition, if it began; `standings` keeps the last three
+    /// quiet periods' [`Standing`] (consecutive: a quiet machine visits every period).
+    fn repeating(&self, t: u64, standings: &mut Vec<(u64, Standing)>) -> Option<u64> {
+        let standing = match self.standing(t) {
+            Some(standing) if standings.last().is_none_or(|(at, _)| at + 1 == t) => standing,
+            Some(standing) => {
+                standings.clear();
+                standing
+            }
+            None => {
+                standings.clear();
+                return None;
+            }
+        };
+        // The periods t - 3, t - 2, t - 1 and t.
+        if let [(first, three_before), (_, two_before), (_, one_before)] = &standings[..] {
+            if *one_before == *three_before && standing == *two_before {
+                return Some(*first);
+            }
+        }
+        if standings.len() == 3 {
+            standings.remove(0);
+        }
+        standings.push((t, standing));
+        None
+    }
+
+    /// Everything that decides the periods after `t` when only done cores move of
+    /// themselves (see [`Sim::repeating`]); `None` otherwise.
+    fn standing(&self, t: u64) -> Option<Standing> {
+        if self.done == 0
+            || self.host.state == HostState::WaitLatch
+            || self.tmem.busy()
+            || self.host_timer(t) != u64::MAX
+        {
+            return None;
+        }
+        let quiet = |core: &CoreSim| {
+            core.state == cu::DONE
+                || (core.wake == u64::MAX
+                    && core
+                        .routine
+                        .as_ref()
+                        .is_none_or(|r| r.tmread_from.is_none()))
+        };
+        if !self.cores.iter().all(quiet) {
+            return None;
+        }
+        Some(Standing {
+            cores: (self.cores.iter())
+                .map(|c| (c.state, c.latched, c.committed, c.hit, c.value))
+                .collect(),
+            host: (self.host.state, self.host.triangle),
+            signals: self.signals(t),
+            soon: self.soon,
+            waiting: self.waiting,
+        })
     }
 
     /// The host's ACK in period `t`: the MAIN starts since the last one are counted, and
