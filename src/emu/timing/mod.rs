@@ -507,7 +507,7 @@ impl Routines for Live<'_> {
     }
 
     fn culled_mains(&mut self, core: usize, first: usize, cycles: &mut [u32]) -> usize {
-        let Some((_, timing)) = self.culled else {
+        let Some((culler, timing)) = self.culled else {
             return 0;
         };
         let functional = &self.cores[core];
@@ -520,7 +520,27 @@ impl Routines for Live<'_> {
         let ray = functional.register(address::CREG_RAY_DIRECTION);
         let (mut left, full) = (functional.budget_left(), functional.budget());
         let refill = self.left_the_sequence;
+        // Where even the costliest exits all fit the budget, only the accepted triangles
+        // stop the run.
+        let most = culler.biu().worst_exit().instructions();
+        let fits = most
+            <= if refill {
+                full
+            } else {
+                left / cycles.len().max(1) as u64
+            };
         let row = self.reject_row(core, ray).get(first..).unwrap_or_default();
+        if fits {
+            let count = cycles.len().min(row.len());
+            let taken = row[..count]
+                .iter()
+                .position(|&entry| entry == 0)
+                .unwrap_or(count);
+            for (slot, &entry) in cycles.iter_mut().zip(&row[..taken]) {
+                *slot = RejectTiming::cycles_of(entry);
+            }
+            return taken;
+        }
         for (n, (slot, &entry)) in cycles.iter_mut().zip(row).enumerate() {
             if refill {
                 left = full;

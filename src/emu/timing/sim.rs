@@ -685,7 +685,9 @@ impl<'s> Sim<'s> {
     }
 
     /// The triangle loop in closed form, from period `t` where the host acknowledges the
-    /// pixel's triangle `i` (every core latched it, none started MAIN twice): the host
+    /// pixel's triangle `i` (every core latched it, each core in its last MAIN or done
+    /// with it, however often it started MAIN on `i`: the ACK's start hazards are
+    /// counted as the clock-by-clock loop counts them): the host
     /// streams triangle `j` in the 71 periods after the ACK of `j - 1` (at `G`), so each core
     /// triggers MAIN `j` at `max(R + 4, G + 73)`, `R` the period its MAIN `j - 1`
     /// returned (ACK_MAIN, WAIT_FOR_HOST_DATA_ACK until GACK has cleared the flags,
@@ -764,6 +766,8 @@ impl<'s> Sim<'s> {
             std::mem::swap(triggers, next_triggers);
             // Triangle j runs as predicted: the host streams it, every core flips, runs it.
             if committed == 0 {
+                // The ACK in `t`, before anything of the closed form is booked.
+                self.count_starts(t);
                 self.book_to_returns(returned, routines);
             }
             if culled {
@@ -810,10 +814,9 @@ impl<'s> Sim<'s> {
                 ACK_MAIN | WAIT_FOR_HOST_DATA_ACK => core.main_returned,
                 _ => return false,
             };
-            // One MAIN start since the ACK before, so this ACK has no start hazard to
-            // count (`count_starts`, which the closed form skips); re-entries on the
-            // pixel's earlier triangles change nothing here.
-            if core.starts != 1 || r == u64::MAX || r + 1 < t - 2 {
+            // Re-entries since the ACK before change nothing here but this ACK's start
+            // hazards, which the closed form counts as the ACK would (`count_starts`).
+            if r == u64::MAX || r + 1 < t - 2 {
                 return false;
             }
             returned.push(r);
