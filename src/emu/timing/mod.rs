@@ -580,14 +580,15 @@ impl Routines for Live<'_> {
             if exit == Exit::Sum {
                 last_sum = Some(index);
             }
-            if self.left_the_sequence {
-                functional.refill_budget();
-                functional.charge(exit.instructions());
-            } else {
-                instructions += exit.instructions();
-            }
+            instructions += exit.instructions();
         }
-        if !self.left_the_sequence {
+        if self.left_the_sequence {
+            // Each refilled, then charged: the budget ends as the last one leaves it.
+            let last = timing.exit_of(row[first + count - 1]).instructions();
+            functional.book(instructions - last, count as u64 - 1);
+            functional.refill_budget();
+            functional.charge(last);
+        } else {
             functional.charge_skipped(count as u64, instructions);
         }
         self.unwritten[core] = Some((first + count - 1, last_sum, ray));

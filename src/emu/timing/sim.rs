@@ -991,11 +991,11 @@ impl<'s> Sim<'s> {
 
     /// Starts the reads that begin in `t` and steps the texture memory through `t`.
     fn step_texture_memory(&mut self, t: u64, timed: u64, routines: &mut dyn Routines) -> Reads {
-        for (index, core) in self.cores.iter_mut().enumerate() {
-            if timed & (1 << index) == 0 {
-                continue;
-            }
-            if let Some(running) = &mut core.routine {
+        let mut starting = timed;
+        while starting != 0 {
+            let index = starting.trailing_zeros() as usize;
+            starting &= starting - 1;
+            if let Some(running) = &mut self.cores[index].routine {
                 if running.tmread_from == Some(t) {
                     running.tmread_from = None;
                     let events = routines
