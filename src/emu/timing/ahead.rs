@@ -25,10 +25,6 @@ const LEAD: usize = 96;
 /// Rows a core's queue holds: more than the worker is ever ahead, so it never waits on a
 /// full queue.
 const QUEUED: usize = 2 * LEAD;
-/// How far past the simulation's pixel the worker goes on when it finds itself behind: a
-/// worker that went on at the simulation's next pixel would, about as fast as the
-/// simulation, stay a row late and compute only rows the simulation computes itself.
-const CATCH_UP: usize = LEAD / 4;
 
 /// A pixel's row: its place in its core's pixel order, its ray, the row.
 type Row = (usize, Vec3, Vec<RowEntry>);
@@ -130,12 +126,8 @@ fn work(
     loop {
         let (mut left, mut moved) = (false, false);
         for (core, queue) in queues.iter().enumerate() {
-            // The pixels the simulation is past are of no use any more; behind it, the
-            // worker goes on a few pixels further, which it then reaches first.
-            let mut first = useful[core].load(Ordering::Relaxed);
-            if pixels[core].peek().is_some_and(|&(k, _)| k < first) {
-                first += CATCH_UP;
-            }
+            // The pixels the simulation is past are of no use any more.
+            let first = useful[core].load(Ordering::Relaxed);
             while pixels[core].next_if(|&(k, _)| k < first).is_some() {}
             let Some(&(k, (x, y))) = pixels[core].peek() else {
                 continue;
