@@ -544,7 +544,7 @@ impl Routines for Live<'_> {
     }
 
     fn culled_mains(&mut self, core: usize, first: usize, cycles: &mut [u32]) -> usize {
-        let Some((_, timing)) = self.culled else {
+        let Some((culler, timing)) = self.culled else {
             return 0;
         };
         let functional = &self.cores[core];
@@ -557,7 +557,27 @@ impl Routines for Live<'_> {
         let ray = functional.register(address::CREG_RAY_DIRECTION);
         let (mut left, full) = (functional.budget_left(), functional.budget());
         let refill = self.left_the_sequence;
+        // Where even the costliest exits all fit the budget, only the accepted triangles
+        // stop the run.
+        let most = culler.biu().worst_exit().instructions();
+        let fits = most
+            <= if refill {
+                full
+            } else {
+                left / cycles.len().max(1) as u64
+            };
         let row = self.reject_row(core, ray).get(first..).unwrap_or_default();
+        if fits {
+            let count = cycles.len().min(row.len());
+            let taken = row[..count]
+                .iter()
+                .position(|&entry| entry == 0)
+                .unwrap_or(count);
+            for (slot, &entry) in cycles.iter_mut().zip(&row[..taken]) {
+                *slot = RejectTiming::cycles_of(entry);
+            }
+            return taken;
+        }
         for (n, (slot, &entry)) in cycles.iter_mut().zip(row).enumerate() {
             if refill {
                 left = full;
@@ -597,14 +617,15 @@ impl Routines for Live<'_> {
             if exit == Exit::Sum {
                 last_sum = Some(index);
             }
-            if self.left_the_sequence {
-                functional.refill_budget();
-                functional.charge(exit.instructions());
-            } else {
-                instructions += exit.instructions();
-            }
+            instructions += exit.instructions();
         }
-        if !self.left_the_sequence {
+        if self.left_the_sequence {
+            // Each refilled, then charged: the budget ends as the last one leaves it.
+            let last = timing.exit_of(row[first + count - 1]).instructions();
+            functional.book(instructions - last, count as u64 - 1);
+            functional.refill_budget();
+            functional.charge(last);
+        } else {
             functional.charge_skipped(count as u64, instructions);
         }
         self.unwritten[core] = Some((first + count - 1, last_sum, ray));

@@ -771,7 +771,9 @@ impl<'s> Sim<'s> {
     }
 
     /// The triangle loop in closed form, from period `t` where the host acknowledges the
-    /// pixel's triangle `i` (every core latched it, none started MAIN twice): the host
+    /// pixel's triangle `i` (every core latched it, each core in its last MAIN or done
+    /// with it, however often it started MAIN on `i`: the ACK's start hazards are
+    /// counted as the clock-by-clock loop counts them): the host
     /// streams triangle `j` in the 71 periods after the ACK of `j - 1` (at `G`), so each core
     /// triggers MAIN `j` at `max(R + 4, G + 73)`, `R` the period its MAIN `j - 1`
     /// returned (ACK_MAIN, WAIT_FOR_HOST_DATA_ACK until GACK has cleared the flags,
@@ -804,18 +806,21 @@ impl<'s> Sim<'s> {
             next_triggers,
             durations,
             ahead,
+            booked,
         } = scratch;
         if !self.fast_forward_from(t, first, returned) {
             return Ok(None);
         }
+        let cores = self.cores.len();
         let mut g = t;
         triggers.clear();
-        triggers.resize(self.cores.len(), 0);
+        triggers.resize(cores, 0);
         let mut committed = 0;
         next_returned.clone_from(returned);
         next_triggers.clone_from(triggers);
+        booked.restart(cores);
         let end = self.setup.triangles - 1;
-        let ahead = ahead.get_or_insert_with(|| Ahead::new(self.cores.len()));
+        let ahead = ahead.get_or_insert_with(|| Ahead::new(cores));
         ahead.restart(first);
         for j in first..end {
             if j >= ahead.end {
@@ -823,29 +828,23 @@ impl<'s> Sim<'s> {
                 ahead.fill(j, end, routines);
             }
             let culled = j < ahead.end;
-            if !culled && !peek_mains(routines, j, self.cores.len(), durations)? {
+            if !culled && !peek_mains(routines, j, cores, durations)? {
                 break;
             }
             // Into their own vectors: a triangle that breaks the closed form leaves the
             // last committed one's triggers for `resume_at_ack`.
-            let (mut last, mut earliest) = (0, u64::MAX);
-            for core in 0..self.cores.len() {
-                let cycles = if culled {
-                    ahead.cycles(core, j)
-                } else {
-                    durations[core].0
-                };
-                let trigger = (returned[core] + 4).max(g + 73);
-                next_triggers[core] = trigger;
-                next_returned[core] = trigger + 3 + u64::from(cycles);
-                last = last.max(trigger);
-                earliest = earliest.min(next_returned[core]);
-            }
+            let (last, earliest) = match culled {
+                true => next_mains(g, returned, ahead.column(j), next_triggers, next_returned),
+                false => {
+                    let cycles = durations.iter().map(|&(cycles, _)| cycles);
+                    next_mains(g, returned, cycles, next_triggers, next_returned)
+                }
+            };
             if earliest + 1 < last {
                 if culled {
                     // As if peeked one by one: the routines hold triangle j's MAINs ready.
                     self.start_ahead(ahead, j, triggers, returned, routines);
-                    peek_mains(routines, j, self.cores.len(), durations)?;
+                    peek_mains(routines, j, cores, durations)?;
                 }
                 break;
             }
@@ -853,23 +852,23 @@ impl<'s> Sim<'s> {
             std::mem::swap(triggers, next_triggers);
             // Triangle j runs as predicted: the host streams it, every core flips, runs it.
             if committed == 0 {
+                // The ACK in `t`, before anything of the closed form is booked.
+                self.count_starts(t);
                 self.book_to_returns(returned, routines);
             }
-            if !culled {
+            if culled {
+                // Started at the routines in a run ([`Sim::start_ahead`]), booked together.
+                booked.add(triggers, returned, next_returned);
+            } else {
+                booked.last_culled = false;
                 routines.streamed(Some(j));
-            }
-            for core in 0..self.cores.len() {
-                let (run, value) = match culled {
-                    // Started at the routines in a run ([`Sim::start_ahead`]).
-                    true => (None, false),
-                    false => {
-                        routines.flip(core);
-                        let run = routines.start(core, EntryPoint::Main)?;
-                        (Some(run), routines.recording(core).run(run).value)
-                    }
-                };
-                let (trigger, returns) = (triggers[core], next_returned[core]);
-                self.book_main(core, returned[core], trigger, returns, run, value);
+                for core in 0..cores {
+                    routines.flip(core);
+                    let run = routines.start(core, EntryPoint::Main)?;
+                    let value = routines.recording(core).run(run).value;
+                    let (trigger, returns) = (triggers[core], next_returned[core]);
+                    self.book_main(core, returned[core], trigger, returns, run, value);
+                }
             }
             std::mem::swap(returned, next_returned);
             g = last + 2;
@@ -879,6 +878,7 @@ impl<'s> Sim<'s> {
         if committed == 0 {
             return Ok(None);
         }
+        self.book_culled(booked);
         self.resume_at_ack(g, returned, triggers, first + committed - 1);
         Ok(Some(g))
     }
@@ -900,10 +900,9 @@ impl<'s> Sim<'s> {
                 ACK_MAIN | WAIT_FOR_HOST_DATA_ACK => core.main_returned,
                 _ => return false,
             };
-            // One MAIN start since the ACK before, so this ACK has no start hazard to
-            // count (`count_starts`, which the closed form skips); re-entries on the
-            // pixel's earlier triangles change nothing here.
-            if core.starts != 1 || r == u64::MAX || r + 1 < t - 2 {
+            // Re-entries since the ACK before change nothing here but this ACK's start
+            // hazards, which the closed form counts as the ACK would (`count_starts`).
+            if r == u64::MAX || r + 1 < t - 2 {
                 return false;
             }
             returned.push(r);
@@ -912,15 +911,14 @@ impl<'s> Sim<'s> {
     }
 
     /// Books core `core`'s MAIN triggered at `trigger`, returning at `returns` with
-    /// `value`, its previous one having returned at `returned` (run `run` at the
-    /// routines, or `None`: [`Sim::start_ahead`] gives it later).
+    /// `value` (run `run` at the routines), its previous one having returned at `returned`.
     fn book_main(
         &mut self,
         core: usize,
         returned: u64,
         trigger: u64,
         returns: u64,
-        run: Option<usize>,
+        run: usize,
         value: bool,
     ) {
         let sim = &mut self.cores[core];
@@ -932,8 +930,21 @@ impl<'s> Sim<'s> {
         sim.mains_this_pixel += 1;
         sim.hit |= value;
         sim.value = value;
-        if let Some(run) = run {
-            sim.routine = Some(Running::main(run, trigger, returns));
+        sim.routine = Some(Running::main(run, trigger, returns));
+    }
+
+    /// Books the culled MAINs [`Sim::fast_forward`] took (each returned FALSE, as
+    /// [`Sim::book_main`] books one; [`Sim::start_ahead`] gives their runs).
+    fn book_culled(&mut self, booked: &Booked) {
+        for ((sim, &waiting), &busy) in self.cores.iter_mut().zip(&booked.waiting).zip(&booked.busy)
+        {
+            sim.course.periods.waiting += waiting;
+            sim.course.periods.busy += busy;
+            sim.course.mains += booked.mains;
+            sim.mains_this_pixel += booked.mains;
+            if booked.last_culled {
+                sim.value = false;
+            }
         }
     }
 
@@ -1066,11 +1077,11 @@ impl<'s> Sim<'s> {
 
     /// Starts the reads that begin in `t` and steps the texture memory through `t`.
     fn step_texture_memory(&mut self, t: u64, timed: u64, routines: &mut dyn Routines) -> Reads {
-        for (index, core) in self.cores.iter_mut().enumerate() {
-            if timed & (1 << index) == 0 {
-                continue;
-            }
-            if let Some(running) = &mut core.routine {
+        let mut starting = timed;
+        while starting != 0 {
+            let index = starting.trailing_zeros() as usize;
+            starting &= starting - 1;
+            if let Some(running) = &mut self.cores[index].routine {
                 if running.tmread_from == Some(t) {
                     running.tmread_from = None;
                     let events = routines
@@ -1393,16 +1404,80 @@ struct Scratch {
     next_triggers: Vec<u64>,
     durations: Vec<(u32, bool)>,
     ahead: Option<Ahead>,
+    booked: Booked,
 }
 
-/// How many triangles [`Sim::fast_forward`] asks the routines to time ahead at once.
+/// The culled MAINs [`Sim::fast_forward`] committed, booked at its end ([`Sim::book_culled`]):
+/// each core's periods waiting and busy, how many (on every core), and whether the last
+/// MAIN committed was one of them.
+#[derive(Default)]
+struct Booked {
+    waiting: Vec<u64>,
+    busy: Vec<u64>,
+    mains: u64,
+    last_culled: bool,
+}
+
+impl Booked {
+    fn restart(&mut self, cores: usize) {
+        for sums in [&mut self.waiting, &mut self.busy] {
+            sums.clear();
+            sums.resize(cores, 0);
+        }
+        (self.mains, self.last_culled) = (0, false);
+    }
+
+    /// Every core's MAIN triggered at `triggers`, returning at `returns`, its previous one
+    /// having returned at `returned` (as [`Sim::book_main`] books them).
+    fn add(&mut self, triggers: &[u64], returned: &[u64], returns: &[u64]) {
+        let sums = self.waiting.iter_mut().zip(self.busy.iter_mut());
+        for ((waiting, busy), ((&trigger, &returned), &returns)) in
+            sums.zip(triggers.iter().zip(returned).zip(returns))
+        {
+            *waiting += trigger - returned - 2;
+            *busy += returns - trigger + 2;
+        }
+        self.mains += 1;
+        self.last_culled = true;
+    }
+}
+
+/// Every core's next MAIN in the closed form, the host's last ACK at `g`: triggered at
+/// `max(R + 4, g + 73)` (`R` the return of its MAIN before, in `returned`), returning
+/// `cycles` (one per core) after its first instruction, into `triggers` and `returns`;
+/// the last trigger and the earliest return.
+fn next_mains(
+    g: u64,
+    returned: &[u64],
+    cycles: impl Iterator<Item = u32>,
+    triggers: &mut [u64],
+    returns: &mut [u64],
+) -> (u64, u64) {
+    let (mut last, mut earliest) = (0, u64::MAX);
+    let next = triggers.iter_mut().zip(returns.iter_mut());
+    for ((trigger, returns), (&returned, cycles)) in next.zip(returned.iter().zip(cycles)) {
+        *trigger = (returned + 4).max(g + 73);
+        *returns = *trigger + 3 + u64::from(cycles);
+        last = last.max(*trigger);
+        earliest = earliest.min(*returns);
+    }
+    (last, earliest)
+}
+
+/// How many triangles [`Sim::fast_forward`] first asks the routines to time ahead at once;
+/// each further ask doubles, up to [`AHEAD_MOST`] (few asks where the closed form takes a
+/// pixel's triangles, little timed for nothing where it stops early).
 const AHEAD: usize = 32;
+const AHEAD_MOST: usize = 256;
 
 /// Culled MAINs timed ahead for [`Sim::fast_forward`] ([`Routines::culled_mains`]): each
-/// core's on triangles `start..end`; those from `unstarted` on that the closed form has
-/// booked are not started at the routines yet ([`Sim::start_ahead`]).
+/// core's on triangles `start..end` (core by core, [`AHEAD_MOST`] apart); those from
+/// `unstarted` on that the closed form has booked are not started at the routines yet
+/// ([`Sim::start_ahead`]).
 struct Ahead {
-    cycles: Vec<Vec<u32>>,
+    cycles: Vec<u32>,
+    /// How many the next ask times at most.
+    size: usize,
     start: usize,
     end: usize,
     unstarted: usize,
@@ -1411,7 +1486,8 @@ struct Ahead {
 impl Ahead {
     fn new(cores: usize) -> Ahead {
         Ahead {
-            cycles: vec![vec![0; AHEAD]; cores],
+            cycles: vec![0; AHEAD_MOST * cores],
+            size: AHEAD,
             start: 0,
             end: 0,
             unstarted: 0,
@@ -1421,12 +1497,14 @@ impl Ahead {
     /// Nothing timed yet, from triangle `first` on.
     fn restart(&mut self, first: usize) {
         (self.start, self.end, self.unstarted) = (first, first, first);
+        self.size = AHEAD;
     }
 
     /// Times the triangles from `j` on, before `limit`, every MAIN before `j` started.
     fn fill(&mut self, j: usize, limit: usize, routines: &mut dyn Routines) {
-        let mut count = AHEAD.min(limit - j);
-        for (core, cycles) in self.cycles.iter_mut().enumerate() {
+        let mut count = self.size.min(limit - j);
+        self.size = (2 * self.size).min(AHEAD_MOST);
+        for (core, cycles) in self.cycles.chunks_mut(AHEAD_MOST).enumerate() {
             if count == 0 {
                 break;
             }
@@ -1435,8 +1513,10 @@ impl Ahead {
         (self.start, self.end, self.unstarted) = (j, j + count, j);
     }
 
-    fn cycles(&self, core: usize, j: usize) -> u32 {
-        self.cycles[core][j - self.start]
+    /// Every core's cycles on triangle `j`, core by core.
+    fn column(&self, j: usize) -> impl Iterator<Item = u32> + '_ {
+        let first = j - self.start;
+        self.cycles[first..].iter().step_by(AHEAD_MOST).copied()
     }
 }
 

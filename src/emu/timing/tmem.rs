@@ -225,23 +225,27 @@ impl TextureMemory {
     /// in `t` (its next instruction is handed over in `t`; its request falls after `t`).
     pub fn step(&mut self, t: u64, mut done: impl FnMut(usize)) {
         let mut requests = [0u32; BANKS];
-        let mut grants = [false; 32];
+        let mut grants = 0u32;
         for (core, interface) in self.interfaces.iter().enumerate() {
             if let Some(interface) = interface {
                 let bank = (interface.address() & 3) as usize;
                 requests[bank] |= 1 << core;
-                grants[core] = self.arbiters[bank].grants(core, t);
+                grants |= u32::from(self.arbiters[bank].grants(core, t)) << core;
             }
         }
+        // A bank nobody requests only turns its pointer, which its `at` implies; its grant
+        // of `t - 1`, if any, is of no one in `t + 1` (as [`TextureMemory::step_lone`]).
         for (arbiter, &requests) in self.arbiters.iter_mut().zip(&requests) {
-            arbiter.arbitrate(t, requests, self.cores);
+            if requests != 0 {
+                arbiter.arbitrate(t, requests, self.cores);
+            }
         }
         for (core, slot) in self.interfaces.iter_mut().enumerate() {
             let Some(interface) = slot else {
                 continue;
             };
             let finished = interface.walked == 8;
-            interface.advance(grants[core]);
+            interface.advance(grants & (1 << core) != 0);
             if finished {
                 *slot = None;
                 self.active -= 1;
