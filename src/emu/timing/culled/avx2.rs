@@ -563,6 +563,34 @@ mod tests {
         }
     }
 
+    /// Products just past a multiple of 2^17 truncate toward zero: −(2^17 − 1) and
+    /// −(2^17 + 1) raw give 0 and −1 (floor would give −1 and −2).
+    #[test]
+    fn the_vector_products_truncate_toward_zero() {
+        if !crate::emu::cpu::has_avx2() {
+            return;
+        }
+        let minus_one = 0xFFFF_FFFF;
+        let a = [
+            [minus_one, 0, 0],
+            [minus_one, 0, 0],
+            [1, 0, 0],
+            [0, minus_one, 0],
+        ];
+        let b = [
+            [0x1_FFFF, 0, 0],
+            [0x2_0001, 0, 0x2_0001],
+            [0xFFFD_FFFF, 0, 0],
+            [0, 0, 0x1_FFFF],
+        ];
+        // SAFETY: the CPU has AVX2, checked just above.
+        let (dots, crosses) = unsafe { products(a, b) };
+        assert_eq!(dots, [0, minus_one, minus_one, 0]);
+        // Lane 1: (0, 0 − P(−1, 2^17 + 1), 0); lane 3: (P(−1, 2^17 − 1), 0, 0).
+        assert_eq!(crosses[1], [0, 1, 0]);
+        assert_eq!(crosses[3], [0, 0, 0]);
+    }
+
     /// The quotients `cull::verdict` decides without dividing, the vector decides too: u or
     /// v negative, both small, and a sum clearly above 1.0.
     #[test]
