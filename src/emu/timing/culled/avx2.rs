@@ -106,7 +106,7 @@ fn store(lanes: Lanes, scalar: Lanes, out: &mut [RowEntry], entry: impl Fn(usize
 #[target_feature(enable = "avx2")]
 fn faithful_block(k: &[TriangleConstants], ray: [Lanes; 3], parts: &EntryParts) -> (Lanes, Lanes) {
     let (p, p_inexact) = ray_cross(k, ray);
-    let p = p.map(|w| w.value);
+    let p = [p[0].value, p[1].value, p[2].value];
     let delta = dot(p, gather3(k, |k| k.e1));
     let h2 = dot(p, gather3(k, |k| k.t));
     let (q, q_inexact) = multiplicands(gather3(k, |k| k.q));
@@ -134,7 +134,7 @@ fn fixed_block(
     let rejected = or(or(exits[0], exits[1]), or(exits[2], exits[3]));
     // Accepted triangles' entries are 0 whatever P is.
     let (p, p_inexact) = ray_cross(k, ray);
-    let p = p.map(|w| w.value);
+    let p = [p[0].value, p[1].value, p[2].value];
     let delta = dot(p, gather3(k, |k| k.e1));
     let h2 = dot(p, gather3(k, |k| k.t));
     let h1 = gather(k, |k| k.h1);
@@ -347,11 +347,16 @@ fn gather<T>(items: &[T], field: impl Fn(&T) -> u32) -> Lanes {
     _mm256_cvtepi32_epi64(_mm_setr_epi32(word(0), word(1), word(2), word(3)))
 }
 
-/// [`gather`] of each lane of a triple.
+/// [`gather`] of each lane of a triple (written out: a closure handed to a function
+/// without AVX2, such as `std::array::from_fn`, is not inlined here).
 #[inline]
 #[target_feature(enable = "avx2")]
 fn gather3<T>(items: &[T], field: impl Fn(&T) -> Vec3) -> [Lanes; 3] {
-    std::array::from_fn(|i| gather(items, |item| field(item)[i]))
+    [
+        gather(items, |item| field(item)[0]),
+        gather(items, |item| field(item)[1]),
+        gather(items, |item| field(item)[2]),
+    ]
 }
 
 #[inline]
