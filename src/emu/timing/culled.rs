@@ -130,7 +130,7 @@ impl RejectTiming {
     /// [`RowEntry`] per triangle, in scene order): a pixel's MAINs all see one ray, so its
     /// products are computed in one tight loop, not one MAIN at a time, the ray's
     /// multiplier path chosen once. Four triangles at a time where the CPU has AVX2 and
-    /// the ray's lanes are exact multiplicands ([`avx2::row`]); the same entries one at a
+    /// the ray's lanes are exact multiplicands (`avx2::row`); the same entries one at a
     /// time otherwise.
     pub fn row(&self, culler: &Culler, ray: Vec3, row: &mut Vec<RowEntry>) {
         row.clear();

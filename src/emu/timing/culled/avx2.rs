@@ -54,26 +54,26 @@ pub(super) fn row(timing: &RejectTiming, culler: &Culler, ray: Vec3, row: &mut V
     };
     let ray_lanes = ray.map(|r| splat(i64::from(r as i32)));
     row.resize(whole, 0);
-    let entries = row.chunks_exact_mut(4).enumerate();
+    let blocks = row.chunks_exact_mut(4).enumerate();
     match timing.biu {
         Biu::Faithful => {
-            for (block, out) in entries {
+            for (block, out) in blocks {
                 let k = &constants[4 * block..4 * block + 4];
                 let (lanes, scalar) = faithful_block(k, ray_lanes, &parts);
-                store(lanes, scalar, out, |j| {
+                store_entries(lanes, scalar, out, |j| {
                     timing.scalar_entry(culler, 4 * block + j, ray)
                 });
             }
         }
         Biu::Fixed => {
             let fixed = culler.fixed_constants();
-            for (block, out) in entries {
+            for (block, out) in blocks {
                 let (k, f) = (
                     &constants[4 * block..4 * block + 4],
                     &fixed[4 * block..4 * block + 4],
                 );
                 let (lanes, scalar) = fixed_block(k, f, ray_lanes, &parts);
-                store(lanes, scalar, out, |j| {
+                store_entries(lanes, scalar, out, |j| {
                     timing.scalar_entry(culler, 4 * block + j, ray)
                 });
             }
@@ -85,7 +85,12 @@ pub(super) fn row(timing: &RejectTiming, culler: &Culler, ray: Vec3, row: &mut V
 /// Four entries into `out`, those of the lanes set in the mask `scalar` from `entry`.
 #[inline]
 #[target_feature(enable = "avx2")]
-fn store(lanes: Lanes, scalar: Lanes, out: &mut [RowEntry], entry: impl Fn(usize) -> RowEntry) {
+fn store_entries(
+    lanes: Lanes,
+    scalar: Lanes,
+    out: &mut [RowEntry],
+    entry: impl Fn(usize) -> RowEntry,
+) {
     // Each lane's entry (below 2^16) to one 16-bit word, in lane order.
     let dwords = _mm256_permutevar8x32_epi32(lanes, _mm256_setr_epi32(0, 2, 4, 6, 0, 2, 4, 6));
     let low = _mm256_castsi256_si128(dwords);
@@ -105,16 +110,16 @@ fn store(lanes: Lanes, scalar: Lanes, out: &mut [RowEntry], entry: impl Fn(usize
 #[inline]
 #[target_feature(enable = "avx2")]
 fn faithful_block(k: &[TriangleConstants], ray: [Lanes; 3], parts: &EntryParts) -> (Lanes, Lanes) {
-    let (p, p_inexact) = ray_cross(k, ray);
+    let (p, p_inexact) = ray_cross_e2(k, ray);
     let p = [p[0].value, p[1].value, p[2].value];
-    let delta = dot(p, gather3(k, |k| k.e1));
-    let h2 = dot(p, gather3(k, |k| k.t));
-    let (q, q_inexact) = multiplicands(gather3(k, |k| k.q));
+    let delta = dot(p, triple_lanes(k, |k| k.e1));
+    let h2 = dot(p, triple_lanes(k, |k| k.t));
+    let (q, q_inexact) = multiplicands(triple_lanes(k, |k| k.q));
     let h3 = dot(q, ray);
     let (exits, undecided) = faithful_exits(delta, h2, h3);
-    let h1 = gather(k, |k| k.h1);
-    let entries = entry(parts, exits, delta, [h1, h2.value, h3.value]);
-    (entries, or(or(p_inexact, q_inexact), undecided))
+    let h1 = word_lanes(k, |k| k.h1);
+    let lanes = entries(parts, exits, delta, [h1, h2.value, h3.value]);
+    (lanes, or(or(p_inexact, q_inexact), undecided))
 }
 
 /// The fixed BIU's entries of four triangles, and the lanes left to the scalar entry.
@@ -126,31 +131,28 @@ fn fixed_block(
     ray: [Lanes; 3],
     parts: &EntryParts,
 ) -> (Lanes, Lanes) {
-    let (q, q_inexact) = multiplicands(gather3(k, |k| k.q));
+    let (q, q_inexact) = multiplicands(triple_lanes(k, |k| k.q));
     let h3 = dot(q, ray);
-    let g2 = dot(ray, gather3(f, |f| f.c2));
-    let delta_prime = dot(ray, gather3(f, |f| f.c_delta));
+    let g2 = dot(ray, triple_lanes(f, |f| f.c2));
+    let delta_prime = dot(ray, triple_lanes(f, |f| f.c_delta));
     let exits = fixed_exits(g2, h3, delta_prime);
     let rejected = or(or(exits[0], exits[1]), or(exits[2], exits[3]));
     // Accepted triangles' entries are 0 whatever P is.
-    let (p, p_inexact) = ray_cross(k, ray);
+    let (p, p_inexact) = ray_cross_e2(k, ray);
     let p = [p[0].value, p[1].value, p[2].value];
-    let delta = dot(p, gather3(k, |k| k.e1));
-    let h2 = dot(p, gather3(k, |k| k.t));
-    let h1 = gather(k, |k| k.h1);
-    let entries = entry(parts, exits, delta, [h1, h2.value, h3.value]);
-    (
-        entries,
-        or(q_inexact, _mm256_and_si256(p_inexact, rejected)),
-    )
+    let delta = dot(p, triple_lanes(k, |k| k.e1));
+    let h2 = dot(p, triple_lanes(k, |k| k.t));
+    let h1 = word_lanes(k, |k| k.h1);
+    let lanes = entries(parts, exits, delta, [h1, h2.value, h3.value]);
+    (lanes, or(q_inexact, _mm256_and_si256(p_inexact, rejected)))
 }
 
 /// P = ray × E2 of four triangles, and the lanes where a lane of P is not an exact
 /// multiplicand.
 #[inline]
 #[target_feature(enable = "avx2")]
-fn ray_cross(k: &[TriangleConstants], ray: [Lanes; 3]) -> ([Word; 3], Lanes) {
-    let p = cross_lanes(ray, gather3(k, |k| k.e2));
+fn ray_cross_e2(k: &[TriangleConstants], ray: [Lanes; 3]) -> ([Word; 3], Lanes) {
+    let p = cross_lanes(ray, triple_lanes(k, |k| k.e2));
     let inexact = or(or(inexact(p[0]), inexact(p[1])), inexact(p[2]));
     (p, inexact)
 }
@@ -252,7 +254,7 @@ fn fixed_exits(g2: Word, g3: Word, delta_prime: Word) -> [Lanes; 4] {
 /// 0), their DIVs dividing `dividends` by Δ: long where Δ is not 0 and |Δ| < |H|·2^17.
 #[inline]
 #[target_feature(enable = "avx2")]
-fn entry(parts: &EntryParts, exits: [Lanes; 4], delta: Word, dividends: [Lanes; 3]) -> Lanes {
+fn entries(parts: &EntryParts, exits: [Lanes; 4], delta: Word, dividends: [Lanes; 3]) -> Lanes {
     let d = magnitude(delta);
     let divides = not(_mm256_cmpeq_epi64(d, _mm256_setzero_si256()));
     let mut base = _mm256_setzero_si256();
@@ -342,20 +344,20 @@ fn inexact(w: Word) -> Lanes {
 /// One word of four triangles, sign-extended, one triangle per lane.
 #[inline]
 #[target_feature(enable = "avx2")]
-fn gather<T>(items: &[T], field: impl Fn(&T) -> u32) -> Lanes {
+fn word_lanes<T>(items: &[T], field: impl Fn(&T) -> u32) -> Lanes {
     let word = |j: usize| field(&items[j]) as i32;
     _mm256_cvtepi32_epi64(_mm_setr_epi32(word(0), word(1), word(2), word(3)))
 }
 
-/// [`gather`] of each lane of a triple (written out: a closure handed to a function
+/// [`word_lanes`] of each lane of a triple (written out: a closure handed to a function
 /// without AVX2, such as `std::array::from_fn`, is not inlined here).
 #[inline]
 #[target_feature(enable = "avx2")]
-fn gather3<T>(items: &[T], field: impl Fn(&T) -> Vec3) -> [Lanes; 3] {
+fn triple_lanes<T>(items: &[T], field: impl Fn(&T) -> Vec3) -> [Lanes; 3] {
     [
-        gather(items, |item| field(item)[0]),
-        gather(items, |item| field(item)[1]),
-        gather(items, |item| field(item)[2]),
+        word_lanes(items, |item| field(item)[0]),
+        word_lanes(items, |item| field(item)[1]),
+        word_lanes(items, |item| field(item)[2]),
     ]
 }
 
@@ -408,7 +410,7 @@ mod tests {
     /// Word `i` of four triples, one triple per lane.
     #[target_feature(enable = "avx2")]
     fn words(triples: &[Vec3; 4], i: usize) -> Word {
-        let value = gather(triples, |t| t[i]);
+        let value = word_lanes(triples, |t| t[i]);
         Word {
             value,
             negative: _mm256_cmpgt_epi64(_mm256_setzero_si256(), value),
@@ -486,8 +488,8 @@ mod tests {
             out.map(|x| x as u32)
         };
         let (a, b) = (
-            [0, 1, 2].map(|i| gather(&a, |t| t[i])),
-            [0, 1, 2].map(|i| gather(&b, |t| t[i])),
+            [0, 1, 2].map(|i| word_lanes(&a, |t| t[i])),
+            [0, 1, 2].map(|i| word_lanes(&b, |t| t[i])),
         );
         let c = cross_lanes(a, b).map(|w| lanes(w.value));
         (
