@@ -325,6 +325,21 @@ impl Culler {
         })
     }
 
+    /// A culler of `biu` over given constants (`fixed`: one per triangle for the fixed
+    /// BIU, none for the faithful one), for tests of what is built on it.
+    #[cfg(test)]
+    pub(crate) fn with_constants(
+        biu: Biu,
+        triangles: Vec<TriangleConstants>,
+        fixed: Vec<FixedConstants>,
+    ) -> Culler {
+        Culler {
+            biu,
+            triangles,
+            fixed,
+        }
+    }
+
     /// A faithful culler over given constants, for tests of what is built on it.
     #[cfg(test)]
     pub(crate) fn from_constants(triangles: Vec<TriangleConstants>) -> Culler {

@@ -9,7 +9,12 @@ use super::cost::{div_cycles, instruction_cost, Cost};
 use crate::emu::core::alu::{self, Vec3};
 use crate::emu::core::rom::{rom, RomVariant};
 use crate::emu::isa::{Instr, Word};
-use crate::emu::machine::cull::{self, Biu, Culler, Exit, REJECT_PATH_WORDS};
+use crate::emu::machine::cull::{
+    self, Biu, Culler, Exit, FixedConstants, TriangleConstants, REJECT_PATH_WORDS,
+};
+
+#[cfg(target_arch = "x86_64")]
+mod avx2;
 
 /// The words of a rejecting MAIN, in the order it runs them, up to its RETURN (43),
 /// without BIU's three DIVs (169..=171): MAIN's CALL, BIU 157..=168, its tests and RET,
@@ -60,6 +65,16 @@ fn path_word(biu: Biu, address: u16) -> Word {
         .find(|(a, _)| *a == address)
         .map(|&(_, word)| Word(word))
         .expect("every address of the path is a reject-path word")
+}
+
+/// `ray` × `e2` (BIU's P), on the exact multiplier's path where `exact_ray` says the
+/// ray's lanes are [`alu::exact_multiplicands`].
+#[inline(always)]
+fn ray_cross(ray: Vec3, e2: Vec3, exact_ray: bool) -> Vec3 {
+    match exact_ray {
+        true => alu::cross_exact(ray, e2),
+        false => alu::cross(ray, e2),
+    }
 }
 
 /// One triangle's rejected MAIN under one ray ([`RejectTiming::row`]): 0 where BIU does
@@ -114,39 +129,82 @@ impl RejectTiming {
     /// Every triangle's rejected-MAIN cost under `ray`, into `row` (one
     /// [`RowEntry`] per triangle, in scene order): a pixel's MAINs all see one ray, so its
     /// products are computed in one tight loop, not one MAIN at a time, the ray's
-    /// multiplier path chosen once.
+    /// multiplier path chosen once. Four triangles at a time where the CPU has AVX2 and
+    /// the ray's lanes are exact multiplicands (`avx2::row`); the same entries one at a
+    /// time otherwise.
     pub fn row(&self, culler: &Culler, ray: Vec3, row: &mut Vec<RowEntry>) {
         row.clear();
-        let constants = culler.constants();
+        #[cfg(target_arch = "x86_64")]
+        if alu::exact_multiplicands(ray) && crate::emu::cpu::has_avx2() {
+            // SAFETY: the CPU has AVX2, checked just above.
+            unsafe { avx2::row(self, culler, ray, row) };
+            return;
+        }
+        self.scalar_row(culler, ray, 0, row);
+    }
+
+    /// [`RejectTiming::row`] one triangle at a time, from triangle `first` on, appended to
+    /// `row`: the reference the vector kernel is checked against.
+    fn scalar_row(&self, culler: &Culler, ray: Vec3, first: usize, row: &mut Vec<RowEntry>) {
         let exact_ray = alu::exact_multiplicands(ray);
-        let cross = |e2| match exact_ray {
-            true => alu::cross_exact(ray, e2),
-            false => alu::cross(ray, e2),
-        };
+        let constants = &culler.constants()[first..];
+        match self.biu {
+            Biu::Faithful => row.extend(
+                constants
+                    .iter()
+                    .map(|k| self.faithful_entry(k, ray, exact_ray)),
+            ),
+            Biu::Fixed => row.extend(
+                constants
+                    .iter()
+                    .zip(&culler.fixed_constants()[first..])
+                    .map(|(k, f)| self.fixed_entry(k, f, ray, exact_ray)),
+            ),
+        }
+    }
+
+    /// Triangle `index`'s [`RowEntry`] under `ray`, one triangle alone.
+    #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
+    fn scalar_entry(&self, culler: &Culler, index: usize, ray: Vec3) -> RowEntry {
+        let exact_ray = alu::exact_multiplicands(ray);
+        let k = &culler.constants()[index];
+        match self.biu {
+            Biu::Faithful => self.faithful_entry(k, ray, exact_ray),
+            Biu::Fixed => self.fixed_entry(k, &culler.fixed_constants()[index], ray, exact_ray),
+        }
+    }
+
+    /// The faithful BIU's entry for the triangle with constants `k` under `ray`, whose
+    /// lanes are [`alu::exact_multiplicands`] where `exact_ray`.
+    #[inline(always)]
+    fn faithful_entry(&self, k: &TriangleConstants, ray: Vec3, exact_ray: bool) -> RowEntry {
+        let p = ray_cross(ray, k.e2, exact_ray);
+        let (delta, h2) = (alu::dot(p, k.e1), alu::dot(p, k.t));
+        let h3 = alu::dot(k.q, ray);
+        self.entry(cull::verdict(h2, || h3, delta), delta, [k.h1, h2, h3])
+    }
+
+    /// [`RejectTiming::faithful_entry`] for the fixed BIU, with its constants `f`.
+    #[inline(always)]
+    fn fixed_entry(
+        &self,
+        k: &TriangleConstants,
+        f: &FixedConstants,
+        ray: Vec3,
+        exact_ray: bool,
+    ) -> RowEntry {
         let dot_ray = |c| match exact_ray {
             true => alu::dot_exact(ray, c),
             false => alu::dot(ray, c),
         };
-        match self.biu {
-            Biu::Faithful => row.extend(constants.iter().map(|k| {
-                let p = cross(k.e2);
-                let (delta, h2) = (alu::dot(p, k.e1), alu::dot(p, k.t));
-                let h3 = alu::dot(k.q, ray);
-                self.entry(cull::verdict(h2, || h3, delta), delta, [k.h1, h2, h3])
-            })),
-            Biu::Fixed => row.extend(constants.iter().zip(culler.fixed_constants()).map(
-                |(k, f)| {
-                    let h3 = alu::dot(k.q, ray);
-                    let exit = cull::fixed_verdict(dot_ray(f.c2), h3, dot_ray(f.c_delta));
-                    if exit.is_none() {
-                        return 0;
-                    }
-                    let p = cross(k.e2);
-                    let (delta, h2) = (alu::dot(p, k.e1), alu::dot(p, k.t));
-                    self.entry(exit, delta, [k.h1, h2, h3])
-                },
-            )),
+        let h3 = alu::dot(k.q, ray);
+        let exit = cull::fixed_verdict(dot_ray(f.c2), h3, dot_ray(f.c_delta));
+        if exit.is_none() {
+            return 0;
         }
+        let p = ray_cross(ray, k.e2, exact_ray);
+        let (delta, h2) = (alu::dot(p, k.e1), alu::dot(p, k.t));
+        self.entry(exit, delta, [k.h1, h2, h3])
     }
 
     /// The row entry of a MAIN that leaves at `exit` (`None`: accepted), its DIVs dividing
@@ -212,6 +270,78 @@ mod tests {
         let base = timing.cycles[exit.code() as usize - 1];
         let div = |h: u32| div_cycles([h; 3], [delta; 3]);
         Some((exit, base + div(k.h1) + div(h2) + div(h3)))
+    }
+
+    /// A word for the row tests: mostly small Q15.17, or a few raw units (edge values near
+    /// the fixed BIU's bounds), the multiplier's and the packer's edges, or any word.
+    fn edge_word() -> impl Strategy<Value = u32> {
+        let edges = vec![
+            0,
+            1,
+            0xFFFF_FFFF,
+            0x2_0000,
+            0xFFFE_0000,
+            0x5555_5555,
+            0x5555_5556,
+            0xAAAA_AAAA,
+            0xAAAA_AAAB,
+            0x7FFF_FFFF,
+            0x8000_0000,
+            0x8000_0001,
+        ];
+        prop_oneof![
+            4 => (-8i32 << 17..8i32 << 17).prop_map(|v| v as u32),
+            2 => (-64i32..64).prop_map(|v| v as u32),
+            1 => prop::sample::select(edges),
+            1 => any::<u32>(),
+        ]
+    }
+
+    fn edge_vec3() -> impl Strategy<Value = Vec3> {
+        [edge_word(), edge_word(), edge_word()]
+    }
+
+    /// One triangle's constants for either BIU, each drawn on its own (so P and Q are
+    /// sometimes beyond the exact multiplier, and Δ sometimes 0).
+    fn constants() -> impl Strategy<Value = (TriangleConstants, FixedConstants)> {
+        let k = (
+            edge_vec3(),
+            edge_vec3(),
+            edge_vec3(),
+            edge_vec3(),
+            edge_word(),
+        );
+        (k, edge_vec3(), edge_vec3()).prop_map(|((e1, e2, t, q, h1), c2, c_delta)| {
+            (
+                TriangleConstants { e1, e2, t, q, h1 },
+                FixedConstants { c2, c_delta },
+            )
+        })
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(4000))]
+
+        /// The row (four triangles at a time where the CPU has AVX2 and the ray is exact)
+        /// is the scalar row, entry for entry, on either BIU, whatever the row's length.
+        #[test]
+        fn a_row_is_the_scalar_row(
+            triangles in prop::collection::vec(constants(), 0..15),
+            ray in edge_vec3(),
+            fixed in any::<bool>(),
+        ) {
+            let (k, f): (Vec<_>, Vec<_>) = triangles.into_iter().unzip();
+            let culler = match fixed {
+                true => Culler::with_constants(Biu::Fixed, k, f),
+                false => Culler::with_constants(Biu::Faithful, k, Vec::new()),
+            };
+            let timing = RejectTiming::new(&culler).expect("both ROMs are timed");
+            let mut scalar = vec![1];
+            timing.scalar_row(&culler, ray, 0, &mut scalar);
+            let mut row = vec![1];
+            timing.row(&culler, ray, &mut row);
+            prop_assert_eq!(&row[..], &scalar[1..]);
+        }
     }
 
     proptest! {
