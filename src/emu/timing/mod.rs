@@ -668,10 +668,15 @@ mod tests {
 
     /// The built-in scene at 16x16: small, and it meets re-entry hazards.
     pub(super) fn hazard_scene() -> crate::io::scene::Scene {
+        builtin_scene(16, 16)
+    }
+
+    /// The built-in scene at `width` x `height`.
+    fn builtin_scene(width: u32, height: u32) -> crate::io::scene::Scene {
         use crate::io::scene::obj::{default_scene, ObjOptions};
         let obj = ObjOptions {
-            width: 16,
-            height: 16,
+            width,
+            height,
             ..ObjOptions::default()
         };
         default_scene::load(&obj).expect("loads").scene
@@ -714,13 +719,7 @@ mod tests {
     fn a_hang_beside_done_cores_ends_as_a_deadlock() {
         use crate::emu::core::Program;
         use crate::emu::machine::RenderOptions;
-        use crate::io::scene::obj::{default_scene, ObjOptions};
-        let obj = ObjOptions {
-            width: 12,
-            height: 16,
-            ..ObjOptions::default()
-        };
-        let scene = default_scene::load(&obj).expect("loads").scene;
+        let scene = builtin_scene(12, 16);
         let render = RenderOptions {
             cores: Some(3),
             ..RenderOptions::default()
