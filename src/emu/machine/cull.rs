@@ -484,20 +484,27 @@ fn rejects(k: &TriangleConstants, ray: Vec3) -> Option<Exit> {
 /// [`fixed_rejects`] for a ray of [`alu::exact_multiplicands`]: the same verdict.
 #[inline(always)]
 fn fixed_rejects_exact_ray(k: &TriangleConstants, f: &FixedConstants, ray: Vec3) -> Option<Exit> {
-    fixed_verdict(
-        alu::dot_exact(ray, f.c2),
-        alu::dot(k.q, ray),
-        alu::dot_exact(ray, f.c_delta),
-    )
+    fixed_rejects_by(k, f, ray, alu::dot_exact)
 }
 
 /// The fixed BIU's verdict (fixed.shdr) for the triangle with constants `k` under `ray`.
 #[inline(always)]
 fn fixed_rejects(k: &TriangleConstants, f: &FixedConstants, ray: Vec3) -> Option<Exit> {
+    fixed_rejects_by(k, f, ray, alu::dot)
+}
+
+/// [`fixed_rejects`] with `dot_ray` for the DOTs whose first operand is the ray.
+#[inline(always)]
+fn fixed_rejects_by(
+    k: &TriangleConstants,
+    f: &FixedConstants,
+    ray: Vec3,
+    dot_ray: fn(Vec3, Vec3) -> u32,
+) -> Option<Exit> {
     fixed_verdict(
-        alu::dot(ray, f.c2),
+        dot_ray(ray, f.c2),
         alu::dot(k.q, ray),
-        alu::dot(ray, f.c_delta),
+        dot_ray(ray, f.c_delta),
     )
 }
 
