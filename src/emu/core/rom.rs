@@ -86,26 +86,23 @@ fn faithful() -> &'static RomAssembly {
     })
 }
 
+/// One assembly of the combined source with every patch line after it: lines appended
+/// change no word before them, and a patch's word does not depend on its address (its
+/// operands are registers, immediates and labels). Assembling the source once per patch,
+/// as before, made a fixed render's start six assemblies long.
 fn fixed() -> Vec<Word> {
-    let base = faithful();
-    let source = format!("{ROM_SOURCE}\n{FIXED_EXTENSION_SOURCE}");
-    let file = Path::new("shaders/rom/rom.shdr + shaders/rom/fixed.shdr");
-    let combined = assemble_rom(&source, file)
+    let mut source = format!("{ROM_SOURCE}\n{FIXED_EXTENSION_SOURCE}");
+    for (_, line) in FIXES {
+        source.push('\n');
+        source.push_str(line);
+    }
+    let file = Path::new("shaders/rom/rom.shdr + shaders/rom/fixed.shdr + FIXES");
+    let assembly = assemble_rom(&source, file)
         .unwrap_or_else(|errors| panic!("the fixed ROM does not assemble:\n{errors}"));
-    assert_eq!(
-        &combined.words[..ROM_LEN],
-        &base.words[..],
-        "the fixed ROM's extension must only append words"
-    );
-    let mut words = combined.words;
-    for (label, line) in FIXES {
-        let address = base.labels[label] as usize;
-        let patched = assemble_rom(&format!("{source}\n{line}"), Path::new(label))
-            .unwrap_or_else(|errors| panic!("ROM fix {label} does not assemble:\n{errors}"));
-        words[address] = *patched
-            .words
-            .last()
-            .expect("the patch line is an instruction");
+    let (words, patches) = assembly.words.split_at(assembly.words.len() - FIXES.len());
+    let mut words = words.to_vec();
+    for ((label, _), &patch) in FIXES.iter().zip(patches) {
+        words[usize::from(assembly.labels[*label])] = patch;
     }
     words
 }
