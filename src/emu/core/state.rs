@@ -181,6 +181,15 @@ pub trait CoreState: Sized {
         }
     }
 
+    /// Writes registers as [`CoreState::write_register`] writes each, in order: for native
+    /// code that writes several at once (a lone core then tests once whether it is tracked).
+    #[inline(always)]
+    fn write_registers<const N: usize>(&mut self, writes: [(u16, Vec3); N]) {
+        for (address, value) in writes {
+            self.write_register(address, value);
+        }
+    }
+
     /// One component of storage row `row` (a tracked core records that component alone).
     #[inline(always)]
     fn row_component(&self, row: usize, component: usize) -> u32 {

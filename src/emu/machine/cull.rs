@@ -742,14 +742,16 @@ impl Culler {
             Biu::Faithful => core.write_register_component(address::R3, 0, alu::ONE),
             Biu::Fixed => {
                 let (_, r3) = fixed_bounds(s.delta_prime);
-                core.write_register(address::R3, r3);
-                core.write_register(address::R5, [s.g2; 3]);
-                core.write_register(address::R6, [s.delta_prime; 3]);
-                core.write_register(address::R2, [s.g1; 3]);
+                core.write_registers([
+                    (address::R3, r3),
+                    (address::R5, [s.g2; 3]),
+                    (address::R6, [s.delta_prime; 3]),
+                    (address::R2, [s.g1; 3]),
+                ]);
             }
         }
         core.write_register_component(address::R1, 0, 0);
-        for (address, value) in [
+        core.write_registers([
             (address::CREG_E1, s.e1),
             (address::CREG_E2, s.e2),
             (address::CREG_T, s.t),
@@ -762,9 +764,7 @@ impl Culler {
             (address::CREG_T_HIT, [s.t_hit; 3]),
             (address::CREG_U, [s.u; 3]),
             (address::CREG_V, [s.v; 3]),
-        ] {
-            core.write_register(address, value);
-        }
+        ]);
         if let Some(r2) = r2 {
             core.write_register(address::R2, [r2; 3]);
         }
