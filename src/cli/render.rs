@@ -160,16 +160,20 @@ fn render_frame(
     };
     let sampler = Supersampler::new(&loaded.scene, &options)?;
     let header = partial_header(args, &sampler)?;
-    // Refused before the render, not after its image is written.
+    // Refused before the render, not after its image is written. The timing options, which
+    // read a scene directory's Instructions.mem, are made only with --cycles.
     let timed = match args.cycles.cycles {
-        true => Some(sampler.machine()?),
+        true => {
+            let machine = sampler.machine()?;
+            theia::emu::timing::timeable(&machine)?;
+            let dir = args.scene.scene.as_deref().filter(|path| path.is_dir());
+            Some((
+                machine,
+                args.cycles.options(sampler.samples(), &options, dir),
+            ))
+        }
         false => None,
     };
-    if let Some(machine) = &timed {
-        theia::emu::timing::timeable(machine)?;
-    }
-    let dir = args.scene.scene.as_deref().filter(|path| path.is_dir());
-    let timing_options = args.cycles.options(sampler.samples(), &options, dir);
     let mut first = true;
     let mut render = || {
         render_with_progress(&sampler, !args.quiet, |machine| {
@@ -181,7 +185,7 @@ fn render_frame(
         })
     };
     let (render, simulated) = match &timed {
-        Some(machine) => super::cycles::simulate_beside(machine, &timing_options, render),
+        Some((machine, timing)) => super::cycles::simulate_beside(machine, timing, render),
         None => (render(), None),
     };
     let render = render?;
@@ -200,10 +204,10 @@ fn render_frame(
     if !args.quiet {
         print_summary(args, output, loaded, &sampler, &render);
     }
-    if let Some(machine) = &timed {
+    if let Some((machine, timing)) = &timed {
         let simulated = match simulated {
             Some(simulated) => simulated?,
-            None => theia::emu::timing::simulate_frame(machine, &timing_options)?,
+            None => theia::emu::timing::simulate_frame(machine, timing)?,
         };
         super::cycles::report(
             simulated,
