@@ -922,10 +922,9 @@ impl<'s> Sim<'s> {
         value: bool,
     ) {
         let sim = &mut self.cores[core];
-        // The periods from the previous MAIN's return to this one's: ACK_MAIN and
-        // the trigger and MAIN busy, the waits for GACK and HDA waiting.
-        sim.course.periods.waiting += trigger - returned - 2;
-        sim.course.periods.busy += returns - trigger + 2;
+        let (waiting, busy) = main_periods(returned, trigger, returns);
+        sim.course.periods.waiting += waiting;
+        sim.course.periods.busy += busy;
         sim.course.mains += 1;
         sim.mains_this_pixel += 1;
         sim.hit |= value;
@@ -1434,12 +1433,20 @@ impl Booked {
         for ((waiting, busy), ((&trigger, &returned), &returns)) in
             sums.zip(triggers.iter().zip(returned).zip(returns))
         {
-            *waiting += trigger - returned - 2;
-            *busy += returns - trigger + 2;
+            let (waited, busied) = main_periods(returned, trigger, returns);
+            *waiting += waited;
+            *busy += busied;
         }
         self.mains += 1;
         self.last_culled = true;
     }
+}
+
+/// A MAIN's periods from its previous MAIN's return (`returned`) to its own (`returns`),
+/// triggered at `trigger`: waiting (for GACK and HDA) and busy (ACK_MAIN, the trigger and
+/// MAIN).
+fn main_periods(returned: u64, trigger: u64, returns: u64) -> (u64, u64) {
+    (trigger - returned - 2, returns - trigger + 2)
 }
 
 /// Every core's next MAIN in the closed form, the host's last ACK at `g`: triggered at
