@@ -484,28 +484,32 @@ fn rejects(k: &TriangleConstants, ray: Vec3) -> Option<Exit> {
 /// [`fixed_rejects`] for a ray of [`alu::exact_multiplicands`]: the same verdict.
 #[inline(always)]
 fn fixed_rejects_exact_ray(k: &TriangleConstants, f: &FixedConstants, ray: Vec3) -> Option<Exit> {
-    fixed_rejects_by(k, f, ray, alu::dot_exact)
+    let [g2, g3, delta_prime] = fixed_edges(k, f, ray, true);
+    fixed_verdict(g2, g3, delta_prime)
 }
 
 /// The fixed BIU's verdict (fixed.shdr) for the triangle with constants `k` under `ray`.
 #[inline(always)]
 fn fixed_rejects(k: &TriangleConstants, f: &FixedConstants, ray: Vec3) -> Option<Exit> {
-    fixed_rejects_by(k, f, ray, alu::dot)
+    let [g2, g3, delta_prime] = fixed_edges(k, f, ray, false);
+    fixed_verdict(g2, g3, delta_prime)
 }
 
-/// [`fixed_rejects`] with `dot_ray` for the DOTs whose first operand is the ray.
+/// The fixed BIU's edge values under `ray`: g2 = ray·c2, g3 = H3 = Q·ray and
+/// D' = ray·c_delta, the DOTs with the ray first on the exact multiplier's path where
+/// `exact_ray` says its lanes are [`alu::exact_multiplicands`].
 #[inline(always)]
-fn fixed_rejects_by(
+pub(crate) fn fixed_edges(
     k: &TriangleConstants,
     f: &FixedConstants,
     ray: Vec3,
-    dot_ray: fn(Vec3, Vec3) -> u32,
-) -> Option<Exit> {
-    fixed_verdict(
-        dot_ray(ray, f.c2),
-        alu::dot(k.q, ray),
-        dot_ray(ray, f.c_delta),
-    )
+    exact_ray: bool,
+) -> [u32; 3] {
+    let dot_ray = |c| match exact_ray {
+        true => alu::dot_exact(ray, c),
+        false => alu::dot(ray, c),
+    };
+    [dot_ray(f.c2), alu::dot(k.q, ray), dot_ray(f.c_delta)]
 }
 
 /// The fixed BIU's tests on its edge values g2, g3 and D' (g1 = D' − (g2 + g3)), against

@@ -193,12 +193,8 @@ impl RejectTiming {
         ray: Vec3,
         exact_ray: bool,
     ) -> RowEntry {
-        let dot_ray = |c| match exact_ray {
-            true => alu::dot_exact(ray, c),
-            false => alu::dot(ray, c),
-        };
-        let h3 = alu::dot(k.q, ray);
-        let exit = cull::fixed_verdict(dot_ray(f.c2), h3, dot_ray(f.c_delta));
+        let [g2, h3, delta_prime] = cull::fixed_edges(k, f, ray, exact_ray);
+        let exit = cull::fixed_verdict(g2, h3, delta_prime);
         if exit.is_none() {
             return 0;
         }
