@@ -294,6 +294,7 @@ fn timings(load: Duration, render: &Render, write: Duration) -> String {
     let s = &render.stages;
     let stages = [
         ("load", load),
+        ("cull", s.cull),
         ("rays", s.rays),
         ("tree", s.tree),
         ("plan", s.plan),

@@ -106,6 +106,8 @@ impl Render {
 /// but the seeds of a core whose skeleton cannot be skipped runs on all threads).
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct Stages {
+    /// The culler's constants of every triangle ([`Machine::new`]).
+    pub cull: Duration,
     /// Every pixel's ray for the acceleration structure ([`Machine::new`]).
     pub rays: Duration,
     /// The quadtree of tiles over the rays.

@@ -31,6 +31,7 @@ pub mod triangles;
 use std::ops::Range;
 use std::sync::atomic::{AtomicBool, AtomicU64};
 use std::sync::Arc;
+use std::time::Instant;
 
 use crate::emu::core::program::Program;
 use crate::emu::core::rom::rom;
@@ -153,10 +154,15 @@ impl<'a> Machine<'a> {
             None => 0..partitions.len(),
         };
         let program = Program::new(rom(options.rom), &imem);
+        let culling = Instant::now();
         let culler = if options.culling {
             Culler::new(&program, &scene.triangles, &scene.config)
         } else {
             Err(Refusal::Disabled)
+        };
+        let stages = Stages {
+            cull: culling.elapsed(),
+            ..Stages::default()
         };
         let mut machine = Machine {
             scene,
@@ -164,7 +170,7 @@ impl<'a> Machine<'a> {
             culler,
             accel: Ok(None),
             structure_per_pass: None,
-            stages: Stages::default(),
+            stages,
             batch_candidates,
             partitions,
             active,
