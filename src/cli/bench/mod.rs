@@ -44,9 +44,9 @@ pub struct BenchArgs {
     /// With --scaling: leave out the meshes of more triangles than this
     #[arg(long, value_name = "N", requires = "scaling")]
     max_triangles: Option<usize>,
-    /// Print the thread-scaling table instead: whole-process time, speed-up and efficiency
-    /// of `theia render` on 1, 2, 4, ... threads (up to --threads) for the built-in scene
-    /// and generated meshes of 81,920 and 1,310,720 triangles (minutes)
+    /// Print the thread-scaling table instead: whole-process time, speed-up, efficiency
+    /// and CPU time of `theia render` on 1, 2, 4, ... threads (up to --threads) for the
+    /// built-in scene and generated meshes of 81,920 and 1,310,720 triangles (minutes)
     #[arg(long, conflicts_with_all = ["scene", "all_modes", "accel", "scaling"])]
     thread_scaling: bool,
     /// With --thread-scaling: emulated cores for every row [default: 16, 4 for the
