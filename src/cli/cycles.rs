@@ -1,6 +1,7 @@
 //! `--cycles`: how long the hardware itself takes for the frame (`theia::emu::timing`).
 
 use std::path::Path;
+use std::sync::atomic::AtomicU64;
 
 use clap::{Args, ValueEnum};
 
@@ -11,6 +12,8 @@ use theia::emu::timing::{
     self, HostKind, SimulatedFrame, Timing, TimingError, TimingOptions, DEFAULT_CLOCK_MHZ,
 };
 use theia::io::scene::Scene;
+
+use super::render::join_showing;
 
 #[derive(Args, Clone, Debug, Default)]
 pub struct CyclesArgs {
@@ -77,25 +80,47 @@ impl CyclesArgs {
 
 /// Runs `render` and, where the render may use more than one thread, the frame's cycle
 /// simulation beside it on a thread of its own (it needs no rendered image until its
-/// hazards are compared): the render's result, and the simulation's if it ran.
+/// hazards are compared): the render's result, and the simulation's if it ran. A
+/// simulation still running when the render is done shows its progress (`progress`).
 pub fn simulate_beside<'m, R: Send>(
     machine: &'m Machine<'m>,
     options: &TimingOptions,
+    progress: bool,
     render: impl FnOnce() -> R + Send,
 ) -> (R, Option<Result<SimulatedFrame<'m>, TimingError>>) {
     // A render told to use one thread uses one.
     if rayon::current_num_threads() < 2 {
         return (render(), None);
     }
+    let started = AtomicU64::new(0);
     std::thread::scope(|scope| {
-        let simulation = scope.spawn(|| timing::simulate_frame(machine, options));
+        let simulate = || timing::simulate_frame_with_progress(machine, options, Some(&started));
+        let simulation = scope.spawn(simulate);
         let rendered = render();
-        let simulated = simulation
-            .join()
-            .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+        let total = timing::timed_pixels(machine);
+        let simulated = join_showing(simulation, &started, total, progress, SIMULATED);
         (rendered, Some(simulated))
     })
 }
+
+/// The frame's cycle simulation on a thread of its own while this one shows its progress
+/// (`progress`): a frame of many triangles takes far longer to time than to render.
+pub fn simulate_showing<'m>(
+    machine: &'m Machine<'m>,
+    options: &TimingOptions,
+    progress: bool,
+) -> Result<SimulatedFrame<'m>, TimingError> {
+    let started = AtomicU64::new(0);
+    std::thread::scope(|scope| {
+        let simulate = || timing::simulate_frame_with_progress(machine, options, Some(&started));
+        let simulation = scope.spawn(simulate);
+        let total = timing::timed_pixels(machine);
+        join_showing(simulation, &started, total, progress, SIMULATED)
+    })
+}
+
+/// What the simulation's progress bar counts.
+const SIMULATED: &str = "pixels timed (--cycles)";
 
 /// Finishes `simulated` (`rendered`: the machine's functional frame, if at hand) and prints
 /// the report, for a frame of `height` rows, on stdout.

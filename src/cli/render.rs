@@ -185,7 +185,9 @@ fn render_frame(
         })
     };
     let (render, simulated) = match &timed {
-        Some((machine, timing)) => super::cycles::simulate_beside(machine, timing, render),
+        Some((machine, timing)) => {
+            super::cycles::simulate_beside(machine, timing, !args.quiet, render)
+        }
         None => (render(), None),
     };
     let render = render?;
@@ -207,7 +209,7 @@ fn render_frame(
     if let Some((machine, timing)) = &timed {
         let simulated = match simulated {
             Some(simulated) => simulated?,
-            None => theia::emu::timing::simulate_frame(machine, timing)?,
+            None => super::cycles::simulate_showing(machine, timing, !args.quiet)?,
         };
         super::cycles::report(
             simulated,
@@ -502,39 +504,48 @@ pub fn render_with_progress(
 ) -> anyhow::Result<Render> {
     let done = AtomicU64::new(0);
     let total = sampler.total_samples();
-    let show = progress && std::io::stderr().is_terminal();
     std::thread::scope(|scope| {
         let worker = scope.spawn(|| sampler.render(Some(&done), prepare));
-        if show {
-            let start = Instant::now();
-            let mut bar: Option<ProgressBar> = None;
-            while !worker.is_finished() {
-                std::thread::sleep(Duration::from_millis(50));
-                if bar.is_none() && start.elapsed() >= PROGRESS_DELAY {
-                    bar = Some(progress_bar(total));
-                }
-                if let Some(bar) = &bar {
-                    bar.set_position(done.load(Ordering::Relaxed));
-                }
-            }
-            if let Some(bar) = bar {
-                bar.finish_and_clear();
-            }
-        }
-        worker
-            .join()
-            .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+        join_showing(worker, &done, total, progress, "pixels")
     })
 }
 
-fn progress_bar(total: u64) -> ProgressBar {
+/// Joins `worker`, meanwhile drawing on stderr a bar of `done` out of `total` `unit` (only
+/// when `show`, stderr is a terminal and the work lasts longer than [`PROGRESS_DELAY`]).
+pub fn join_showing<T>(
+    worker: std::thread::ScopedJoinHandle<'_, T>,
+    done: &AtomicU64,
+    total: u64,
+    show: bool,
+    unit: &str,
+) -> T {
+    if show && std::io::stderr().is_terminal() {
+        let start = Instant::now();
+        let mut bar: Option<ProgressBar> = None;
+        while !worker.is_finished() {
+            std::thread::sleep(Duration::from_millis(50));
+            if bar.is_none() && start.elapsed() >= PROGRESS_DELAY {
+                bar = Some(progress_bar(total, unit));
+            }
+            if let Some(bar) = &bar {
+                bar.set_position(done.load(Ordering::Relaxed).min(total));
+            }
+        }
+        if let Some(bar) = bar {
+            bar.finish_and_clear();
+        }
+    }
+    worker
+        .join()
+        .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+}
+
+fn progress_bar(total: u64, unit: &str) -> ProgressBar {
     let bar = ProgressBar::with_draw_target(Some(total), ProgressDrawTarget::stderr());
-    bar.set_style(
-        ProgressStyle::with_template(
-            "{spinner} [{elapsed_precise}] {wide_bar} {pos}/{len} pixels (ETA {eta})",
-        )
-        .expect("the template is valid"),
+    let template = format!(
+        "{{spinner}} [{{elapsed_precise}}] {{wide_bar}} {{pos}}/{{len}} {unit} (ETA {{eta}})"
     );
+    bar.set_style(ProgressStyle::with_template(&template).expect("the template is valid"));
     bar
 }
 

@@ -42,6 +42,7 @@ pub mod sim;
 pub mod tmem;
 
 use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::emu::core::alu::Vec3;
 use crate::emu::core::output::OutputMemory;
@@ -154,6 +155,12 @@ impl Timing {
     }
 }
 
+/// The pixels the cores of `machine` start in a frame that ends: every partition's.
+pub fn timed_pixels(machine: &Machine<'_>) -> u64 {
+    let pixels = machine.partitions().iter().map(|p| p.pixel_count() as u64);
+    pixels.sum()
+}
+
 /// Whether `machine`'s frame has a hardware timing: a THEIA pixel stage, every partition
 /// (what [`measure`] refuses, checked before a render spends its time).
 pub fn timeable(machine: &Machine<'_>) -> Result<(), TimingError> {
@@ -199,6 +206,17 @@ pub fn simulate_frame<'m>(
     machine: &'m Machine<'m>,
     options: &TimingOptions,
 ) -> Result<SimulatedFrame<'m>, TimingError> {
+    simulate_frame_with_progress(machine, options, None)
+}
+
+/// [`simulate_frame`], counting in `progress` the pixels the cores start (RGU runs), which
+/// come to [`timed_pixels`] for a frame that ends: a frame of many triangles takes far
+/// longer to time than to render (each pixel's MAIN runs on every triangle).
+pub fn simulate_frame_with_progress<'m>(
+    machine: &'m Machine<'m>,
+    options: &TimingOptions,
+    progress: Option<&AtomicU64>,
+) -> Result<SimulatedFrame<'m>, TimingError> {
     timeable(machine)?;
     let packets = u64::from(options.instruction_words.saturating_sub(1).div_ceil(2)).max(1);
     let setup = Setup {
@@ -222,6 +240,7 @@ pub fn simulate_frame<'m>(
     };
     let culler = machine.culler().ok().or(own.as_ref());
     let mut live = Live::new(machine, culler);
+    live.progress = progress;
     let course = std::thread::scope(|scope| {
         live.ahead = live
             .culled
@@ -327,6 +346,8 @@ struct Live<'m> {
     rows: Vec<(Option<Vec3>, Vec<RowEntry>)>,
     /// Rows computed ahead on another thread, if it runs.
     ahead: Option<RowsAhead>,
+    /// Counts the pixels started, for a progress bar.
+    progress: Option<&'m AtomicU64>,
 }
 
 impl<'m> Live<'m> {
@@ -357,6 +378,7 @@ impl<'m> Live<'m> {
             unstreamed: vec![([false; 2], 0); machine.partitions().len()],
             rows: vec![(None, Vec::new()); machine.partitions().len()],
             ahead: None,
+            progress: None,
             culled: culler.and_then(|culler| Some((culler, RejectTiming::new(culler)?))),
             cores,
         }
@@ -486,6 +508,9 @@ impl Routines for Live<'_> {
     fn start(&mut self, core: usize, entry: EntryPoint) -> Result<usize, Stop> {
         if entry == EntryPoint::Rgu {
             self.pixels[core] += 1;
+            if let Some(progress) = self.progress {
+                progress.fetch_add(1, Ordering::Relaxed);
+            }
             // The functional sequence stops one pixel past the partition.
             self.left_the_sequence |=
                 self.pixels[core] > self.machine.partitions()[core].pixel_count() + 1;
@@ -669,6 +694,23 @@ mod tests {
     /// The built-in scene at 16x16: small, and it meets re-entry hazards.
     pub(super) fn hazard_scene() -> crate::io::scene::Scene {
         builtin_scene(16, 16)
+    }
+
+    /// The progress counter counts each pixel a core starts: the frame's pixels once it
+    /// ends, hazards and all (the built-in scene at 16x16 meets re-entries).
+    #[test]
+    fn the_progress_counter_ends_at_the_frame_s_pixels() {
+        use crate::emu::core::Program;
+        use crate::emu::machine::RenderOptions;
+        let scene = hazard_scene();
+        let machine = Machine::new(&scene, &RenderOptions::default()).expect("a machine");
+        let options = TimingOptions::new(Program::default_imem().len());
+        let counted = AtomicU64::new(0);
+        let simulated = simulate_frame_with_progress(&machine, &options, Some(&counted));
+        let timing = simulated.expect("simulated").compare(None).expect("timed");
+        assert!(timing.frame_cycles().is_some() && !timing.hazards().is_empty());
+        assert_eq!(timed_pixels(&machine), 256);
+        assert_eq!(counted.load(Ordering::Relaxed), 256);
     }
 
     /// The built-in scene at `width` x `height`.
