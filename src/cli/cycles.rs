@@ -92,30 +92,36 @@ pub fn simulate_beside<'m, R: Send>(
     if rayon::current_num_threads() < 2 {
         return (render(), None);
     }
-    let started = AtomicU64::new(0);
-    std::thread::scope(|scope| {
-        let simulate = || timing::simulate_frame_with_progress(machine, options, Some(&started));
-        let simulation = scope.spawn(simulate);
-        let rendered = render();
-        let total = timing::timed_pixels(machine);
-        let simulated = join_showing(simulation, &started, total, progress, SIMULATED);
-        (rendered, Some(simulated))
-    })
+    let (simulated, rendered) = simulate_while(machine, options, progress, render);
+    (rendered, Some(simulated))
 }
 
-/// The frame's cycle simulation on a thread of its own while this one shows its progress
-/// (`progress`): a frame of many triangles takes far longer to time than to render.
+/// The frame's cycle simulation, showing its progress (`progress`): a frame of many
+/// triangles takes far longer to time than to render.
 pub fn simulate_showing<'m>(
     machine: &'m Machine<'m>,
     options: &TimingOptions,
     progress: bool,
 ) -> Result<SimulatedFrame<'m>, TimingError> {
+    simulate_while(machine, options, progress, || ()).0
+}
+
+/// The simulation on a thread of its own while this one runs `meanwhile`, then draws the
+/// simulation's progress until it is done.
+fn simulate_while<'m, R: Send>(
+    machine: &'m Machine<'m>,
+    options: &TimingOptions,
+    progress: bool,
+    meanwhile: impl FnOnce() -> R + Send,
+) -> (Result<SimulatedFrame<'m>, TimingError>, R) {
     let started = AtomicU64::new(0);
     std::thread::scope(|scope| {
         let simulate = || timing::simulate_frame_with_progress(machine, options, Some(&started));
         let simulation = scope.spawn(simulate);
+        let done = meanwhile();
         let total = timing::timed_pixels(machine);
-        join_showing(simulation, &started, total, progress, SIMULATED)
+        let simulated = join_showing(simulation, &started, total, progress, SIMULATED);
+        (simulated, done)
     })
 }
 
