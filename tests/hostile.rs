@@ -1,5 +1,6 @@
 //! `theia view` against hostile clients, on loopback only: an endless header line, a
-//! thousand idle connections, two hundred slow uploads, five hundred oversized bodies.
+//! thousand idle connections, a flood of them behind a page a moment late with its
+//! request, two hundred slow uploads, five hundred oversized bodies.
 //! Through each, another client's `GET /state` must be answered within a second, and the
 //! viewer (run under `ulimit -n 1024`) must stay under 200 MB and keep its threads and
 //! descriptors. Every loop here is bounded in count and time.
@@ -268,6 +269,41 @@ fn a_thousand_idle_connections_do_not_keep_a_page_out() {
     probe.finish("1,000 idle connections");
     drop(idle);
     viewer.check_resources("1,000 idle connections", threads);
+}
+
+/// A page whose request comes a moment after its connect (a busy machine) is not pushed
+/// out by a flood of idle connections right behind it: each connection has the server's
+/// grace (250 ms) to send its request before a newcomer may take its place. Without it,
+/// the flood's first connection past the cap took the page's place at once.
+#[test]
+fn a_request_a_moment_late_outlives_a_flood_behind_it() {
+    let viewer = Viewer::start();
+    let threads = viewer.status("Threads:");
+    let mut page = viewer.connect();
+    let start = Instant::now();
+    // Past the cap (480 under `ulimit -n 1024`), and quick: the page's request must come
+    // within its grace (it did after 0.15 s on the 2-core machine).
+    let idle: Vec<TcpStream> = (0..560)
+        .filter_map(|_| TcpStream::connect(("127.0.0.1", viewer.port)).ok())
+        .collect();
+    assert!(idle.len() >= 500, "only {} connections", idle.len());
+    std::thread::sleep(Duration::from_millis(20));
+    let late = start.elapsed();
+    let request = format!(
+        "GET /state HTTP/1.1\r\nHost: 127.0.0.1:{}\r\nConnection: close\r\n\r\n",
+        viewer.port
+    );
+    let mut answer = String::new();
+    let read = page
+        .write_all(request.as_bytes())
+        .and_then(|()| page.read_to_string(&mut answer));
+    assert!(
+        read.is_ok() && answer.starts_with("HTTP/1.1 200"),
+        "a request {late:?} after its connect, behind {} idle connections: {read:?} {answer:?}",
+        idle.len()
+    );
+    drop(idle);
+    viewer.check_resources("a late request", threads);
 }
 
 #[test]

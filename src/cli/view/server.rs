@@ -8,7 +8,10 @@
 //! - Connections: at most [`max_connections`] open. A new one beyond that takes the place of
 //!   the oldest connection that has not finished sending its request (idle or slow), so
 //!   a crowd of idle connections cannot keep a page from being served; when every
-//!   connection is busy with a request, the new one gets a 503 at once and is closed.
+//!   connection is busy with a request, the new one gets a 503 at once and is closed. A
+//!   connection is pushed out only after [`GRACE`]: until then newcomers wait in the
+//!   kernel's queue, so a flood cannot push out a client that is a moment late with its
+//!   request.
 //! - Writes: a client that stops reading an answer is dropped after [`WRITE_STALL`].
 //! - Accept errors (out of descriptors) pause accepting briefly; the listener stays.
 //!
@@ -45,6 +48,12 @@ pub const BODY_TIMEOUT: Duration = Duration::from_secs(10);
 pub const WRITE_STALL: Duration = Duration::from_secs(10);
 /// Most connections open at once, whatever the descriptor limit.
 const CONNECTIONS_CEILING: usize = 512;
+/// How long a connection has, at least, to send its request before a newcomer may take
+/// its place. Without it a flood of idle connections accepted at thousands a second
+/// pushed out a page's connection whose request came a few milliseconds after its
+/// connect (a busy machine: 1 run of 5 of the idle-connections test with two CPU-bound
+/// processes beside it).
+const GRACE: Duration = Duration::from_millis(250);
 /// Descriptors kept for everything else (files, the watcher, the render's threads).
 const DESCRIPTORS_KEPT: u64 = 64;
 
@@ -161,17 +170,30 @@ fn declared_length(request: &Request<Incoming>) -> Option<u64> {
     )
 }
 
-/// Connections that have not yet sent a whole request, oldest first: the ones a new
-/// connection may replace when the cap is reached.
+/// Connections that have not yet sent a whole request, oldest first (with when each was
+/// accepted): the ones a new connection may replace when the cap is reached.
 struct Connections {
     open: usize,
     next_id: u64,
-    waiting: VecDeque<(u64, Arc<Notify>)>,
+    waiting: VecDeque<(u64, Instant, Arc<Notify>)>,
 }
 
 impl Connections {
     fn started(&mut self, id: u64) {
-        self.waiting.retain(|(waiting, _)| *waiting != id);
+        self.waiting.retain(|(waiting, _, _)| *waiting != id);
+    }
+
+    /// At the cap, how long until the oldest connection still sending its request has had
+    /// its [`GRACE`] (`None`: there is room, or it has had it, or every connection is
+    /// busy with a request and a newcomer is refused at once).
+    fn grace_left(&self, cap: usize) -> Option<Duration> {
+        if self.open < cap {
+            return None;
+        }
+        let (_, accepted, _) = self.waiting.front()?;
+        GRACE
+            .checked_sub(accepted.elapsed())
+            .filter(|left| !left.is_zero())
     }
 }
 
@@ -189,6 +211,15 @@ where
         waiting: VecDeque::new(),
     }));
     loop {
+        // Newcomers wait in the kernel's queue while every connection that could make
+        // room is within its grace (checked again as connections close).
+        let grace = lock(&connections).grace_left(cap);
+        if let Some(left) = grace {
+            tokio::select! {
+                () = sleep(left.min(Duration::from_millis(10))) => continue,
+                () = stop.notified() => return,
+            }
+        }
         let accepted = tokio::select! {
             accepted = listener.accept() => accepted,
             () = stop.notified() => return,
@@ -207,7 +238,7 @@ where
             if table.open >= cap {
                 match table.waiting.pop_front() {
                     // The oldest connection still sending its request makes room.
-                    Some((_, oldest)) => oldest.notify_one(),
+                    Some((_, _, oldest)) => oldest.notify_one(),
                     None => {
                         drop(table);
                         refuse(stream);
@@ -219,7 +250,7 @@ where
             table.next_id += 1;
             let id = table.next_id;
             let evict = Arc::new(Notify::new());
-            table.waiting.push_back((id, evict.clone()));
+            table.waiting.push_back((id, Instant::now(), evict.clone()));
             (id, evict)
         };
         let (handle, connections) = (handle.clone(), connections.clone());
