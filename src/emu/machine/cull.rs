@@ -56,6 +56,8 @@
 //! culling and compare every output word and the instruction counts, and a property test
 //! compares a skipped MAIN with an interpreted one register by register.
 
+use std::sync::OnceLock;
+
 use rayon::prelude::*;
 
 use crate::emu::core::alu::{self, Vec3};
@@ -291,6 +293,43 @@ pub struct RejectState {
     pub g1: u32,
 }
 
+/// Four triangles' constants word by word, one triangle per lane ([`Culler::blocks`]): a
+/// vector kernel loads a word of four triangles at once, where gathering it from four
+/// [`TriangleConstants`] takes four loads and three inserts.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct ConstantBlock {
+    pub e1: [[i32; 4]; 3],
+    pub e2: [[i32; 4]; 3],
+    pub t: [[i32; 4]; 3],
+    pub q: [[i32; 4]; 3],
+    pub h1: [i32; 4],
+    /// The fixed BIU's [`FixedConstants`]; 0 for the faithful one.
+    pub c2: [[i32; 4]; 3],
+    pub c_delta: [[i32; 4]; 3],
+}
+
+impl ConstantBlock {
+    /// The block of four triangles' constants `k` (and `f`, for the fixed BIU).
+    fn new(k: &[TriangleConstants], f: Option<&[FixedConstants]>) -> ConstantBlock {
+        let word = |field: &dyn Fn(usize) -> u32| std::array::from_fn(|j| field(j) as i32);
+        let triple =
+            |field: &dyn Fn(usize) -> Vec3| std::array::from_fn(|i| word(&|j| field(j)[i]));
+        let fixed = |field: fn(&FixedConstants) -> Vec3| match f {
+            Some(f) => triple(&|j| field(&f[j])),
+            None => [[0; 4]; 3],
+        };
+        ConstantBlock {
+            e1: triple(&|j| k[j].e1),
+            e2: triple(&|j| k[j].e2),
+            t: triple(&|j| k[j].t),
+            q: triple(&|j| k[j].q),
+            h1: word(&|j| k[j].h1),
+            c2: fixed(|f| f.c2),
+            c_delta: fixed(|f| f.c_delta),
+        }
+    }
+}
+
 /// The per-frame culling tables.
 #[derive(Clone, Debug)]
 pub struct Culler {
@@ -298,6 +337,8 @@ pub struct Culler {
     triangles: Vec<TriangleConstants>,
     /// Per triangle for the fixed BIU; empty for the faithful one.
     fixed: Vec<FixedConstants>,
+    /// [`Culler::blocks`], built when first asked for (only timed frames ask).
+    blocks: OnceLock<Vec<ConstantBlock>>,
 }
 
 impl Culler {
@@ -322,6 +363,7 @@ impl Culler {
             biu,
             triangles,
             fixed,
+            blocks: OnceLock::new(),
         })
     }
 
@@ -337,6 +379,7 @@ impl Culler {
             biu,
             triangles,
             fixed,
+            blocks: OnceLock::new(),
         }
     }
 
@@ -347,6 +390,7 @@ impl Culler {
             biu: Biu::Faithful,
             triangles,
             fixed: Vec::new(),
+            blocks: OnceLock::new(),
         }
     }
 
@@ -363,6 +407,19 @@ impl Culler {
     /// Each triangle's [`TriangleConstants`], in scene order.
     pub fn constants(&self) -> &[TriangleConstants] {
         &self.triangles
+    }
+
+    /// The constants of each whole four triangles (the last one to three left out), as
+    /// [`ConstantBlock`]s: built on first use, on the calling thread (the timing asks
+    /// beside a render, whose rayon workers would take a parallel build up only when they
+    /// are done).
+    pub fn blocks(&self) -> &[ConstantBlock] {
+        self.blocks.get_or_init(|| {
+            let fixed = (self.biu == Biu::Fixed).then_some(&self.fixed[..]);
+            (self.triangles.chunks_exact(4).enumerate())
+                .map(|(b, k)| ConstantBlock::new(k, fixed.map(|f| &f[4 * b..4 * b + 4])))
+                .collect()
+        })
     }
 
     /// BIU's verdict for triangle `index` under `ray`: `Some(exit)` when it rejects.

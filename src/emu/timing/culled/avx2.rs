@@ -17,7 +17,7 @@ use std::arch::x86_64::*;
 use super::{RejectTiming, RowEntry, ROW_CODE_SHIFT};
 use crate::emu::core::alu::Vec3;
 use crate::emu::machine::cull::{
-    Biu, Culler, FixedConstants, TriangleConstants, FIXED_FLAT, FIXED_TOLERANCE, FIXED_TOLERANCE_G1,
+    Biu, ConstantBlock, Culler, FIXED_FLAT, FIXED_TOLERANCE, FIXED_TOLERANCE_G1,
 };
 use crate::emu::timing::cost::div_cycles;
 
@@ -57,8 +57,7 @@ pub(super) fn row(timing: &RejectTiming, culler: &Culler, ray: Vec3, row: &mut V
     let blocks = row.chunks_exact_mut(4).enumerate();
     match timing.biu {
         Biu::Faithful => {
-            for (block, out) in blocks {
-                let k = &constants[4 * block..4 * block + 4];
+            for ((block, out), k) in blocks.zip(culler.blocks()) {
                 let (lanes, scalar) = faithful_block(k, ray_lanes, &parts);
                 store_entries(lanes, scalar, out, |j| {
                     timing.scalar_entry(culler, 4 * block + j, ray)
@@ -66,13 +65,8 @@ pub(super) fn row(timing: &RejectTiming, culler: &Culler, ray: Vec3, row: &mut V
             }
         }
         Biu::Fixed => {
-            let fixed = culler.fixed_constants();
-            for (block, out) in blocks {
-                let (k, f) = (
-                    &constants[4 * block..4 * block + 4],
-                    &fixed[4 * block..4 * block + 4],
-                );
-                let (lanes, scalar) = fixed_block(k, f, ray_lanes, &parts);
+            for ((block, out), k) in blocks.zip(culler.blocks()) {
+                let (lanes, scalar) = fixed_block(k, ray_lanes, &parts);
                 store_entries(lanes, scalar, out, |j| {
                     timing.scalar_entry(culler, 4 * block + j, ray)
                 });
@@ -109,15 +103,15 @@ fn store_entries(
 /// The faithful BIU's entries of four triangles, and the lanes left to the scalar entry.
 #[inline]
 #[target_feature(enable = "avx2")]
-fn faithful_block(k: &[TriangleConstants], ray: [Lanes; 3], parts: &EntryParts) -> (Lanes, Lanes) {
+fn faithful_block(k: &ConstantBlock, ray: [Lanes; 3], parts: &EntryParts) -> (Lanes, Lanes) {
     let (p, p_inexact) = ray_cross_e2(k, ray);
     let p = [p[0].value, p[1].value, p[2].value];
-    let delta = dot(p, triple_lanes(k, |k| k.e1));
-    let h2 = dot(p, triple_lanes(k, |k| k.t));
-    let (q, q_inexact) = multiplicands(triple_lanes(k, |k| k.q));
+    let delta = dot(p, triple_lanes(&k.e1));
+    let h2 = dot(p, triple_lanes(&k.t));
+    let (q, q_inexact) = multiplicands(triple_lanes(&k.q));
     let h3 = dot(q, ray);
     let (exits, undecided) = faithful_exits(delta, h2, h3);
-    let h1 = word_lanes(k, |k| k.h1);
+    let h1 = word_lanes(&k.h1);
     let lanes = entries(parts, exits, delta, [h1, h2.value, h3.value]);
     (lanes, or(or(p_inexact, q_inexact), undecided))
 }
@@ -125,24 +119,19 @@ fn faithful_block(k: &[TriangleConstants], ray: [Lanes; 3], parts: &EntryParts) 
 /// The fixed BIU's entries of four triangles, and the lanes left to the scalar entry.
 #[inline]
 #[target_feature(enable = "avx2")]
-fn fixed_block(
-    k: &[TriangleConstants],
-    f: &[FixedConstants],
-    ray: [Lanes; 3],
-    parts: &EntryParts,
-) -> (Lanes, Lanes) {
-    let (q, q_inexact) = multiplicands(triple_lanes(k, |k| k.q));
+fn fixed_block(k: &ConstantBlock, ray: [Lanes; 3], parts: &EntryParts) -> (Lanes, Lanes) {
+    let (q, q_inexact) = multiplicands(triple_lanes(&k.q));
     let h3 = dot(q, ray);
-    let g2 = dot(ray, triple_lanes(f, |f| f.c2));
-    let delta_prime = dot(ray, triple_lanes(f, |f| f.c_delta));
+    let g2 = dot(ray, triple_lanes(&k.c2));
+    let delta_prime = dot(ray, triple_lanes(&k.c_delta));
     let exits = fixed_exits(g2, h3, delta_prime);
     let rejected = or(or(exits[0], exits[1]), or(exits[2], exits[3]));
     // Accepted triangles' entries are 0 whatever P is.
     let (p, p_inexact) = ray_cross_e2(k, ray);
     let p = [p[0].value, p[1].value, p[2].value];
-    let delta = dot(p, triple_lanes(k, |k| k.e1));
-    let h2 = dot(p, triple_lanes(k, |k| k.t));
-    let h1 = word_lanes(k, |k| k.h1);
+    let delta = dot(p, triple_lanes(&k.e1));
+    let h2 = dot(p, triple_lanes(&k.t));
+    let h1 = word_lanes(&k.h1);
     let lanes = entries(parts, exits, delta, [h1, h2.value, h3.value]);
     (lanes, or(q_inexact, _mm256_and_si256(p_inexact, rejected)))
 }
@@ -151,8 +140,8 @@ fn fixed_block(
 /// multiplicand.
 #[inline]
 #[target_feature(enable = "avx2")]
-fn ray_cross_e2(k: &[TriangleConstants], ray: [Lanes; 3]) -> ([Word; 3], Lanes) {
-    let p = cross_lanes(ray, triple_lanes(k, |k| k.e2));
+fn ray_cross_e2(k: &ConstantBlock, ray: [Lanes; 3]) -> ([Word; 3], Lanes) {
+    let p = cross_lanes(ray, triple_lanes(&k.e2));
     let inexact = or(or(inexact(p[0]), inexact(p[1])), inexact(p[2]));
     (p, inexact)
 }
@@ -341,23 +330,23 @@ fn inexact(w: Word) -> Lanes {
     _mm256_cmpgt_epi64(magnitude(w), splat(0x5555_5555))
 }
 
-/// One word of four triangles, sign-extended, one triangle per lane.
+/// One word of four triangles ([`ConstantBlock`]), sign-extended, one triangle per lane.
 #[inline]
 #[target_feature(enable = "avx2")]
-fn word_lanes<T>(items: &[T], field: impl Fn(&T) -> u32) -> Lanes {
-    let word = |j: usize| field(&items[j]) as i32;
-    _mm256_cvtepi32_epi64(_mm_setr_epi32(word(0), word(1), word(2), word(3)))
+fn word_lanes(words: &[i32; 4]) -> Lanes {
+    // SAFETY: the load reads the 16 bytes of `words`.
+    _mm256_cvtepi32_epi64(unsafe { _mm_loadu_si128(words.as_ptr().cast()) })
 }
 
-/// [`word_lanes`] of each lane of a triple (written out: a closure handed to a function
+/// [`word_lanes`] of each word of a triple (written out: a closure handed to a function
 /// without AVX2, such as `std::array::from_fn`, is not inlined here).
 #[inline]
 #[target_feature(enable = "avx2")]
-fn triple_lanes<T>(items: &[T], field: impl Fn(&T) -> Vec3) -> [Lanes; 3] {
+fn triple_lanes(words: &[[i32; 4]; 3]) -> [Lanes; 3] {
     [
-        word_lanes(items, |item| field(item)[0]),
-        word_lanes(items, |item| field(item)[1]),
-        word_lanes(items, |item| field(item)[2]),
+        word_lanes(&words[0]),
+        word_lanes(&words[1]),
+        word_lanes(&words[2]),
     ]
 }
 
@@ -407,10 +396,15 @@ mod tests {
         })
     }
 
+    /// Word `i` of each of four triples, as a [`ConstantBlock`] holds it.
+    fn column(triples: &[Vec3; 4], i: usize) -> [i32; 4] {
+        triples.map(|t| t[i] as i32)
+    }
+
     /// Word `i` of four triples, one triple per lane.
     #[target_feature(enable = "avx2")]
     fn words(triples: &[Vec3; 4], i: usize) -> Word {
-        let value = word_lanes(triples, |t| t[i]);
+        let value = word_lanes(&column(triples, i));
         Word {
             value,
             negative: _mm256_cmpgt_epi64(_mm256_setzero_si256(), value),
@@ -488,8 +482,8 @@ mod tests {
             out.map(|x| x as u32)
         };
         let (a, b) = (
-            [0, 1, 2].map(|i| word_lanes(&a, |t| t[i])),
-            [0, 1, 2].map(|i| word_lanes(&b, |t| t[i])),
+            [0, 1, 2].map(|i| word_lanes(&column(&a, i))),
+            [0, 1, 2].map(|i| word_lanes(&column(&b, i))),
         );
         let c = cross_lanes(a, b).map(|w| lanes(w.value));
         (
