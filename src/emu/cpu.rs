@@ -29,6 +29,20 @@ pub fn has_avx512() -> bool {
     }
 }
 
+/// AVX-512F and AVX-512VL: the timing's reject rows, four lanes of 64 bits written with
+/// AVX-512's instructions.
+#[inline]
+pub fn has_avx512vl() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        has_avx512() && std::arch::is_x86_feature_detected!("avx512vl")
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        false
+    }
+}
+
 /// AVX2 and FMA: the acceleration structure's float kernel.
 #[inline]
 pub fn has_avx2_and_fma() -> bool {

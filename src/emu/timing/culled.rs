@@ -130,14 +130,19 @@ impl RejectTiming {
     /// [`RowEntry`] per triangle, in scene order): a pixel's MAINs all see one ray, so its
     /// products are computed in one tight loop, not one MAIN at a time, the ray's
     /// multiplier path chosen once. Four triangles at a time where the CPU has AVX2 and
-    /// the ray's lanes are exact multiplicands (`avx2::row`); the same entries one at a
-    /// time otherwise.
+    /// the ray's lanes are exact multiplicands (`avx2::row`, or the same code compiled
+    /// for AVX-512VL where the CPU has it); the same entries one at a time otherwise.
     pub fn row(&self, culler: &Culler, ray: Vec3, row: &mut Vec<RowEntry>) {
         row.clear();
         #[cfg(target_arch = "x86_64")]
         if alu::exact_multiplicands(ray) && crate::emu::cpu::has_avx2() {
-            // SAFETY: the CPU has AVX2, checked just above.
-            unsafe { avx2::row(self, culler, ray, row) };
+            if crate::emu::cpu::has_avx512vl() {
+                // SAFETY: the CPU has AVX2, AVX-512F and AVX-512VL, checked just above.
+                unsafe { avx2::row_avx512vl(self, culler, ray, row) };
+            } else {
+                // SAFETY: the CPU has AVX2, checked just above.
+                unsafe { avx2::row(self, culler, ray, row) };
+            }
             return;
         }
         self.scalar_row(culler, ray, 0, row);
@@ -315,6 +320,36 @@ mod tests {
         })
     }
 
+    /// The row from each vector kernel this CPU runs (`row` takes only one of them), where
+    /// the kernels apply (the ray's lanes exact multiplicands).
+    fn vector_rows(
+        timing: &RejectTiming,
+        culler: &Culler,
+        ray: Vec3,
+    ) -> Vec<(&'static str, Vec<RowEntry>)> {
+        let mut rows = Vec::new();
+        #[cfg(target_arch = "x86_64")]
+        if alu::exact_multiplicands(ray) {
+            use crate::emu::cpu::{has_avx2, has_avx512vl};
+            type Kernel = unsafe fn(&RejectTiming, &Culler, Vec3, &mut Vec<RowEntry>);
+            let kernels: [(&str, bool, Kernel); 2] = [
+                ("AVX2", has_avx2(), avx2::row),
+                (
+                    "AVX-512VL",
+                    has_avx2() && has_avx512vl(),
+                    avx2::row_avx512vl,
+                ),
+            ];
+            for (name, _, kernel) in kernels.into_iter().filter(|&(_, available, _)| available) {
+                let mut row = Vec::new();
+                // SAFETY: the CPU has the kernel's features (filtered just above).
+                unsafe { kernel(timing, culler, ray, &mut row) };
+                rows.push((name, row));
+            }
+        }
+        rows
+    }
+
     proptest! {
         #![proptest_config(ProptestConfig::with_cases(4000))]
 
@@ -337,6 +372,9 @@ mod tests {
             let mut row = vec![1];
             timing.row(&culler, ray, &mut row);
             prop_assert_eq!(&row[..], &scalar[1..]);
+            for (kernel, row) in vector_rows(&timing, &culler, ray) {
+                prop_assert_eq!(&row[..], &scalar[1..], "{}", kernel);
+            }
         }
     }
 
