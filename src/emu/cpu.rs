@@ -16,26 +16,13 @@ pub fn has_avx2() -> bool {
     }
 }
 
-/// AVX-512F: the tile candidate tests, eight lanes of 64 bits.
+/// AVX-512F: the tile candidate tests and the timing's reject rows, eight lanes of 64
+/// bits.
 #[inline]
 pub fn has_avx512() -> bool {
     #[cfg(target_arch = "x86_64")]
     {
         std::arch::is_x86_feature_detected!("avx512f")
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    {
-        false
-    }
-}
-
-/// AVX-512F and AVX-512VL: the timing's reject rows, four lanes of 64 bits written with
-/// AVX-512's instructions.
-#[inline]
-pub fn has_avx512vl() -> bool {
-    #[cfg(target_arch = "x86_64")]
-    {
-        has_avx512() && std::arch::is_x86_feature_detected!("avx512vl")
     }
     #[cfg(not(target_arch = "x86_64"))]
     {

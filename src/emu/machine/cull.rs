@@ -293,30 +293,34 @@ pub struct RejectState {
     pub g1: u32,
 }
 
-/// Four triangles' constants word by word, one triangle per lane ([`Culler::blocks`]): a
-/// vector kernel loads a word of four triangles at once, where gathering it from four
-/// [`TriangleConstants`] takes four loads and three inserts.
+/// Triangles per [`ConstantBlock`]: as many as the widest vector kernel's lanes (AVX-512's
+/// eight 64-bit lanes; AVX2's four take a block in two halves).
+pub const BLOCK: usize = 8;
+
+/// [`BLOCK`] triangles' constants word by word, one triangle per lane
+/// ([`Culler::blocks`]): a vector kernel loads a word of its lanes' triangles at once,
+/// where gathering it from [`TriangleConstants`] takes a load and an insert per lane.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct ConstantBlock {
-    pub e1: [[i32; 4]; 3],
-    pub e2: [[i32; 4]; 3],
-    pub t: [[i32; 4]; 3],
-    pub q: [[i32; 4]; 3],
-    pub h1: [i32; 4],
+    pub e1: [[i32; BLOCK]; 3],
+    pub e2: [[i32; BLOCK]; 3],
+    pub t: [[i32; BLOCK]; 3],
+    pub q: [[i32; BLOCK]; 3],
+    pub h1: [i32; BLOCK],
     /// The fixed BIU's [`FixedConstants`]; 0 for the faithful one.
-    pub c2: [[i32; 4]; 3],
-    pub c_delta: [[i32; 4]; 3],
+    pub c2: [[i32; BLOCK]; 3],
+    pub c_delta: [[i32; BLOCK]; 3],
 }
 
 impl ConstantBlock {
-    /// The block of four triangles' constants `k` (and `f`, for the fixed BIU).
+    /// The block of [`BLOCK`] triangles' constants `k` (and `f`, for the fixed BIU).
     fn new(k: &[TriangleConstants], f: Option<&[FixedConstants]>) -> ConstantBlock {
         let word = |field: &dyn Fn(usize) -> u32| std::array::from_fn(|j| field(j) as i32);
         let triple =
             |field: &dyn Fn(usize) -> Vec3| std::array::from_fn(|i| word(&|j| field(j)[i]));
         let fixed = |field: fn(&FixedConstants) -> Vec3| match f {
             Some(f) => triple(&|j| field(&f[j])),
-            None => [[0; 4]; 3],
+            None => [[0; BLOCK]; 3],
         };
         ConstantBlock {
             e1: triple(&|j| k[j].e1),
@@ -409,15 +413,15 @@ impl Culler {
         &self.triangles
     }
 
-    /// The constants of each whole four triangles (the last one to three left out), as
+    /// The constants of each whole [`BLOCK`] triangles (the last few left out), as
     /// [`ConstantBlock`]s: built on first use, on the calling thread (the timing asks
     /// beside a render, whose rayon workers would take a parallel build up only when they
     /// are done).
     pub fn blocks(&self) -> &[ConstantBlock] {
         self.blocks.get_or_init(|| {
             let fixed = (self.biu == Biu::Fixed).then_some(&self.fixed[..]);
-            (self.triangles.chunks_exact(4).enumerate())
-                .map(|(b, k)| ConstantBlock::new(k, fixed.map(|f| &f[4 * b..4 * b + 4])))
+            (self.triangles.chunks_exact(BLOCK).enumerate())
+                .map(|(b, k)| ConstantBlock::new(k, fixed.map(|f| &f[BLOCK * b..BLOCK * (b + 1)])))
                 .collect()
         })
     }

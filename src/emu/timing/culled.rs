@@ -14,7 +14,9 @@ use crate::emu::machine::cull::{
 };
 
 #[cfg(target_arch = "x86_64")]
-mod avx2;
+mod kernel;
+#[cfg(target_arch = "x86_64")]
+mod lanes;
 
 /// The words of a rejecting MAIN, in the order it runs them, up to its RETURN (43),
 /// without BIU's three DIVs (169..=171): MAIN's CALL, BIU 157..=168, its tests and RET,
@@ -129,21 +131,23 @@ impl RejectTiming {
     /// Every triangle's rejected-MAIN cost under `ray`, into `row` (one
     /// [`RowEntry`] per triangle, in scene order): a pixel's MAINs all see one ray, so its
     /// products are computed in one tight loop, not one MAIN at a time, the ray's
-    /// multiplier path chosen once. Four triangles at a time where the CPU has AVX2 and
-    /// the ray's lanes are exact multiplicands (`avx2::row`, or the same code compiled
-    /// for AVX-512VL where the CPU has it); the same entries one at a time otherwise.
+    /// multiplier path chosen once. Eight triangles at a time where the CPU has AVX-512F
+    /// and four where it has AVX2 (`kernel`), if the ray's lanes are exact
+    /// multiplicands; the same entries one at a time otherwise.
     pub fn row(&self, culler: &Culler, ray: Vec3, row: &mut Vec<RowEntry>) {
         row.clear();
         #[cfg(target_arch = "x86_64")]
-        if alu::exact_multiplicands(ray) && crate::emu::cpu::has_avx2() {
-            if crate::emu::cpu::has_avx512vl() {
-                // SAFETY: the CPU has AVX2, AVX-512F and AVX-512VL, checked just above.
-                unsafe { avx2::row_avx512vl(self, culler, ray, row) };
-            } else {
-                // SAFETY: the CPU has AVX2, checked just above.
-                unsafe { avx2::row(self, culler, ray, row) };
+        if alu::exact_multiplicands(ray) {
+            if crate::emu::cpu::has_avx512() {
+                // SAFETY: the CPU has AVX-512F, checked just above.
+                unsafe { kernel::row_avx512(self, culler, ray, row) };
+                return;
             }
-            return;
+            if crate::emu::cpu::has_avx2() {
+                // SAFETY: the CPU has AVX2, checked just above.
+                unsafe { kernel::row_avx2(self, culler, ray, row) };
+                return;
+            }
         }
         self.scalar_row(culler, ray, 0, row);
     }
@@ -330,15 +334,11 @@ mod tests {
         let mut rows = Vec::new();
         #[cfg(target_arch = "x86_64")]
         if alu::exact_multiplicands(ray) {
-            use crate::emu::cpu::{has_avx2, has_avx512vl};
+            use crate::emu::cpu::{has_avx2, has_avx512};
             type Kernel = unsafe fn(&RejectTiming, &Culler, Vec3, &mut Vec<RowEntry>);
             let kernels: [(&str, bool, Kernel); 2] = [
-                ("AVX2", has_avx2(), avx2::row),
-                (
-                    "AVX-512VL",
-                    has_avx2() && has_avx512vl(),
-                    avx2::row_avx512vl,
-                ),
+                ("AVX2", has_avx2(), kernel::row_avx2),
+                ("AVX-512", has_avx512(), kernel::row_avx512),
             ];
             for (name, _, kernel) in kernels.into_iter().filter(|&(_, available, _)| available) {
                 let mut row = Vec::new();
@@ -353,11 +353,12 @@ mod tests {
     proptest! {
         #![proptest_config(ProptestConfig::with_cases(4000))]
 
-        /// The row (four triangles at a time where the CPU has AVX2 and the ray is exact)
-        /// is the scalar row, entry for entry, on either BIU, whatever the row's length.
+        /// The row (eight or four triangles at a time where the CPU has AVX-512F or AVX2
+        /// and the ray is exact) is the scalar row, entry for entry, on either BIU,
+        /// whatever the row's length (several blocks and a tail).
         #[test]
         fn a_row_is_the_scalar_row(
-            triangles in prop::collection::vec(constants(), 0..15),
+            triangles in prop::collection::vec(constants(), 0..40),
             ray in edge_vec3(),
             fixed in any::<bool>(),
         ) {
