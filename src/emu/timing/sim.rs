@@ -23,6 +23,8 @@
 //!   GET_PRIMITIVE_COUNT; configuration takes 7 periods per instruction packet (2 words),
 //!   10 per parameter or partition packet, and one period per state between them.
 
+use std::ops::Range;
+
 use super::record::{EventKind, Recording};
 use super::tmem::TextureMemory;
 use crate::emu::isa::registers::EntryPoint;
@@ -822,30 +824,43 @@ impl<'s> Sim<'s> {
         let end = self.setup.triangles - 1;
         let ahead = ahead.get_or_insert_with(|| Ahead::new(cores));
         ahead.restart(first);
-        for j in first..end {
+        let mut j = first;
+        while j < end {
             if j >= ahead.end {
                 self.start_ahead(ahead, j, triggers, returned, routines);
                 ahead.fill(j, end, routines);
             }
-            let culled = j < ahead.end;
-            if !culled && !peek_mains(routines, j, cores, durations)? {
+            if j < ahead.end {
+                let stop = end.min(ahead.end);
+                let vectors = [
+                    &mut *returned,
+                    &mut *triggers,
+                    &mut *next_returned,
+                    &mut *next_triggers,
+                ];
+                let taken = culled_stretch(ahead, j..stop, &mut g, vectors, booked);
+                if taken > 0 && committed == 0 {
+                    // The ACK in `t`, before anything of the closed form is booked.
+                    self.count_starts(t);
+                    self.book_to_returns(&booked.start, routines);
+                }
+                (j, committed) = (j + taken, committed + taken);
+                if j < stop {
+                    // As if peeked one by one: the routines hold triangle j's MAINs ready.
+                    self.start_ahead(ahead, j, triggers, returned, routines);
+                    peek_mains(routines, j, cores, durations)?;
+                    break;
+                }
+                continue;
+            }
+            if !peek_mains(routines, j, cores, durations)? {
                 break;
             }
             // Into their own vectors: a triangle that breaks the closed form leaves the
             // last committed one's triggers for `resume_at_ack`.
-            let (last, earliest) = match culled {
-                true => next_mains(g, returned, ahead.column(j), next_triggers, next_returned),
-                false => {
-                    let cycles = durations.iter().map(|&(cycles, _)| cycles);
-                    next_mains(g, returned, cycles, next_triggers, next_returned)
-                }
-            };
+            let cycles = |core: usize| durations[core].0;
+            let (last, earliest) = next_mains(g, returned, cycles, next_triggers, next_returned);
             if earliest + 1 < last {
-                if culled {
-                    // As if peeked one by one: the routines hold triangle j's MAINs ready.
-                    self.start_ahead(ahead, j, triggers, returned, routines);
-                    peek_mains(routines, j, cores, durations)?;
-                }
                 break;
             }
             // Committed: the next triangle overwrites every core's entry of the others.
@@ -856,10 +871,7 @@ impl<'s> Sim<'s> {
                 self.count_starts(t);
                 self.book_to_returns(returned, routines);
             }
-            if culled {
-                // Started at the routines in a run ([`Sim::start_ahead`]), booked together.
-                booked.add(triggers, returned, next_returned);
-            } else {
+            {
                 booked.last_culled = false;
                 routines.streamed(Some(j));
                 for core in 0..cores {
@@ -873,6 +885,7 @@ impl<'s> Sim<'s> {
             std::mem::swap(returned, next_returned);
             g = last + 2;
             committed += 1;
+            j += 1;
         }
         self.start_ahead(ahead, first + committed, triggers, returned, routines);
         if committed == 0 {
@@ -1415,6 +1428,10 @@ struct Booked {
     busy: Vec<u64>,
     mains: u64,
     last_culled: bool,
+    /// Per core, where its last MAIN before the current stretch of culled ones returned
+    /// ([`culled_stretch`]), and that plus the stretch's busy periods so far.
+    start: Vec<u64>,
+    busy_from_start: Vec<u64>,
 }
 
 impl Booked {
@@ -1424,21 +1441,6 @@ impl Booked {
             sums.resize(cores, 0);
         }
         (self.mains, self.last_culled) = (0, false);
-    }
-
-    /// Every core's MAIN triggered at `triggers`, returning at `returns`, its previous one
-    /// having returned at `returned` (as [`Sim::book_main`] books them).
-    fn add(&mut self, triggers: &[u64], returned: &[u64], returns: &[u64]) {
-        let sums = self.waiting.iter_mut().zip(self.busy.iter_mut());
-        for ((waiting, busy), ((&trigger, &returned), &returns)) in
-            sums.zip(triggers.iter().zip(returned).zip(returns))
-        {
-            let (waited, busied) = main_periods(returned, trigger, returns);
-            *waiting += waited;
-            *busy += busied;
-        }
-        self.mains += 1;
-        self.last_culled = true;
     }
 }
 
@@ -1451,24 +1453,72 @@ fn main_periods(returned: u64, trigger: u64, returns: u64) -> (u64, u64) {
 
 /// Every core's next MAIN in the closed form, the host's last ACK at `g`: triggered at
 /// `max(R + 4, g + 73)` (`R` the return of its MAIN before, in `returned`), returning
-/// `cycles` (one per core) after its first instruction, into `triggers` and `returns`;
-/// the last trigger and the earliest return.
+/// `cycles(core)` after its first instruction, into `triggers` and `returns`; the last
+/// trigger and the earliest return.
+#[inline(always)]
 fn next_mains(
     g: u64,
     returned: &[u64],
-    cycles: impl Iterator<Item = u32>,
+    cycles: impl Fn(usize) -> u32,
     triggers: &mut [u64],
     returns: &mut [u64],
 ) -> (u64, u64) {
     let (mut last, mut earliest) = (0, u64::MAX);
-    let next = triggers.iter_mut().zip(returns.iter_mut());
-    for ((trigger, returns), (&returned, cycles)) in next.zip(returned.iter().zip(cycles)) {
-        *trigger = (returned + 4).max(g + 73);
-        *returns = *trigger + 3 + u64::from(cycles);
-        last = last.max(*trigger);
-        earliest = earliest.min(*returns);
+    let cores = returned.len();
+    let (triggers, returns) = (&mut triggers[..cores], &mut returns[..cores]);
+    for core in 0..cores {
+        let trigger = (returned[core] + 4).max(g + 73);
+        triggers[core] = trigger;
+        returns[core] = trigger + 3 + u64::from(cycles(core));
+        last = last.max(trigger);
+        earliest = earliest.min(returns[core]);
     }
     (last, earliest)
+}
+
+/// [`Sim::fast_forward`] over the triangles `triangles`, whose MAINs are culled and timed
+/// in `ahead`, for as long as the closed form holds ([`next_mains`]; the last ACK at
+/// `g`): each core's triggers and returns into `triggers` and `returned` (the next two
+/// vectors are scratch), their periods into `booked` (from where each core's MAIN
+/// before returned, kept in `booked.start`), and how many it took; fewer than all where
+/// the next one breaks the form.
+fn culled_stretch(
+    ahead: &Ahead,
+    triangles: Range<usize>,
+    g: &mut u64,
+    [returned, triggers, next_returned, next_triggers]: [&mut Vec<u64>; 4],
+    booked: &mut Booked,
+) -> usize {
+    booked.start.clone_from(returned);
+    booked.busy_from_start.clone_from(returned);
+    let mut taken = 0;
+    for j in triangles {
+        let column = &ahead.cycles[j - ahead.start..];
+        let cycles = |core: usize| column[core * AHEAD_MOST];
+        let (last, earliest) = next_mains(*g, returned, cycles, next_triggers, next_returned);
+        if earliest + 1 < last {
+            break;
+        }
+        // A MAIN is busy 5 periods more than its cycles (`main_periods`).
+        let sums = booked.busy.iter_mut().zip(&mut booked.busy_from_start);
+        for (core, (busy, from_start)) in sums.enumerate() {
+            let busied = u64::from(cycles(core)) + 5;
+            *busy += busied;
+            *from_start += busied;
+        }
+        std::mem::swap(triggers, next_triggers);
+        std::mem::swap(returned, next_returned);
+        *g = last + 2;
+        taken += 1;
+    }
+    // From its return before the stretch to its last one, a core was busy or waiting.
+    let spans = returned.iter().zip(&booked.busy_from_start);
+    for (waiting, (&last, &busy_from_start)) in booked.waiting.iter_mut().zip(spans) {
+        *waiting += last - busy_from_start;
+    }
+    booked.mains += taken as u64;
+    booked.last_culled |= taken > 0;
+    taken
 }
 
 /// How many triangles [`Sim::fast_forward`] first asks the routines to time ahead at once;
@@ -1518,12 +1568,6 @@ impl Ahead {
             count = count.min(routines.culled_mains(core, j, &mut cycles[..count]));
         }
         (self.start, self.end, self.unstarted) = (j, j + count, j);
-    }
-
-    /// Every core's cycles on triangle `j`, core by core.
-    fn column(&self, j: usize) -> impl Iterator<Item = u32> + '_ {
-        let first = j - self.start;
-        self.cycles[first..].iter().step_by(AHEAD_MOST).copied()
     }
 }
 
