@@ -313,9 +313,12 @@ pub struct ConstantBlock {
 }
 
 impl ConstantBlock {
-    /// The block of [`BLOCK`] triangles' constants `k` (and `f`, for the fixed BIU).
+    /// The block of up to [`BLOCK`] triangles' constants `k` (and `f`, for the fixed
+    /// BIU), the last one repeated in the lanes past them.
     fn new(k: &[TriangleConstants], f: Option<&[FixedConstants]>) -> ConstantBlock {
-        let word = |field: &dyn Fn(usize) -> u32| std::array::from_fn(|j| field(j) as i32);
+        let last = k.len() - 1;
+        let word =
+            |field: &dyn Fn(usize) -> u32| std::array::from_fn(|j| field(j.min(last)) as i32);
         let triple =
             |field: &dyn Fn(usize) -> Vec3| std::array::from_fn(|i| word(&|j| field(j)[i]));
         let fixed = |field: fn(&FixedConstants) -> Vec3| match f {
@@ -413,15 +416,18 @@ impl Culler {
         &self.triangles
     }
 
-    /// The constants of each whole [`BLOCK`] triangles (the last few left out), as
-    /// [`ConstantBlock`]s: built on first use, on the calling thread (the timing asks
-    /// beside a render, whose rayon workers would take a parallel build up only when they
-    /// are done).
+    /// The constants of every [`BLOCK`] triangles as [`ConstantBlock`]s, the last block
+    /// padded with its last triangle: built on first use, on the calling thread (the
+    /// timing asks beside a render, whose rayon workers would take a parallel build up
+    /// only when they are done).
     pub fn blocks(&self) -> &[ConstantBlock] {
         self.blocks.get_or_init(|| {
             let fixed = (self.biu == Biu::Fixed).then_some(&self.fixed[..]);
-            (self.triangles.chunks_exact(BLOCK).enumerate())
-                .map(|(b, k)| ConstantBlock::new(k, fixed.map(|f| &f[BLOCK * b..BLOCK * (b + 1)])))
+            (self.triangles.chunks(BLOCK).enumerate())
+                .map(|(b, k)| {
+                    let f = fixed.map(|f| &f[BLOCK * b..BLOCK * b + k.len()]);
+                    ConstantBlock::new(k, f)
+                })
                 .collect()
         })
     }

@@ -3,9 +3,10 @@
 //! `alu::exact_scaled_product` (a signed 32 × 32-bit product, truncated toward zero),
 //! provided the other multiplicand, P for Δ and H2 and Q for H3, is exact too. A lane
 //! where it is not, or where the faithful BIU's verdict needs its divisions
-//! (`cull::verdict`'s exact path), gets the scalar entry ([`RejectTiming::scalar_entry`]);
-//! so do the triangles after the last whole block ([`ConstantBlock`]). Everything else
-//! is decided with masks: the verdict, the exit, and which of the three DIVs are long.
+//! (`cull::verdict`'s exact path), gets the scalar entry ([`RejectTiming::scalar_entry`]).
+//! Everything else is decided with masks: the verdict, the exit, and which of the three
+//! DIVs are long. The last block ([`ConstantBlock`]) is padded: its extra lanes' entries
+//! are computed and dropped.
 //!
 //! One body over [`Lanes`], entered at two widths: four lanes with AVX2 ([`row_avx2`])
 //! and eight with AVX-512F ([`row_avx512`]), each entry point compiled for its features
@@ -68,7 +69,7 @@ unsafe fn entries_into<V: Lanes>(
     ray: Vec3,
     row: &mut Vec<RowEntry>,
 ) {
-    let whole = culler.constants().len() / BLOCK * BLOCK;
+    let triangles = culler.constants().len();
     let (short, long) = (div_cycles([0; 3], [0; 3]), div_cycles([1; 3], [1; 3]));
     // Loops, not closures: a closure is compiled apart, without the entry point's features.
     let mut parts = EntryParts {
@@ -83,33 +84,38 @@ unsafe fn entries_into<V: Lanes>(
     for (lanes, &r) in ray_lanes.iter_mut().zip(&ray) {
         *lanes = V::splat(i64::from(r as i32));
     }
-    row.resize(whole, 0);
+    // Whole blocks: the last one's padding lanes are written past the row's end, then cut.
+    row.resize(triangles.next_multiple_of(BLOCK), 0);
     let blocks = row.chunks_exact_mut(BLOCK).zip(culler.blocks()).enumerate();
     for (block, (out, k)) in blocks {
-        for at in (0..BLOCK).step_by(V::WIDTH) {
+        let first = BLOCK * block;
+        for at in (0..BLOCK.min(triangles - first)).step_by(V::WIDTH) {
             let (lanes, scalar) = match timing.biu {
                 Biu::Faithful => faithful_block(k, at, ray_lanes, &parts),
                 Biu::Fixed => fixed_block(k, at, ray_lanes, &parts),
             };
-            store_entries(lanes, scalar, &mut out[at..at + V::WIDTH], |j| {
-                timing.scalar_entry(culler, BLOCK * block + at + j, ray)
+            let real = triangles - first - at;
+            store_entries(lanes, scalar, real, &mut out[at..at + V::WIDTH], |j| {
+                timing.scalar_entry(culler, first + at + j, ray)
             });
         }
     }
-    timing.scalar_row(culler, ray, whole, row);
+    row.truncate(triangles);
 }
 
 /// The lanes' entries into `out`, those of the lanes set in the mask `scalar` from
-/// `entry`.
+/// `entry`, but for the lanes from `real` on (a block's padding), which are left as the
+/// vector has them.
 #[inline(always)]
 unsafe fn store_entries<V: Lanes>(
     lanes: V,
     scalar: V,
+    real: usize,
     out: &mut [RowEntry],
     entry: impl Fn(usize) -> RowEntry,
 ) {
     lanes.store_entries(out);
-    let mut left = scalar.signs();
+    let mut left = scalar.signs() & (u32::MAX >> (32 - real.min(V::WIDTH)));
     while left != 0 {
         let j = left.trailing_zeros() as usize;
         out[j] = entry(j);
