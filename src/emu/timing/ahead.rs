@@ -1,16 +1,15 @@
-//! Rejected MAINs' rows ([`RejectTiming::row`]) computed ahead on another thread while
-//! the simulation runs: a row depends only on the ray, and every pixel's ray is what RGU
-//! computes from the pixel's position (as `Machine::precompute_rays` finds them), so a
-//! worker runs RGU for each core's pixels in its order, computes their rows and queues
-//! them, a bounded number per core. The timing takes a row only for the pixel it is at and
-//! only where the ray is the one its core really computed; anything else (a pixel the
-//! worker has not reached, a ray the hardware's order changed) it computes itself, so what
-//! it times never depends on the worker.
+//! Rejected MAINs' rows ([`RejectTiming::row`]) computed ahead on the other host threads
+//! while the simulation runs: a row depends only on the ray, and every pixel's ray is what
+//! RGU computes from the pixel's position (as `Machine::precompute_rays` finds them), so
+//! workers, one per thread but the simulation's, claim each core's pixels in its order,
+//! run RGU for them and put their rows in the core's slots, at most [`LEAD`] pixels ahead
+//! of the simulation. The timing takes a row only for the pixel it is at and only where
+//! the ray is the one its core really computed; anything else (a pixel no worker has
+//! finished, a ray the hardware's order changed) it computes itself, so what it times
+//! never depends on the workers.
 
-use std::cmp::Ordering as CmpOrdering;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::mpsc::{sync_channel, Receiver, SyncSender, TryRecvError};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
 
 use super::culled::{RejectTiming, RowEntry};
 use crate::emu::core::alu::Vec3;
@@ -19,99 +18,136 @@ use crate::emu::core::NoObserver;
 use crate::emu::machine::cull::Culler;
 use crate::emu::machine::{pixel_ray, Machine};
 
-/// How far ahead of the simulation's pixel the worker goes, per core: enough that it stays
-/// ahead, few enough that memory does not grow with the frame.
+/// How far ahead of the simulation's pixel the workers go, per core: enough that they
+/// stay ahead, few enough that memory does not grow with the frame.
 const LEAD: usize = 96;
-/// Rows a core's queue holds: more than the worker is ever ahead, so it never waits on a
-/// full queue.
-const QUEUED: usize = 2 * LEAD;
+/// Slots per core, pixel `k`'s row in slot `k % SLOTS`: a slot is claimed again only for a
+/// pixel [`SLOTS`] on, once the simulation is [`LEAD`] pixels past the one before.
+const SLOTS: usize = 2 * LEAD;
 
 /// A pixel's row: its place in its core's pixel order, its ray, the row.
 type Row = (usize, Vec3, Vec<RowEntry>);
+/// A core's [`SLOTS`] rows.
+type Slots = Box<[Mutex<Option<Row>>]>;
 
-/// The simulation's end of the queues: one per core.
+/// What the simulation and the workers share, per core.
+struct Shared {
+    /// The next pixel (in the core's order) no worker has claimed.
+    next: Box<[AtomicUsize]>,
+    /// The first pixel whose row the simulation has not asked for yet (the workers skip
+    /// the others: they may fall behind where the machine is busy).
+    useful: Box<[AtomicUsize]>,
+    slots: Box<[Slots]>,
+    /// Set when the simulation is done: the workers stop.
+    done: AtomicBool,
+}
+
+/// What a worker may do next on a core.
+enum Claim {
+    Pixel(usize),
+    /// Every pixel it could take is [`LEAD`] ahead of the simulation.
+    Wait,
+    /// Every pixel is claimed.
+    Done,
+}
+
+impl Shared {
+    fn new(cores: usize) -> Shared {
+        let counters = || (0..cores).map(|_| AtomicUsize::new(0)).collect();
+        Shared {
+            next: counters(),
+            useful: counters(),
+            slots: (0..cores)
+                .map(|_| (0..SLOTS).map(|_| Mutex::new(None)).collect())
+                .collect(),
+            done: AtomicBool::new(false),
+        }
+    }
+
+    /// Claims core `core`'s next pixel (of `count`) for a worker. Not the one the
+    /// simulation asks for next: it would ask before the worker had the row, compute the
+    /// row itself, and the worker's would be wasted (at two threads on the Stanford bunny,
+    /// a fifth of the rows were computed twice). So where the simulation catches up, the
+    /// workers go on from the pixel after, and the rows are shared out between them.
+    fn claim(&self, core: usize, count: usize) -> Claim {
+        let useful = self.useful[core].load(Ordering::Relaxed);
+        let mut next = self.next[core].load(Ordering::Relaxed);
+        loop {
+            let k = next.max(useful + 1);
+            if k >= count {
+                return Claim::Done;
+            }
+            if k >= useful + LEAD {
+                return Claim::Wait;
+            }
+            let claimed = self.next[core].compare_exchange_weak(
+                next,
+                k + 1,
+                Ordering::Relaxed,
+                Ordering::Relaxed,
+            );
+            match claimed {
+                Ok(_) => return Claim::Pixel(k),
+                Err(now) => next = now,
+            }
+        }
+    }
+
+    fn slot(&self, core: usize, pixel: usize) -> std::sync::MutexGuard<'_, Option<Row>> {
+        let slot = &self.slots[core][pixel % SLOTS];
+        slot.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+/// The simulation's end of the rows computed ahead.
 pub struct RowsAhead {
-    queues: Vec<Receiver<Row>>,
-    /// Per core, a row taken from the queue for a later pixel.
-    early: Vec<Option<Row>>,
-    /// Per core, the first pixel whose row the simulation has not asked for yet (the
-    /// worker skips the others: it may fall behind where the machine is busy).
-    useful: Arc<[AtomicUsize]>,
-    /// Set when the simulation is done: the worker stops.
-    done: Arc<AtomicBool>,
+    shared: Arc<Shared>,
 }
 
 impl Drop for RowsAhead {
     fn drop(&mut self) {
-        self.done.store(true, Ordering::Relaxed);
+        self.shared.done.store(true, Ordering::Relaxed);
     }
 }
 
 impl RowsAhead {
-    /// Starts the worker in `scope` for `machine`'s cores; `None` with one thread (a render
-    /// told to use one thread uses one).
+    /// Starts the workers in `scope` for `machine`'s cores, one per host thread but this
+    /// one; `None` with one thread (a render told to use one thread uses one).
     pub fn start<'scope, 'm: 'scope>(
         scope: &'scope std::thread::Scope<'scope, '_>,
         machine: &'m Machine<'m>,
         culler: &'m Culler,
         timing: RejectTiming,
     ) -> Option<RowsAhead> {
-        if rayon::current_num_threads() < 2 {
+        let threads = rayon::current_num_threads();
+        if threads < 2 {
             return None;
         }
-        let (senders, queues): (Vec<_>, Vec<_>) = (0..machine.partitions().len())
-            .map(|_| sync_channel(QUEUED))
-            .unzip();
-        let useful: Arc<[AtomicUsize]> = queues.iter().map(|_| AtomicUsize::new(0)).collect();
-        let done = Arc::new(AtomicBool::new(false));
-        let (skip, stop) = (Arc::clone(&useful), Arc::clone(&done));
-        scope.spawn(move || work(machine, culler, timing, &senders, &skip, &stop));
-        let early = (0..queues.len()).map(|_| None).collect();
-        Some(RowsAhead {
-            queues,
-            early,
-            useful,
-            done,
-        })
+        let shared = Arc::new(Shared::new(machine.partitions().len()));
+        for _ in 1..threads {
+            let shared = Arc::clone(&shared);
+            scope.spawn(move || work(machine, culler, timing, &shared));
+        }
+        Some(RowsAhead { shared })
     }
 
-    /// Core `core`'s row for its pixel `pixel` (0-based, in its order), if the worker has
+    /// Core `core`'s row for its pixel `pixel` (0-based, in its order), if a worker has
     /// it and computed it for `ray`.
     pub fn take(&mut self, core: usize, pixel: usize, ray: Vec3) -> Option<Vec<RowEntry>> {
-        self.useful[core].fetch_max(pixel.wrapping_add(1), Ordering::Relaxed);
-        loop {
-            let row = match self.early[core].take() {
-                Some(row) => row,
-                None => match self.queues[core].try_recv() {
-                    Ok(row) => row,
-                    Err(TryRecvError::Empty | TryRecvError::Disconnected) => return None,
-                },
-            };
-            match row.0.cmp(&pixel) {
-                CmpOrdering::Less => continue,
-                CmpOrdering::Equal => return (row.1 == ray).then_some(row.2),
-                CmpOrdering::Greater => {
-                    self.early[core] = Some(row);
-                    return None;
-                }
-            }
+        let shared = &self.shared;
+        shared.useful[core].fetch_max(pixel.wrapping_add(1), Ordering::Relaxed);
+        match shared.slot(core, pixel).take() {
+            Some((k, computed_for, row)) if k == pixel && computed_for == ray => Some(row),
+            _ => None,
         }
     }
 }
 
-/// The worker: each core's pixels in turn, one pixel of every core at a time (the cores
+/// A worker: each core's pixels in turn, one pixel of every core at a time (the cores
 /// move through their pixels together), at most [`LEAD`] pixels ahead of what the
-/// simulation asked for (resting a moment where every core is that far ahead: a send to a
-/// full queue would wake the worker at every row taken), until every core's pixels are
-/// done or the simulation drops its queues.
-fn work(
-    machine: &Machine<'_>,
-    culler: &Culler,
-    timing: RejectTiming,
-    queues: &[SyncSender<Row>],
-    useful: &[AtomicUsize],
-    done: &AtomicBool,
-) {
+/// simulation asked for (resting a moment where every core is that far ahead), until
+/// every core's pixels are claimed or the simulation is done.
+fn work(machine: &Machine<'_>, culler: &Culler, timing: RejectTiming, shared: &Shared) {
     let partitions = machine.partitions();
     // A core that faults while booting is left out: the simulation meets the fault itself.
     let mut cores: Vec<_> = (partitions.iter().enumerate())
@@ -119,44 +155,31 @@ fn work(
             (machine.boot_core_writing(i, p, OutputMemory::HARDWARE_WORDS, &mut NoObserver)).ok()
         })
         .collect();
-    let mut pixels: Vec<_> = partitions
-        .iter()
-        .map(|p| p.pixels().enumerate().peekable())
-        .collect();
-    loop {
+    while !shared.done.load(Ordering::Relaxed) {
         let (mut left, mut moved) = (false, false);
-        for (core, queue) in queues.iter().enumerate() {
-            // The pixels the simulation is past are of no use any more, nor is the one it
-            // asks for next: it would ask before the worker had that row, compute the row
-            // itself, and the worker's would be wasted (at two threads on the Stanford
-            // bunny, a fifth of the rows were computed twice). So where the simulation
-            // catches up, the worker goes on from the pixel after, and the two share the
-            // rows between them.
-            let first = useful[core].load(Ordering::Relaxed);
-            while pixels[core].next_if(|&(k, _)| k <= first).is_some() {}
-            let Some(&(k, (x, y))) = pixels[core].peek() else {
-                continue;
-            };
-            left = true;
-            if k >= first + LEAD {
-                continue;
-            }
-            pixels[core].next();
+        for (core, partition) in partitions.iter().enumerate() {
             let Some(functional) = &mut cores[core] else {
                 continue;
             };
-            moved = true;
-            let Ok(ray) = pixel_ray(functional, (x, y)) else {
+            let k = match shared.claim(core, partition.pixel_count()) {
+                Claim::Pixel(k) => k,
+                Claim::Wait => {
+                    left = true;
+                    continue;
+                }
+                Claim::Done => continue,
+            };
+            (left, moved) = (true, true);
+            let pixel = partition.pixel(k).expect("a pixel of the partition");
+            let Ok(ray) = pixel_ray(functional, pixel) else {
                 cores[core] = None;
                 continue;
             };
             let mut row = Vec::with_capacity(culler.constants().len());
             timing.row(culler, ray, &mut row);
-            if queue.send((k, ray, row)).is_err() {
-                return;
-            }
+            *shared.slot(core, k) = Some((k, ray, row));
         }
-        if !left || done.load(Ordering::Relaxed) {
+        if !left {
             return;
         }
         if !moved {
@@ -172,44 +195,63 @@ mod tests {
     use crate::emu::machine::RenderOptions;
     use crate::emu::timing::{measure, TimingOptions};
 
-    /// The queues of `cores` cores, without a worker: the test sends the rows.
-    fn queues(cores: usize) -> (RowsAhead, Vec<SyncSender<Row>>) {
-        let (senders, queues): (Vec<_>, Vec<_>) = (0..cores).map(|_| sync_channel(8)).unzip();
-        let ahead = RowsAhead {
-            early: (0..cores).map(|_| None).collect(),
-            useful: (0..cores).map(|_| AtomicUsize::new(0)).collect(),
-            done: Arc::new(AtomicBool::new(false)),
-            queues,
-        };
-        (ahead, senders)
+    /// The rows ahead of `cores` cores, without workers: the test puts the rows.
+    fn rows_ahead(cores: usize) -> RowsAhead {
+        RowsAhead {
+            shared: Arc::new(Shared::new(cores)),
+        }
     }
 
     #[test]
     fn a_row_is_taken_only_for_its_pixel_and_ray() {
-        let (mut ahead, senders) = queues(2);
+        let mut ahead = rows_ahead(2);
         let ray = |k: u32| [k, 1, 2];
-        for k in [0, 1, 3] {
-            senders[1].send((k, ray(k as u32), vec![k as u16])).unwrap();
+        for k in [1, 3, 4, 5] {
+            *ahead.shared.slot(1, k) = Some((k, ray(k as u32), vec![k as u16]));
         }
-        // Another core's queue is its own.
-        assert_eq!(ahead.take(0, 0, ray(0)), None);
-        // Pixel 1 under another ray (the hardware's order changed it): computed anew; the
-        // rows before it are dropped.
+        // Another core's rows are its own.
+        assert_eq!(ahead.take(0, 1, ray(1)), None);
+        // Pixel 1 under another ray (the hardware's order changed it): computed anew.
         assert_eq!(ahead.take(1, 1, ray(9)), None);
-        // Pixel 2 the worker skipped: none, and pixel 3's row is kept for later.
+        // Pixel 2 no worker finished: none; pixel 3's row is there, once.
         assert_eq!(ahead.take(1, 2, ray(2)), None);
         assert_eq!(ahead.take(1, 3, ray(3)), Some(vec![3]));
-        assert_eq!(ahead.take(1, 4, ray(4)), None);
-        // The worker is told where the simulation is.
-        assert_eq!(ahead.useful[1].load(Ordering::Relaxed), 5);
-        drop(senders);
-        assert_eq!(ahead.take(1, 5, ray(5)), None);
+        assert_eq!(ahead.take(1, 3, ray(3)), None);
+        // The workers are told where the simulation is: past pixel 3, and the next pixel
+        // is the simulation's own.
+        assert_eq!(ahead.shared.useful[1].load(Ordering::Relaxed), 4);
+        assert!(matches!(ahead.shared.claim(1, 100), Claim::Pixel(5)));
+        assert!(matches!(ahead.shared.claim(1, 100), Claim::Pixel(6)));
+        // A row in a slot a later pixel shares is not that pixel's.
+        assert_eq!(ahead.take(1, 4 + SLOTS, ray(4)), None);
+        assert_eq!(ahead.take(1, 5, ray(5)), Some(vec![5]));
     }
 
-    /// With the worker (two threads) or without (one), the same timing, hazards and all:
-    /// the built-in scene at 16x16 meets re-entry hazards.
+    /// Workers claim each pixel once, never the simulation's next, at most [`LEAD`]
+    /// pixels ahead of it, and none past the core's last.
     #[test]
-    fn the_worker_changes_no_cycle() {
+    fn each_pixel_is_claimed_once_within_the_lead() {
+        let shared = Shared::new(1);
+        let claims = |shared: &Shared, count| {
+            std::iter::from_fn(|| match shared.claim(0, count) {
+                Claim::Pixel(k) => Some(k),
+                _ => None,
+            })
+            .collect::<Vec<_>>()
+        };
+        assert_eq!(claims(&shared, 1000), (1..LEAD).collect::<Vec<_>>());
+        assert!(matches!(shared.claim(0, 1000), Claim::Wait));
+        shared.useful[0].store(500, Ordering::Relaxed);
+        assert_eq!(claims(&shared, 1000), (501..500 + LEAD).collect::<Vec<_>>());
+        shared.useful[0].store(990, Ordering::Relaxed);
+        assert_eq!(claims(&shared, 1000), (991..1000).collect::<Vec<_>>());
+        assert!(matches!(shared.claim(0, 1000), Claim::Done));
+    }
+
+    /// With one worker (two threads), three (four) or none (one), the same timing, hazards
+    /// and all: the built-in scene at 16x16 meets re-entry hazards.
+    #[test]
+    fn the_workers_change_no_cycle() {
         let scene = crate::emu::timing::tests::hazard_scene();
         let machine = Machine::new(&scene, &RenderOptions::default()).expect("a machine");
         let options = TimingOptions::new(Program::default_imem().len());
@@ -235,5 +277,6 @@ mod tests {
         let alone = timed(1);
         assert!(!alone.2.is_empty());
         assert_eq!(timed(2), alone);
+        assert_eq!(timed(4), alone);
     }
 }
