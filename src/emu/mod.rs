@@ -8,5 +8,7 @@
 pub mod core;
 pub mod cpu;
 pub mod isa;
+#[cfg(target_arch = "x86_64")]
+pub(crate) mod lanes;
 pub mod machine;
 pub mod timing;

@@ -15,8 +15,6 @@ use crate::emu::machine::cull::{
 
 #[cfg(target_arch = "x86_64")]
 mod kernel;
-#[cfg(target_arch = "x86_64")]
-mod lanes;
 
 /// The words of a rejecting MAIN, in the order it runs them, up to its RETURN (43),
 /// without BIU's three DIVs (169..=171): MAIN's CALL, BIU 157..=168, its tests and RET,

@@ -20,7 +20,7 @@ use crate::emu::core::alu::Vec3;
 use crate::emu::machine::cull::{Biu, Culler, Exit};
 
 #[cfg(target_arch = "x86_64")]
-mod lanes;
+use crate::emu::lanes;
 #[cfg(target_arch = "x86_64")]
 mod vector;
 

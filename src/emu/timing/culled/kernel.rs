@@ -17,9 +17,9 @@
 //! shift, so each product is shifted with 2^63 added (a logical shift then gives the
 //! quotient plus 2^46, taken off the sum).
 
-use super::lanes::{Avx2, Avx512, Lanes};
 use super::{RejectTiming, RowEntry, ROW_CODE_SHIFT};
 use crate::emu::core::alu::Vec3;
+use crate::emu::lanes::{Avx2, Avx512, Lanes};
 use crate::emu::machine::cull::{
     Biu, ConstantBlock, Culler, BLOCK, FIXED_FLAT, FIXED_TOLERANCE, FIXED_TOLERANCE_G1,
 };
@@ -38,6 +38,27 @@ struct EntryParts<V> {
     base: [V; 4],
     long_extra: V,
 }
+
+/// Comparisons as lanes of all ones, the kernel's masks (so that masks and values mix as
+/// on AVX2; on AVX-512 the compiler keeps most of them in mask registers).
+trait LaneMasks: Lanes {
+    /// Where `self > b` (signed).
+    #[inline(always)]
+    unsafe fn greater(self, b: Self) -> Self {
+        Self::mask_lanes(self.gt(b))
+    }
+    #[inline(always)]
+    unsafe fn equal(self, b: Self) -> Self {
+        Self::mask_lanes(self.eq(b))
+    }
+    /// Bit `j`: lane `j` is negative (set, in a mask).
+    #[inline(always)]
+    unsafe fn signs(self) -> u32 {
+        Self::bits(Self::splat(0).gt(self))
+    }
+}
+
+impl<V: Lanes> LaneMasks for V {}
 
 /// The rows' entries for `culler`'s triangles under `ray` (its lanes exact
 /// multiplicands), into the empty `row`, four triangles at a time.
@@ -89,13 +110,13 @@ unsafe fn entries_into<V: Lanes>(
     let blocks = row.chunks_exact_mut(BLOCK).zip(culler.blocks()).enumerate();
     for (block, (out, k)) in blocks {
         let first = BLOCK * block;
-        for at in (0..BLOCK.min(triangles - first)).step_by(V::WIDTH) {
+        for at in (0..BLOCK.min(triangles - first)).step_by(V::LANES) {
             let (lanes, scalar) = match timing.biu {
                 Biu::Faithful => faithful_block(k, at, ray_lanes, &parts),
                 Biu::Fixed => fixed_block(k, at, ray_lanes, &parts),
             };
             let real = triangles - first - at;
-            store_entries(lanes, scalar, real, &mut out[at..at + V::WIDTH], |j| {
+            store_entries(lanes, scalar, real, &mut out[at..at + V::LANES], |j| {
                 timing.scalar_entry(culler, first + at + j, ray)
             });
         }
@@ -114,8 +135,8 @@ unsafe fn store_entries<V: Lanes>(
     out: &mut [RowEntry],
     entry: impl Fn(usize) -> RowEntry,
 ) {
-    lanes.store_entries(out);
-    let mut left = scalar.signs() & (u32::MAX >> (32 - real.min(V::WIDTH)));
+    lanes.to_low_halfwords(out);
+    let mut left = scalar.signs() & (u32::MAX >> (32 - real.min(V::LANES)));
     while left != 0 {
         let j = left.trailing_zeros() as usize;
         out[j] = entry(j);
@@ -139,7 +160,7 @@ unsafe fn faithful_block<V: Lanes>(
     let (q, q_inexact) = multiplicands(triple_lanes(&k.q, at));
     let h3 = dot(q, ray);
     let (exits, undecided) = faithful_exits(delta, h2, h3);
-    let h1 = V::load(&k.h1[at..]);
+    let h1 = V::from_words(&k.h1[at..]);
     let lanes = entries(parts, exits, delta, [h1, h2.value, h3.value]);
     (lanes, p_inexact.or(q_inexact).or(undecided))
 }
@@ -164,7 +185,7 @@ unsafe fn fixed_block<V: Lanes>(
     let p = [p[0].value, p[1].value, p[2].value];
     let delta = dot(p, triple_lanes(&k.e1, at));
     let h2 = dot(p, triple_lanes(&k.t, at));
-    let h1 = V::load(&k.h1[at..]);
+    let h1 = V::from_words(&k.h1[at..]);
     let lanes = entries(parts, exits, delta, [h1, h2.value, h3.value]);
     (lanes, q_inexact.or(p_inexact.and(rejected)))
 }
@@ -205,19 +226,22 @@ unsafe fn multiplicands<V: Lanes>(v: [V; 3]) -> ([V; 3], V) {
 unsafe fn faithful_exits<V: Lanes>(delta: Word<V>, h2: Word<V>, h3: Word<V>) -> ([V; 4], V) {
     let d = magnitude(delta);
     // Below d · 2^14 a quotient cannot wrap; d = 0 fails this for every H.
-    let wrap = d.shl(14);
+    let wrap = d.shl::<14>();
     let (u_magnitude, v_magnitude) = (magnitude(h2), magnitude(h3));
-    let (u_fits, v_fits) = (wrap.gt(u_magnitude), wrap.gt(v_magnitude));
+    let (u_fits, v_fits) = (wrap.greater(u_magnitude), wrap.greater(v_magnitude));
     let u_negative = h2.negative.xor(delta.negative);
     let v_negative = h3.negative.xor(delta.negative);
-    let (a, b) = (u_magnitude.shl(17), v_magnitude.shl(17));
+    let (a, b) = (u_magnitude.shl::<17>(), v_magnitude.shl::<17>());
     // A negative quotient: a negative sign and |H|·2^17 >= d.
-    let u_exit = d.gt(a).and_not(u_negative);
-    let v_exit = d.gt(b).and_not(v_negative);
+    let u_exit = d.greater(a).and_not(u_negative);
+    let v_exit = d.greater(b).and_not(v_negative);
     let sum = u_negative.and_not(a).add(v_negative.and_not(b));
-    let d_one = d.shl(17).add(d);
-    let over = d_one.add(d).gt(sum).and_not(d.shl(31).gt(sum));
-    let accepted = d_one.gt(sum);
+    let d_one = d.shl::<17>().add(d);
+    let over = d_one
+        .add(d)
+        .greater(sum)
+        .and_not(d.shl::<31>().greater(sum));
+    let accepted = d_one.greater(sum);
     // cull::verdict's order: U (where u fits), then V (where v fits), then the sum.
     let u = u_fits.and(u_exit);
     let past_u = u_exit.and_not(u_fits);
@@ -239,8 +263,8 @@ unsafe fn faithful_exits<V: Lanes>(delta: Word<V>, h2: Word<V>, h3: Word<V>) -> 
 #[inline(always)]
 unsafe fn fixed_exits<V: Lanes>(g2: Word<V>, g3: Word<V>, delta_prime: Word<V>) -> [V; 4] {
     let g1 = sub(delta_prime, add(g2, g3));
-    let front = delta_prime.value.gt(V::splat(0));
-    let flat = V::splat(i64::from(FIXED_FLAT) + 1).gt(magnitude(delta_prime));
+    let front = delta_prime.value.greater(V::splat(0));
+    let flat = V::splat(i64::from(FIXED_FLAT) + 1).greater(magnitude(delta_prime));
     let g2_fails = flat.and_not(fails(g2, front, FIXED_TOLERANCE));
     let earlier = flat.or(g2_fails);
     let g3_fails = earlier.and_not(fails(g3, front, FIXED_TOLERANCE));
@@ -253,7 +277,10 @@ unsafe fn fixed_exits<V: Lanes>(g2: Word<V>, g3: Word<V>, delta_prime: Word<V>) 
 /// lanes (`front`) negated, every test becomes "above the bound fails".
 #[inline(always)]
 unsafe fn fails<V: Lanes>(w: Word<V>, front: V, bound: u32) -> V {
-    w.value.xor(front).sub(front).gt(V::splat(i64::from(bound)))
+    w.value
+        .xor(front)
+        .sub(front)
+        .greater(V::splat(i64::from(bound)))
 }
 
 /// The entries of lanes leaving at the exits `exits` (one mask per code, disjoint; none:
@@ -266,14 +293,14 @@ unsafe fn entries<V: Lanes>(
     dividends: [V; 3],
 ) -> V {
     let d = magnitude(delta);
-    let divides = not(d.eq(V::splat(0)));
+    let divides = not(d.equal(V::splat(0)));
     let mut base = V::splat(0);
     for (exit, part) in exits.iter().zip(&parts.base) {
         base = base.or(exit.and(*part));
     }
     let mut extra = V::splat(0);
     for h in dividends {
-        let long = divides.and(shifted_magnitude(h).gt(d));
+        let long = divides.and(shifted_magnitude(h).greater(d));
         extra = extra.add(long.and(parts.long_extra));
     }
     let rejected = exits[0].or(exits[1]).or(exits[2].or(exits[3]));
@@ -283,21 +310,21 @@ unsafe fn entries<V: Lanes>(
 /// |h|·2^17 of sign-extended words `h`.
 #[inline(always)]
 unsafe fn shifted_magnitude<V: Lanes>(h: V) -> V {
-    let negative = V::splat(0).gt(h);
-    h.xor(negative).sub(negative).shl(17)
+    let negative = V::splat(0).greater(h);
+    h.xor(negative).sub(negative).shl::<17>()
 }
 
 /// `alu::exact_scaled_product` of the low words of `a` and `b`, plus 2^46.
 #[inline(always)]
 unsafe fn offset_product<V: Lanes>(a: V, b: V) -> V {
-    let product = a.mul_low_words(b);
-    let negative = V::splat(0).gt(product);
+    let product = a.mul32(b);
+    let negative = V::splat(0).greater(product);
     // 2^17 - 1 added to negative products rounds the shift toward zero; 2^63 added to
     // every product makes the logical shift an arithmetic one, offset by 2^46.
     let bias = negative
         .or(V::splat(i64::MIN))
         .and(V::splat(i64::MIN | 0x1_FFFF));
-    product.add(bias).shr(17)
+    product.add(bias).shr::<17>()
 }
 
 /// DOT of two triples of lanes (`a` exact multiplicands).
@@ -325,7 +352,7 @@ unsafe fn sub<V: Lanes>(a: Word<V>, b: Word<V>) -> Word<V> {
 #[inline(always)]
 unsafe fn pack<V: Lanes>(r: V) -> Word<V> {
     let low = V::splat(0x7FFF_FFFF);
-    let negative = V::splat(0).gt(r);
+    let negative = V::splat(0).greater(r);
     Word {
         value: r.and(low).or(low.and_not(negative)),
         negative,
@@ -337,7 +364,7 @@ unsafe fn pack<V: Lanes>(r: V) -> Word<V> {
 unsafe fn word<V: Lanes>(value: V) -> Word<V> {
     Word {
         value,
-        negative: V::splat(0).gt(value),
+        negative: V::splat(0).greater(value),
     }
 }
 
@@ -350,16 +377,16 @@ unsafe fn magnitude<V: Lanes>(w: Word<V>) -> V {
 /// Where a word is not an `alu::exact_multiplicand`: |w| above 0x5555_5555.
 #[inline(always)]
 unsafe fn inexact<V: Lanes>(w: Word<V>) -> V {
-    magnitude(w).gt(V::splat(0x5555_5555))
+    magnitude(w).greater(V::splat(0x5555_5555))
 }
 
 /// Word `i` of each triangle from lane `at` of a block's triple `words`, sign-extended.
 #[inline(always)]
 unsafe fn triple_lanes<V: Lanes>(words: &[[i32; BLOCK]; 3], at: usize) -> [V; 3] {
     [
-        V::load(&words[0][at..]),
-        V::load(&words[1][at..]),
-        V::load(&words[2][at..]),
+        V::from_words(&words[0][at..]),
+        V::from_words(&words[1][at..]),
+        V::from_words(&words[2][at..]),
     ]
 }
 
@@ -378,36 +405,29 @@ mod tests {
     /// Runs `check` at each width this CPU has: `check::<V>()` with `V`'s features.
     macro_rules! at_each_width {
         ($check:ident($($arg:expr),*)) => {
-            if crate::emu::cpu::has_avx2() {
+            if <Avx2 as Lanes>::available() {
                 // SAFETY: the CPU has AVX2, checked just above.
                 unsafe { $check::<Avx2>($($arg),*) }
             }
-            if crate::emu::cpu::has_avx512() {
+            if <Avx512 as Lanes>::available() {
                 // SAFETY: the CPU has AVX-512F, checked just above.
                 unsafe { $check::<Avx512>($($arg),*) }
             }
         };
     }
 
-    /// Lane `j`'s value of `v`, for each lane.
+    /// Each lane's value of `v`.
     unsafe fn values<V: Lanes>(v: V) -> Vec<i64> {
-        let mut out = vec![0; V::WIDTH];
-        for (j, slot) in out.iter_mut().enumerate() {
-            // Lane j's bits from its top down: a mask per bit.
-            let lane = (0..64).fold(0u64, |acc, bit| {
-                let set = v.shl(63 - bit).signs() >> j & 1;
-                acc | u64::from(set) << bit
-            });
-            *slot = lane as i64;
-        }
-        out
+        let mut out = vec![0; V::LANES];
+        v.to_lanes(&mut out);
+        out.into_iter().map(|lane| lane as i64).collect()
     }
 
     /// Each lane's code from exit masks (0: none), or `None` where `undecided` is set;
     /// every lane in at most one mask.
     unsafe fn lane_codes<V: Lanes>(exits: [V; 4], undecided: V) -> Vec<Option<u8>> {
         let (exits, undecided) = (exits.map(|m| m.signs()), undecided.signs());
-        (0..V::WIDTH)
+        (0..V::LANES)
             .map(|j| {
                 let codes: Vec<u8> = (1..=4u8)
                     .filter(|&code| exits[usize::from(code) - 1] >> j & 1 == 1)
@@ -421,17 +441,17 @@ mod tests {
     /// Word `i` of each triple, one triple per lane.
     unsafe fn words<V: Lanes>(triples: &[Vec3], i: usize) -> Word<V> {
         let column: Vec<i32> = triples.iter().map(|t| t[i] as i32).collect();
-        let value = V::load(&column);
+        let value = V::from_words(&column);
         Word {
             value,
-            negative: V::splat(0).gt(value),
+            negative: V::splat(0).greater(value),
         }
     }
 
     /// [`faithful_exits`] of (H2, H3, Δ) triples, a vector's worth at a time.
     unsafe fn faithful_codes<V: Lanes>(triples: &[Vec3]) -> Vec<Option<u8>> {
         let mut codes = Vec::new();
-        for lanes in triples.chunks_exact(V::WIDTH) {
+        for lanes in triples.chunks_exact(V::LANES) {
             let [h2, h3, delta] = [0, 1, 2].map(|i| words::<V>(lanes, i));
             let (exits, undecided) = faithful_exits(delta, h2, h3);
             codes.extend(lane_codes(exits, undecided));
@@ -442,7 +462,7 @@ mod tests {
     /// [`fixed_exits`] of (g2, g3, D') triples, a vector's worth at a time.
     unsafe fn fixed_codes<V: Lanes>(triples: &[Vec3]) -> Vec<Option<u8>> {
         let mut codes = Vec::new();
-        for lanes in triples.chunks_exact(V::WIDTH) {
+        for lanes in triples.chunks_exact(V::LANES) {
             let [g2, g3, delta_prime] = [0, 1, 2].map(|i| words::<V>(lanes, i));
             codes.extend(lane_codes(fixed_exits(g2, g3, delta_prime), V::splat(0)));
         }
@@ -499,12 +519,12 @@ mod tests {
     /// time.
     unsafe fn products<V: Lanes>(a: &[Vec3], b: &[Vec3]) -> (Vec<u32>, Vec<Vec3>) {
         let (mut dots, mut crosses) = (Vec::new(), Vec::new());
-        for (a, b) in a.chunks_exact(V::WIDTH).zip(b.chunks_exact(V::WIDTH)) {
+        for (a, b) in a.chunks_exact(V::LANES).zip(b.chunks_exact(V::LANES)) {
             let a = [0, 1, 2].map(|i| words::<V>(a, i).value);
             let b = [0, 1, 2].map(|i| words::<V>(b, i).value);
             let c = cross_lanes(a, b).map(|w| values(w.value));
             dots.extend(values(dot(a, b).value).into_iter().map(|x| x as u32));
-            crosses.extend((0..V::WIDTH).map(|j| [c[0][j], c[1][j], c[2][j]].map(|x| x as u32)));
+            crosses.extend((0..V::LANES).map(|j| [c[0][j], c[1][j], c[2][j]].map(|x| x as u32)));
         }
         (dots, crosses)
     }

@@ -8,9 +8,9 @@
 //! compiled for `L`'s features ([`compute_avx2`], [`compute_avx512`]) on a CPU that has
 //! them.
 
-use super::lanes::{Avx2, Avx512, Lanes};
 use super::{TileVerdicts, EXIT_COSTS, TILE_PIXELS};
 use crate::emu::core::alu::{self, Vec3};
+use crate::emu::lanes::{Avx2, Avx512, Lanes};
 use crate::emu::machine::cull::{Culler, TriangleConstants};
 
 const BIAS: i64 = 1 << 45;

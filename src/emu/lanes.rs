@@ -1,5 +1,6 @@
-//! 64-bit vector lanes as the tile test needs them, for AVX2 (four lanes) and AVX-512
-//! (eight): one test body ([`super::vector`]) runs at either width.
+//! 64-bit vector lanes for AVX2 (four lanes) and AVX-512 (eight), so that one body runs
+//! at either width: the acceleration structure's tile test (`machine::accel::rows`) and
+//! the timing's reject rows (`timing::culled`).
 //!
 //! Every method is `#[inline(always)]` and wraps one instruction or two; it may only be
 //! called from a function compiled for the implementation's features (the caller's
@@ -20,11 +21,17 @@ pub unsafe trait Lanes: Copy {
     unsafe fn splat(x: i64) -> Self;
     /// Lane i from `lanes[i]`.
     unsafe fn from_lanes(lanes: &[i64]) -> Self;
+    /// Lane i from `words[i]`, sign-extended.
+    unsafe fn from_words(words: &[i32]) -> Self;
     /// Lane i into `out[i]`.
     unsafe fn to_lanes(self, out: &mut [u64]);
+    /// Lane i's low 16 bits into `out[i]`.
+    unsafe fn to_low_halfwords(self, out: &mut [u16]);
     unsafe fn add(self, b: Self) -> Self;
     unsafe fn sub(self, b: Self) -> Self;
     unsafe fn and(self, b: Self) -> Self;
+    /// `!self & b`.
+    unsafe fn and_not(self, b: Self) -> Self;
     unsafe fn or(self, b: Self) -> Self;
     unsafe fn xor(self, b: Self) -> Self;
     /// The signed product of each lane's low 32 bits.
@@ -35,6 +42,9 @@ pub unsafe trait Lanes: Copy {
     unsafe fn shr<const S: u32>(self) -> Self;
     /// Signed `self > b`.
     unsafe fn gt(self, b: Self) -> Self::Mask;
+    unsafe fn eq(self, b: Self) -> Self::Mask;
+    /// All ones in the lanes `mask` sets, zero in the others.
+    unsafe fn mask_lanes(mask: Self::Mask) -> Self;
     /// `if_set` where `mask` is set, else `self`.
     unsafe fn select(self, mask: Self::Mask, if_set: Self) -> Self;
     unsafe fn mask_or(a: Self::Mask, b: Self::Mask) -> Self::Mask;
@@ -76,8 +86,25 @@ unsafe impl Lanes for Avx2 {
         Avx2(_mm256_set_epi64x(l[3], l[2], l[1], l[0]))
     }
     #[inline(always)]
+    unsafe fn from_words(words: &[i32]) -> Self {
+        Avx2(_mm256_cvtepi32_epi64(_mm_loadu_si128(
+            words[..4].as_ptr().cast(),
+        )))
+    }
+    #[inline(always)]
     unsafe fn to_lanes(self, out: &mut [u64]) {
         _mm256_storeu_si256(out[..4].as_mut_ptr().cast(), self.0)
+    }
+    #[inline(always)]
+    unsafe fn to_low_halfwords(self, out: &mut [u16]) {
+        // Each lane's low 32 bits, then their low 16 (a saturating pack: callers' lanes
+        // are below 2^16).
+        let dwords = _mm256_permutevar8x32_epi32(self.0, _mm256_setr_epi32(0, 2, 4, 6, 0, 2, 4, 6));
+        let low = _mm256_castsi256_si128(dwords);
+        let halfwords = _mm_cvtsi128_si64(_mm_packus_epi32(low, low)) as u64;
+        for (j, slot) in out[..4].iter_mut().enumerate() {
+            *slot = (halfwords >> (16 * j)) as u16;
+        }
     }
     #[inline(always)]
     unsafe fn add(self, b: Self) -> Self {
@@ -90,6 +117,10 @@ unsafe impl Lanes for Avx2 {
     #[inline(always)]
     unsafe fn and(self, b: Self) -> Self {
         Avx2(_mm256_and_si256(self.0, b.0))
+    }
+    #[inline(always)]
+    unsafe fn and_not(self, b: Self) -> Self {
+        Avx2(_mm256_andnot_si256(self.0, b.0))
     }
     #[inline(always)]
     unsafe fn or(self, b: Self) -> Self {
@@ -118,6 +149,14 @@ unsafe impl Lanes for Avx2 {
     #[inline(always)]
     unsafe fn gt(self, b: Self) -> __m256i {
         _mm256_cmpgt_epi64(self.0, b.0)
+    }
+    #[inline(always)]
+    unsafe fn eq(self, b: Self) -> __m256i {
+        _mm256_cmpeq_epi64(self.0, b.0)
+    }
+    #[inline(always)]
+    unsafe fn mask_lanes(mask: __m256i) -> Self {
+        Avx2(mask)
     }
     #[inline(always)]
     unsafe fn select(self, mask: __m256i, if_set: Self) -> Self {
@@ -202,8 +241,18 @@ unsafe impl Lanes for Avx512 {
         Avx512(_mm512_loadu_si512(l[..8].as_ptr().cast()))
     }
     #[inline(always)]
+    unsafe fn from_words(words: &[i32]) -> Self {
+        Avx512(_mm512_cvtepi32_epi64(_mm256_loadu_si256(
+            words[..8].as_ptr().cast(),
+        )))
+    }
+    #[inline(always)]
     unsafe fn to_lanes(self, out: &mut [u64]) {
         _mm512_storeu_si512(out[..8].as_mut_ptr().cast(), self.0)
+    }
+    #[inline(always)]
+    unsafe fn to_low_halfwords(self, out: &mut [u16]) {
+        _mm_storeu_si128(out[..8].as_mut_ptr().cast(), _mm512_cvtepi64_epi16(self.0))
     }
     #[inline(always)]
     unsafe fn add(self, b: Self) -> Self {
@@ -216,6 +265,10 @@ unsafe impl Lanes for Avx512 {
     #[inline(always)]
     unsafe fn and(self, b: Self) -> Self {
         Avx512(_mm512_and_si512(self.0, b.0))
+    }
+    #[inline(always)]
+    unsafe fn and_not(self, b: Self) -> Self {
+        Avx512(_mm512_andnot_si512(self.0, b.0))
     }
     #[inline(always)]
     unsafe fn or(self, b: Self) -> Self {
@@ -244,6 +297,14 @@ unsafe impl Lanes for Avx512 {
     #[inline(always)]
     unsafe fn gt(self, b: Self) -> __mmask8 {
         _mm512_cmpgt_epi64_mask(self.0, b.0)
+    }
+    #[inline(always)]
+    unsafe fn eq(self, b: Self) -> __mmask8 {
+        _mm512_cmpeq_epi64_mask(self.0, b.0)
+    }
+    #[inline(always)]
+    unsafe fn mask_lanes(mask: __mmask8) -> Self {
+        Avx512(_mm512_maskz_mov_epi64(mask, _mm512_set1_epi64(-1)))
     }
     #[inline(always)]
     unsafe fn select(self, mask: __mmask8, if_set: Self) -> Self {
