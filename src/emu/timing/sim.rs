@@ -871,16 +871,14 @@ impl<'s> Sim<'s> {
                 self.count_starts(t);
                 self.book_to_returns(returned, routines);
             }
-            {
-                booked.last_culled = false;
-                routines.streamed(Some(j));
-                for core in 0..cores {
-                    routines.flip(core);
-                    let run = routines.start(core, EntryPoint::Main)?;
-                    let value = routines.recording(core).run(run).value;
-                    let (trigger, returns) = (triggers[core], next_returned[core]);
-                    self.book_main(core, returned[core], trigger, returns, run, value);
-                }
+            booked.last_culled = false;
+            routines.streamed(Some(j));
+            for core in 0..cores {
+                routines.flip(core);
+                let run = routines.start(core, EntryPoint::Main)?;
+                let value = routines.recording(core).run(run).value;
+                let (trigger, returns) = (triggers[core], next_returned[core]);
+                self.book_main(core, returned[core], trigger, returns, run, value);
             }
             std::mem::swap(returned, next_returned);
             g = last + 2;

@@ -607,6 +607,18 @@ mod tests {
         }
     }
 
+    /// The fixed-BIU edge values the verdict proptest once failed on (its regression file,
+    /// whose four-lane seeds the eight-lane test no longer replays): D' at the flatness
+    /// bound, and g2, g3 and D' past their tolerances.
+    #[test]
+    fn the_vector_verdicts_hold_where_they_once_failed() {
+        let mut fixed = vec![[0; 3]; 8];
+        fixed[2] = [0, 0, 32];
+        fixed[5] = [19, 30, 33];
+        let faithful = vec![[0; 3]; 8];
+        at_each_width!(check_verdicts(&faithful, &fixed));
+    }
+
     /// Products just past a multiple of 2^17 truncate toward zero: −(2^17 − 1) and
     /// −(2^17 + 1) raw give 0 and −1 (floor would give −1 and −2).
     #[test]
