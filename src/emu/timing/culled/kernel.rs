@@ -15,7 +15,7 @@
 //! Each product lies within 2^62, so a DOT's three truncated products, each within 2^45,
 //! sum without wrapping in 64 bits, as in `alu::dot`; AVX2 has no 64-bit arithmetic
 //! shift, so each product is shifted with 2^63 added (a logical shift then gives the
-//! quotient plus 2^46, taken off the sum).
+//! quotient plus 2^46, taken off the sum), at both widths: one body.
 
 use super::{RejectTiming, RowEntry, ROW_CODE_SHIFT};
 use crate::emu::core::alu::Vec3;
