@@ -2,7 +2,7 @@
 //! while the simulation runs: a row depends only on the ray, and every pixel's ray is what
 //! RGU computes from the pixel's position (as `Machine::precompute_rays` finds them), so
 //! workers, one per thread but the simulation's, claim each core's pixels in its order,
-//! run RGU for them and put their rows in the core's slots, at most [`LEAD`] pixels ahead
+//! run RGU for them and put their rows in the core's slots, at most `LEAD` pixels ahead
 //! of the simulation. The timing takes a row only for the pixel it is at and only where
 //! the ray is the one its core really computed; anything else (a pixel no worker has
 //! finished, a ray the hardware's order changed) it computes itself, so what it times
