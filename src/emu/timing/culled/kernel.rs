@@ -300,18 +300,11 @@ unsafe fn entries<V: Lanes>(
     }
     let mut extra = V::splat(0);
     for h in dividends {
-        let long = divides.and(shifted_magnitude(h).greater(d));
+        let long = divides.and(magnitude(word(h)).shl::<17>().greater(d));
         extra = extra.add(long.and(parts.long_extra));
     }
     let rejected = exits[0].or(exits[1]).or(exits[2].or(exits[3]));
     base.add(rejected.and(extra))
-}
-
-/// |h|·2^17 of sign-extended words `h`.
-#[inline(always)]
-unsafe fn shifted_magnitude<V: Lanes>(h: V) -> V {
-    let negative = V::splat(0).greater(h);
-    h.xor(negative).sub(negative).shl::<17>()
 }
 
 /// `alu::exact_scaled_product` of the low words of `a` and `b`, plus 2^46.
