@@ -433,9 +433,10 @@ fn campaign_of_random_cases() {
 /// bench's copy, `oracle::for_core_count`): `THEIA_RTL_CASES` (default 50) 8x8 cases from
 /// `THEIA_RTL_FIRST_SEED` (default 5,000,000) split into as many row bands as cores, for
 /// each count in `THEIA_RTL_CORE_COUNTS` (default `1,2,8`). Prints the figures; at least
-/// 99% of frames equal, all within 0.5%.
+/// 99% of frames equal, all within 0.5%, and the output words equal the emulator's but
+/// where the RTL met a lock-step hazard or hung.
 #[test]
-#[ignore = "long: builds an RTL per core count; run with --ignored --nocapture"]
+#[cfg_attr(not(rtl_oracle), ignore = "needs ../shared/rtl and verilator")]
 fn cycles_equal_the_rtl_with_other_core_counts() {
     let env = |name: &str, default: &str| std::env::var(name).unwrap_or_else(|_| default.into());
     let count: u64 = env("THEIA_RTL_CASES", "50").parse().expect("a number");
@@ -456,7 +457,7 @@ fn cycles_equal_the_rtl_with_other_core_counts() {
             cores,
         };
         let start = Instant::now();
-        let results: Vec<(u64, CycleCheck, bool)> = (first..first + count)
+        let results: Vec<(u64, CycleCheck, bool, bool)> = (first..first + count)
             .into_par_iter()
             .map(|seed| {
                 let mut case = case(seed, Flavor::of_seed(seed), Size::Small);
@@ -476,18 +477,26 @@ fn cycles_equal_the_rtl_with_other_core_counts() {
                 if check.equal() && words_equal {
                     let _ = std::fs::remove_dir_all(&dir);
                 }
-                (seed, check, words_equal)
+                // Words may differ where the hardware leaves the functional sequence (a
+                // lock-step hazard) or never finishes (an unfinished opcode).
+                let explained = run.hazard || run.outcome == RtlOutcome::Timeout;
+                (seed, check, words_equal, explained)
             })
             .collect();
         let checks: Vec<(u64, CycleCheck)> = results
             .iter()
-            .map(|(seed, check, _)| (*seed, check.clone()))
+            .map(|(seed, check, ..)| (*seed, check.clone()))
             .collect();
         let summary = cycle_summary(&checks);
-        let words = results.iter().filter(|(_, _, equal)| *equal).count();
+        let words = results.iter().filter(|(_, _, equal, _)| *equal).count();
         let other_words: Vec<u64> = results
             .iter()
-            .filter(|(_, _, equal)| !*equal)
+            .filter(|(_, _, equal, _)| !*equal)
+            .map(|(seed, ..)| *seed)
+            .collect();
+        let unexplained: Vec<u64> = results
+            .iter()
+            .filter(|(_, _, equal, explained)| !*equal && !*explained)
             .map(|(seed, ..)| *seed)
             .collect();
         println!(
@@ -498,6 +507,10 @@ fn cycles_equal_the_rtl_with_other_core_counts() {
             summary.frames_equal * 100 >= summary.compared * 99
                 && summary.within == summary.compared,
             "{cores} cores: {summary}"
+        );
+        assert!(
+            unexplained.is_empty(),
+            "{cores} cores: output words differ without a hazard or a hang: seeds {unexplained:?}"
         );
     }
 }
