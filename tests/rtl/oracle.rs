@@ -198,10 +198,10 @@ fn build(build: Build) -> Result<PathBuf, String> {
 /// four places for exactly 4 cores, or for as many cores as texture banks: the ANDs of
 /// the cores' latched, committed and done flags, each bank arbiter's request vector, each
 /// core's one-hot bank request (MAX_CORES bits wide, one per *bank*), and the bank row of
-/// an address (`>> MAX_CORE_BITS`, the bank count's bits); and `races.patch`'s crossbar
-/// multiplexer picks a core's word by its bank number cut to `MAX_CORE_BITS` bits, which
-/// on 1 and 2 cores reads bank 0 for bank 2 and bank 1 for bank 3 (the published tristate
-/// compared the whole number). With one core, each bank reads
+/// an address (`>> MAX_CORE_BITS`, the bank count's bits). `races.patch`'s crossbar
+/// multiplexer, too, picks a core's word by its bank number cut to `MAX_CORE_BITS` bits,
+/// which on 1 and 2 cores reads bank 0 for bank 2 and bank 1 for bank 3 (the published
+/// tristate compared the whole number). With one core, each bank reads
 /// that core's address: the arbiter's core index is `MAX_CORE_BITS` (at least 1) wide and
 /// counts through a core that does not exist while the bank is idle, and the crossbar
 /// (`races.patch`'s multiplexer) would read that core's address in the grant's period.
