@@ -8,6 +8,20 @@
 
 use std::arch::x86_64::*;
 
+/// What [`biased_product`] adds to each quotient: a sum of three of them stays positive.
+pub const BIAS: i64 = 1 << 45;
+
+/// `alu::exact_scaled_product` + [`BIAS`] per lane, of sign-extended words. Without a
+/// 64-bit arithmetic shift on AVX2, the product is shifted with 2^62 added (and
+/// 2^17 − 1 where it is negative, to truncate toward zero) by a logical shift.
+#[inline(always)]
+pub unsafe fn biased_product<L: Lanes>(a: L, b: L) -> L {
+    let product = a.mul32(b);
+    let negative = L::splat(0).gt(product);
+    let offset = L::splat(1 << 62).select(negative, L::splat((1 << 62) + 0x1_FFFF));
+    product.add(offset).shr::<17>()
+}
+
 /// Integer lanes of 64 bits, their comparisons' masks and the same lanes as doubles.
 ///
 /// # Safety

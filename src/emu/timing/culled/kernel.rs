@@ -13,13 +13,13 @@
 //! with the whole body inlined into it.
 //!
 //! Each product lies within 2^62, so a DOT's three truncated products, each within 2^45,
-//! sum without wrapping in 64 bits, as in `alu::dot`; AVX2 has no 64-bit arithmetic
-//! shift, so each product is shifted with 2^63 added (a logical shift then gives the
-//! quotient plus 2^46, taken off the sum), at both widths: one body.
+//! sum without wrapping in 64 bits, as in `alu::dot`; each is shifted as the tile test
+//! shifts its products ([`biased_product`], the quotient plus [`BIAS`], taken off the
+//! sum), at both widths: one body.
 
 use super::{RejectTiming, RowEntry, ROW_CODE_SHIFT};
 use crate::emu::core::alu::Vec3;
-use crate::emu::lanes::{Avx2, Avx512, Lanes};
+use crate::emu::lanes::{biased_product, Avx2, Avx512, Lanes, BIAS};
 use crate::emu::machine::cull::{
     Biu, ConstantBlock, Culler, BLOCK, FIXED_FLAT, FIXED_TOLERANCE, FIXED_TOLERANCE_G1,
 };
@@ -204,9 +204,9 @@ unsafe fn ray_cross_e2<V: Lanes>(k: &ConstantBlock, at: usize, ray: [V; 3]) -> (
 unsafe fn cross_lanes<V: Lanes>(a: [V; 3], b: [V; 3]) -> [Word<V>; 3] {
     // Written out: a closure is compiled apart, without the entry point's features.
     [
-        pack(offset_product(a[1], b[2]).sub(offset_product(a[2], b[1]))),
-        pack(offset_product(a[2], b[0]).sub(offset_product(a[0], b[2]))),
-        pack(offset_product(a[0], b[1]).sub(offset_product(a[1], b[0]))),
+        pack(biased_product(a[1], b[2]).sub(biased_product(a[2], b[1]))),
+        pack(biased_product(a[2], b[0]).sub(biased_product(a[0], b[2]))),
+        pack(biased_product(a[0], b[1]).sub(biased_product(a[1], b[0]))),
     ]
 }
 
@@ -307,26 +307,13 @@ unsafe fn entries<V: Lanes>(
     base.add(rejected.and(extra))
 }
 
-/// `alu::exact_scaled_product` of the low words of `a` and `b`, plus 2^46.
-#[inline(always)]
-unsafe fn offset_product<V: Lanes>(a: V, b: V) -> V {
-    let product = a.mul32(b);
-    let negative = V::splat(0).greater(product);
-    // 2^17 - 1 added to negative products rounds the shift toward zero; 2^63 added to
-    // every product makes the logical shift an arithmetic one, offset by 2^46.
-    let bias = negative
-        .or(V::splat(i64::MIN))
-        .and(V::splat(i64::MIN | 0x1_FFFF));
-    product.add(bias).shr::<17>()
-}
-
 /// DOT of two triples of lanes (`a` exact multiplicands).
 #[inline(always)]
 unsafe fn dot<V: Lanes>(a: [V; 3], b: [V; 3]) -> Word<V> {
-    let sum = offset_product(a[0], b[0])
-        .add(offset_product(a[1], b[1]))
-        .add(offset_product(a[2], b[2]));
-    pack(sum.sub(V::splat(3 << 46)))
+    let sum = biased_product(a[0], b[0])
+        .add(biased_product(a[1], b[1]))
+        .add(biased_product(a[2], b[2]));
+    pack(sum.sub(V::splat(3 * BIAS)))
 }
 
 /// ADD of two words: `alu::pack` of the sum of their sign extensions.

@@ -10,24 +10,13 @@
 
 use super::{TileVerdicts, EXIT_COSTS, TILE_PIXELS};
 use crate::emu::core::alu::{self, Vec3};
-use crate::emu::lanes::{Avx2, Avx512, Lanes};
+use crate::emu::lanes::{biased_product, Avx2, Avx512, Lanes, BIAS};
 use crate::emu::machine::cull::{Culler, TriangleConstants};
-
-const BIAS: i64 = 1 << 45;
 
 /// A word, zero-extended, in every lane.
 #[inline(always)]
 unsafe fn splat<L: Lanes>(x: u32) -> L {
     L::splat(i64::from(x))
-}
-
-/// alu::exact_scaled_product + 2^45, per lane.
-#[inline(always)]
-pub(super) unsafe fn biased_product<L: Lanes>(a: L, b: L) -> L {
-    let product = a.mul32(b);
-    let negative = L::splat(0).gt(product);
-    let offset = L::splat(1 << 62).select(negative, L::splat((1 << 62) + 0x1_FFFF));
-    product.add(offset).shr::<17>()
 }
 
 /// [`biased_product`] where the product's sign is known beforehand: `offset` is 2^62, plus
