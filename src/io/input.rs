@@ -8,15 +8,61 @@
 //! memory.
 
 use std::fs::File;
-use std::io::{self, Read};
+use std::io::{self, Read, Seek, SeekFrom};
 use std::path::Path;
 
-/// The bytes of the regular file at `path` (links followed).
+/// Files at least this long are read in pieces on all threads ([`read_in_pieces`]).
+pub const PARALLEL_READ_BYTES: u64 = 8 << 20;
+/// The bytes each thread reads at a time.
+const READ_PIECE: usize = 1 << 20;
+
+/// The bytes of the regular file at `path` (links followed). A large file is read in
+/// pieces on all threads: copying a 50 MB OBJ out of the page cache into fresh pages took
+/// 21 ms on one thread, the largest serial step of its load.
 pub fn read(path: &Path) -> io::Result<Vec<u8>> {
     let mut file = open(path)?;
+    let len = file.metadata()?.len();
     let mut bytes = Vec::new();
+    if len >= PARALLEL_READ_BYTES {
+        if let Some(pieces) = read_in_pieces(&file, len)? {
+            bytes = pieces;
+            file.seek(SeekFrom::Start(len))?;
+        }
+    }
+    // All of a small file; what a large one grew by while it was read.
     file.read_to_end(&mut bytes)?;
     Ok(bytes)
+}
+
+/// The first `len` bytes of `file`, each piece of [`READ_PIECE`] bytes read at its offset
+/// on a thread of its own; `None` where the file turns out shorter (it shrank after its
+/// length was taken: [`read`] then reads it whole on one thread) or the platform cannot
+/// read at an offset.
+fn read_in_pieces(file: &File, len: u64) -> io::Result<Option<Vec<u8>>> {
+    #[cfg(unix)]
+    {
+        use rayon::prelude::*;
+        use std::os::unix::fs::FileExt;
+        let Ok(len) = usize::try_from(len) else {
+            return Ok(None);
+        };
+        // Zeroed pages are mapped lazily: each thread faults in the ones it fills.
+        let mut bytes = vec![0; len];
+        let read = bytes
+            .par_chunks_mut(READ_PIECE)
+            .enumerate()
+            .try_for_each(|(k, piece)| file.read_exact_at(piece, (k * READ_PIECE) as u64));
+        match read {
+            Ok(()) => Ok(Some(bytes)),
+            Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = (file, len);
+        Ok(None)
+    }
 }
 
 /// [`read`] as UTF-8 text.
@@ -136,6 +182,28 @@ mod tests {
         assert_eq!(
             read(&dir.path().join("missing")).unwrap_err().kind(),
             io::ErrorKind::NotFound
+        );
+    }
+
+    #[test]
+    fn a_large_file_read_in_pieces_is_the_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("large.bin");
+        // Not a whole number of pieces, and no piece like its neighbours.
+        let len = PARALLEL_READ_BYTES as usize + READ_PIECE / 2 + 7;
+        let bytes: Vec<u8> = (0..len).map(|k| (k * 7 + k / 4093) as u8).collect();
+        std::fs::write(&file, &bytes).unwrap();
+        assert!(read(&file).unwrap() == bytes);
+        let mut opened = File::open(&file).unwrap();
+        assert!(read_in_pieces(&opened, len as u64).unwrap().unwrap() == bytes);
+        // A file shorter than its length said: read again whole, by `read`.
+        assert_eq!(read_in_pieces(&opened, len as u64 + 1).unwrap(), None);
+        let mut rest = Vec::new();
+        opened.read_to_end(&mut rest).unwrap();
+        assert_eq!(
+            rest.len(),
+            len,
+            "pieces read at offsets leave the position at 0"
         );
     }
 
