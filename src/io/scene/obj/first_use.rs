@@ -13,8 +13,8 @@ use rayon::prelude::*;
 
 use super::load::ObjTriangle;
 
-/// Triangles per chunk.
-const CHUNK: usize = 1 << 14;
+/// The most triangles per chunk.
+const MOST_CHUNK: usize = 1 << 14;
 
 /// The entries a model's triangles use, in the order of their first use, and the rank of
 /// each in that order.
@@ -43,9 +43,10 @@ pub fn first_uses(
         .into_par_iter()
         .map(|_| AtomicU64::new(u64::MAX))
         .collect();
-    let chunks = || triangles.par_chunks(CHUNK).enumerate();
+    let chunk_len = super::piece_len(triangles.len(), 1 << 10, MOST_CHUNK);
+    let chunks = || triangles.par_chunks(chunk_len).enumerate();
     chunks().for_each(|(index, chunk)| {
-        for_each_use(index * CHUNK, chunk, &entry, |number, at| {
+        for_each_use(index * chunk_len, chunk, &entry, |number, at| {
             // Within a chunk numbers grow: most corners only read.
             if number < first[at].load(Ordering::Relaxed) {
                 first[at].fetch_min(number, Ordering::Relaxed);
@@ -55,7 +56,7 @@ pub fn first_uses(
     let firsts: Vec<Vec<usize>> = chunks()
         .map(|(index, chunk)| {
             let mut firsts = Vec::new();
-            for_each_use(index * CHUNK, chunk, &entry, |number, at| {
+            for_each_use(index * chunk_len, chunk, &entry, |number, at| {
                 if first[at].load(Ordering::Relaxed) == number {
                     firsts.push(at);
                 }
@@ -113,11 +114,11 @@ mod tests {
                 .wrapping_add(1442695040888963407);
             (state >> 33) as usize
         };
-        let triangles: Vec<ObjTriangle> = (0..3 * CHUNK + 77)
+        let triangles: Vec<ObjTriangle> = (0..3 * MOST_CHUNK + 77)
             .map(|t| ObjTriangle {
                 // Later triangles reach further entries: first uses in every chunk.
                 corners: [0; 3].map(|_| Corner {
-                    position: (next() % (1 + t * count / (3 * CHUNK)).min(count)) as u32,
+                    position: (next() % (1 + t * count / (3 * MOST_CHUNK)).min(count)) as u32,
                     texcoord: NO_INDEX,
                     normal: if next() % 3 == 0 {
                         NO_INDEX

@@ -112,7 +112,11 @@ fn rest_after<'a>(text: &'a str, keyword: &str) -> &'a str {
 /// Checks OBJ text; `file` names it in errors.
 #[cfg(test)]
 pub fn validate_obj(text: &str, file: &Path) -> Result<ValidObj, SceneError> {
-    validate_obj_counting(text_pieces(text, PIECE_BYTES), file, &AtomicU64::new(0))
+    validate_obj_counting(
+        text_pieces(text, piece_bytes(text.len())),
+        file,
+        &AtomicU64::new(0),
+    )
 }
 
 /// [`validate_obj`] of the text whose pieces (each ending with a whole line, see
@@ -158,8 +162,15 @@ fn validate_in_pieces(
     validate_obj_counting(text_pieces(text, piece_bytes), file, checked)
 }
 
-/// Bytes of OBJ text each thread reads at a time (small files are one piece).
-pub const PIECE_BYTES: usize = 1 << 20;
+/// The most bytes of OBJ text a thread reads at a time.
+pub const MOST_PIECE_BYTES: usize = 1 << 20;
+/// The fewest (small files are one piece).
+const LEAST_PIECE_BYTES: usize = 1 << 16;
+
+/// The bytes of OBJ text each thread reads at a time from a file of `len` bytes.
+pub fn piece_bytes(len: usize) -> usize {
+    super::piece_len(len, LEAST_PIECE_BYTES, MOST_PIECE_BYTES)
+}
 
 /// Where `bytes` is cut into pieces of about `size`, each ending with a whole line: the
 /// end of each piece.
@@ -185,12 +196,12 @@ pub fn text_pieces(text: &str, bytes: usize) -> Vec<&str> {
     starts.zip(&ends).map(|(a, &b)| &text[a..b]).collect()
 }
 
-/// An OBJ file's bytes as text, cut into pieces of about [`PIECE_BYTES`] each ending with a
+/// An OBJ file's bytes as text, cut into pieces of about [`piece_bytes`] each ending with a
 /// whole line, each checked to be UTF-8 on its own thread; bytes that are not UTF-8 are an
 /// error naming their line. (A newline byte occurs in UTF-8 only as a newline, never
 /// inside a character, so the file is UTF-8 exactly when every piece is.)
 pub fn utf8_pieces<'b>(bytes: &'b [u8], file: &Path) -> Result<Vec<&'b str>, SceneError> {
-    let ends = line_cuts(bytes, PIECE_BYTES);
+    let ends = line_cuts(bytes, piece_bytes(bytes.len()));
     let starts: Vec<usize> = std::iter::once(0).chain(ends.iter().copied()).collect();
     let checked: Vec<Result<&str, usize>> = (starts.par_iter().zip(&ends))
         .map(|(&start, &end)| {
@@ -812,7 +823,7 @@ mod tests {
     #[test]
     fn errors_deep_in_a_large_file_name_their_line() {
         let mut text = many_vertices(400_000);
-        assert!(text.len() > 3 * PIECE_BYTES);
+        assert!(text.len() > 3 * MOST_PIECE_BYTES);
         text.push_str("f 1 2 3\nf 1 2 400001\n");
         assert_eq!(
             obj(&text).unwrap_err(),
@@ -834,7 +845,7 @@ mod tests {
     fn bytes_that_are_not_utf8_name_their_line_in_any_piece() {
         let text = many_vertices(400_000);
         let bytes = text.as_bytes().to_vec();
-        let ends = line_cuts(&bytes, PIECE_BYTES);
+        let ends = line_cuts(&bytes, piece_bytes(bytes.len()));
         assert!(ends.len() >= 3);
         let error = |bad: &[(usize, u8)]| {
             let mut bytes = bytes.clone();
@@ -863,7 +874,7 @@ mod tests {
         let text = "v 0 0 0 # é\n".repeat(200_000);
         let pieces = utf8_pieces(text.as_bytes(), Path::new("t.obj")).unwrap();
         assert!(pieces.len() >= 3);
-        assert_eq!(pieces, text_pieces(&text, PIECE_BYTES));
+        assert_eq!(pieces, text_pieces(&text, piece_bytes(text.len())));
     }
 
     fn corner(position: u32, texcoord: u32) -> Corner {
