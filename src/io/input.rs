@@ -12,7 +12,7 @@ use std::io::{self, Read, Seek, SeekFrom};
 use std::path::Path;
 
 /// Files at least this long are read in pieces on all threads ([`read_in_pieces`]).
-pub const PARALLEL_READ_BYTES: u64 = 8 << 20;
+const PARALLEL_READ_BYTES: u64 = 8 << 20;
 /// The bytes each thread reads at a time.
 const READ_PIECE: usize = 1 << 20;
 
