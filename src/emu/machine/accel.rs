@@ -974,7 +974,8 @@ fn push_down(
     let mut above = vec![[0; 8]; groups.len()];
     for (at, (group, sum)) in groups.iter().zip(sums).enumerate() {
         let base = above[at];
-        for (k, counts) in sum.iter().enumerate().take(group.members().len()) {
+        // An unused place leads nowhere (`Below::Nothing`).
+        for (k, counts) in sum.iter().enumerate() {
             let total: Skipped = std::array::from_fn(|code| base[code] + counts[code]);
             match group.below(k) {
                 Below::Group(child) => above[child as usize] = total,

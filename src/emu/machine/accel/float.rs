@@ -164,11 +164,6 @@ impl Group {
 }
 
 impl Group {
-    /// The nodes in this group, by place.
-    pub(super) fn members(&self) -> &[u32] {
-        &self.nodes[..self.count as usize]
-    }
-
     /// What the node at place `k` leads to: the group of its children (a split node), its
     /// tile (a leaf), or nothing (a node left out, or a place unused).
     pub(super) fn below(&self, k: usize) -> Below {
