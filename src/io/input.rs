@@ -20,8 +20,7 @@ const READ_PIECE: usize = 1 << 20;
 /// pieces on all threads: copying a 50 MB OBJ out of the page cache into fresh pages took
 /// 21 ms on one thread, the largest serial step of its load.
 pub fn read(path: &Path) -> io::Result<Vec<u8>> {
-    let mut file = open(path)?;
-    let len = file.metadata()?.len();
+    let (mut file, len) = open_with_len(path)?;
     let mut bytes = Vec::new();
     if len >= PARALLEL_READ_BYTES {
         if let Some(pieces) = read_in_pieces(&file, len)? {
@@ -77,12 +76,17 @@ pub fn read_to_string(path: &Path) -> io::Result<String> {
 
 /// The regular file at `path`, open for reading.
 pub fn open(path: &Path) -> io::Result<File> {
+    Ok(open_with_len(path)?.0)
+}
+
+/// [`open`], with the file's length from the same look at what it is.
+fn open_with_len(path: &Path) -> io::Result<(File, u64)> {
     let file = open_without_blocking(path)?;
-    let kind = file.metadata()?.file_type();
-    if !kind.is_file() {
-        return Err(not_regular(&kind));
+    let metadata = file.metadata()?;
+    if !metadata.file_type().is_file() {
+        return Err(not_regular(&metadata.file_type()));
     }
-    Ok(file)
+    Ok((file, metadata.len()))
 }
 
 /// Opens `path` so that a FIFO without a writer does not block the open (`O_NONBLOCK`,

@@ -13,9 +13,6 @@ use rayon::prelude::*;
 
 use super::load::ObjTriangle;
 
-/// The most triangles per chunk.
-const MOST_CHUNK: usize = 1 << 14;
-
 /// The entries a model's triangles use, in the order of their first use, and the rank of
 /// each in that order.
 pub struct FirstUses {
@@ -43,7 +40,7 @@ pub fn first_uses(
         .into_par_iter()
         .map(|_| AtomicU64::new(u64::MAX))
         .collect();
-    let chunk_len = super::piece_len(triangles.len(), 1 << 10, MOST_CHUNK);
+    let chunk_len = super::triangle_chunk_len(triangles.len());
     let chunks = || triangles.par_chunks(chunk_len).enumerate();
     chunks().for_each(|(index, chunk)| {
         for_each_use(index * chunk_len, chunk, &entry, |number, at| {
@@ -100,6 +97,7 @@ fn for_each_use(
 
 #[cfg(test)]
 mod tests {
+    use super::super::MOST_CHUNK_TRIANGLES;
     use super::*;
     use crate::io::scene::obj::{Corner, NO_INDEX};
 
@@ -114,11 +112,12 @@ mod tests {
                 .wrapping_add(1442695040888963407);
             (state >> 33) as usize
         };
-        let triangles: Vec<ObjTriangle> = (0..3 * MOST_CHUNK + 77)
+        let triangles: Vec<ObjTriangle> = (0..3 * MOST_CHUNK_TRIANGLES + 77)
             .map(|t| ObjTriangle {
                 // Later triangles reach further entries: first uses in every chunk.
                 corners: [0; 3].map(|_| Corner {
-                    position: (next() % (1 + t * count / (3 * MOST_CHUNK)).min(count)) as u32,
+                    position: (next() % (1 + t * count / (3 * MOST_CHUNK_TRIANGLES)).min(count))
+                        as u32,
                     texcoord: NO_INDEX,
                     normal: if next() % 3 == 0 {
                         NO_INDEX

@@ -745,7 +745,7 @@ fn convert_all(
     convert: &(dyn Fn(&load::ObjTriangle) -> Converted + Sync),
     step: &(dyn Fn(usize, usize) + Sync),
 ) -> Result<(Vec<Triangle>, ConversionCounts), SceneError> {
-    let chunk_len = piece_len(all.len(), 1 << 10, 1 << 14);
+    let chunk_len = triangle_chunk_len(all.len());
     let total = all.len();
     let mut triangles: Vec<Triangle> = vec![[[0; 3]; 7]; total];
     let converted = AtomicUsize::new(0);
@@ -789,6 +789,15 @@ fn convert_all(
 /// `least` to `most` items, where a piece's own cost or memory would tell.
 pub(super) fn piece_len(len: usize, least: usize, most: usize) -> usize {
     (len / (4 * rayon::current_num_threads())).clamp(least, most)
+}
+
+/// The most triangles a piece of a parallel pass over a model's triangles holds.
+const MOST_CHUNK_TRIANGLES: usize = 1 << 14;
+
+/// [`piece_len`] for `len` triangles (the conversion, the first uses): 1,024 to
+/// [`MOST_CHUNK_TRIANGLES`] each.
+fn triangle_chunk_len(len: usize) -> usize {
+    piece_len(len, 1 << 10, MOST_CHUNK_TRIANGLES)
 }
 
 /// The notes and warnings the conversion of `total` triangles gives.
