@@ -45,8 +45,10 @@ fn read_in_pieces(file: &File, len: u64) -> io::Result<Option<Vec<u8>>> {
         let Ok(len) = usize::try_from(len) else {
             return Ok(None);
         };
-        // Zeroed pages are mapped lazily: each thread faults in the ones it fills.
-        let mut bytes = vec![0; len];
+        // A length no allocation can hold is read (and refused) as a small file is.
+        let Some(mut bytes) = zeroed(len) else {
+            return Ok(None);
+        };
         let read = bytes
             .par_chunks_mut(READ_PIECE)
             .enumerate()
@@ -61,6 +63,24 @@ fn read_in_pieces(file: &File, len: u64) -> io::Result<Option<Vec<u8>>> {
     {
         let _ = (file, len);
         Ok(None)
+    }
+}
+
+/// `len` zero bytes, or `None` where the allocator cannot give them (a sparse file can
+/// claim any length: `vec![0; len]` would abort the process there). The pages of a large
+/// allocation are mapped lazily, so each thread faults in those it fills.
+#[cfg(unix)]
+fn zeroed(len: usize) -> Option<Vec<u8>> {
+    let layout = std::alloc::Layout::array::<u8>(len).ok()?;
+    if len == 0 {
+        return Some(Vec::new());
+    }
+    // SAFETY: the layout's size is not zero. A non-null pointer from `alloc_zeroed` points
+    // to `len` initialised bytes allocated by the global allocator with the layout of
+    // `len` u8s, which is what `Vec::from_raw_parts` needs to own them.
+    unsafe {
+        let pointer = std::alloc::alloc_zeroed(layout);
+        (!pointer.is_null()).then(|| Vec::from_raw_parts(pointer, len, len))
     }
 }
 
@@ -200,6 +220,9 @@ mod tests {
         assert!(read(&file).unwrap() == bytes);
         let mut opened = File::open(&file).unwrap();
         assert!(read_in_pieces(&opened, len as u64).unwrap().unwrap() == bytes);
+        // No allocation holds this: refused, not aborted (`read` then reports it).
+        assert_eq!(zeroed(usize::MAX >> 1), None);
+        assert_eq!(zeroed(3), Some(vec![0; 3]));
         // A file shorter than its length said: read again whole, by `read`.
         assert_eq!(read_in_pieces(&opened, len as u64 + 1).unwrap(), None);
         let mut rest = Vec::new();
