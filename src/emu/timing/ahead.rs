@@ -2,14 +2,22 @@
 //! while the simulation runs: a row depends only on the ray, and every pixel's ray is what
 //! RGU computes from the pixel's position (as `Machine::precompute_rays` finds them), so
 //! workers, one per thread but the simulation's, claim each core's pixels in its order,
-//! run RGU for them and put their rows in the core's slots, at most `LEAD` pixels ahead
-//! of the simulation. The timing takes a row only for the pixel it is at and only where
-//! the ray is the one its core really computed; anything else (a pixel no worker has
-//! finished, a ray the hardware's order changed) it computes itself, so what it times
+//! run RGU for them and put their rows in the core's slots, at most a lead of pixels
+//! ahead of the simulation. The timing takes a row only for the pixel it is at and only
+//! where the ray is the one its core really computed; anything else (a pixel no worker
+//! has finished, a ray the hardware's order changed) it computes itself, so what it times
 //! never depends on the workers.
+//!
+//! The rows' buffers go round: a worker fills its spare one and swaps it into the slot,
+//! the simulation swaps the row it is done with into the slot it takes from, so nothing
+//! is allocated per pixel. A worker with nothing to claim rests until the simulation has
+//! used half a lead of some core's rows (it would otherwise wake every moment for a row
+//! or two, and the wake-ups cost the simulation's thread its CPU on a small machine).
 
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
+use std::thread::Thread;
+use std::time::Duration;
 
 use super::culled::{RejectTiming, RowEntry};
 use crate::emu::core::alu::Vec3;
@@ -18,26 +26,36 @@ use crate::emu::core::NoObserver;
 use crate::emu::machine::cull::Culler;
 use crate::emu::machine::{pixel_ray, Machine};
 
-/// How far ahead of the simulation's pixel the workers go, per core: enough that they
-/// stay ahead, few enough that memory does not grow with the frame.
-const LEAD: usize = 96;
-/// Slots per core, pixel `k`'s row in slot `k % SLOTS`: a slot is claimed again only for a
-/// pixel [`SLOTS`] on, once the simulation is [`LEAD`] pixels past the one before.
-const SLOTS: usize = 2 * LEAD;
+/// How far ahead of the simulation's pixel the workers go, per core, at most: enough that
+/// they stay ahead.
+const MOST_LEAD: usize = 96;
+/// The rows ahead of one core hold at most about this many bytes (a million-triangle
+/// scene's rows are 2 MB each): the lead is shortened to fit.
+const LEAD_BYTES: usize = 16 << 20;
+/// The longest a resting worker waits for the simulation's call (a call it missed).
+const REST: Duration = Duration::from_millis(1);
+/// Marks a slot that holds no pixel's row (a buffer to fill).
+const NO_PIXEL: usize = usize::MAX;
 
-/// A pixel's row: its place in its core's pixel order, its ray, the row.
+/// A pixel's row: its place in its core's pixel order ([`NO_PIXEL`]: none), its ray, the
+/// row.
 type Row = (usize, Vec3, Vec<RowEntry>);
-/// A core's [`SLOTS`] rows.
-type Slots = Box<[Mutex<Option<Row>>]>;
+/// A core's slots, pixel `k`'s row in slot `k % slots`: a slot is claimed again only for
+/// a pixel a lead further on, once the simulation is past the one before.
+type Slots = Box<[Mutex<Row>]>;
 
 /// What the simulation and the workers share, per core.
 struct Shared {
+    /// Pixels a worker may go past the simulation's.
+    lead: usize,
     /// The next pixel (in the core's order) no worker has claimed.
     next: Box<[AtomicUsize]>,
     /// The first pixel whose row the simulation has not asked for yet (the workers skip
     /// the others: they may fall behind where the machine is busy).
     useful: Box<[AtomicUsize]>,
     slots: Box<[Slots]>,
+    /// Set by a worker that found nothing to claim, until it is called.
+    resting: AtomicBool,
     /// Set when the simulation is done: the workers stop.
     done: AtomicBool,
 }
@@ -45,21 +63,27 @@ struct Shared {
 /// What a worker may do next on a core.
 enum Claim {
     Pixel(usize),
-    /// Every pixel it could take is [`LEAD`] ahead of the simulation.
+    /// Every pixel it could take is a lead ahead of the simulation.
     Wait,
     /// Every pixel is claimed.
     Done,
 }
 
 impl Shared {
-    fn new(cores: usize) -> Shared {
+    /// For `cores` cores whose rows have `triangles` entries.
+    fn new(cores: usize, triangles: usize) -> Shared {
+        let row_bytes = triangles.max(1) * std::mem::size_of::<RowEntry>();
+        let lead = (LEAD_BYTES / row_bytes).clamp(2, MOST_LEAD);
         let counters = || (0..cores).map(|_| AtomicUsize::new(0)).collect();
+        let empty = || Mutex::new((NO_PIXEL, [0; 3], Vec::new()));
         Shared {
+            lead,
             next: counters(),
             useful: counters(),
             slots: (0..cores)
-                .map(|_| (0..SLOTS).map(|_| Mutex::new(None)).collect())
+                .map(|_| (0..2 * lead).map(|_| empty()).collect())
                 .collect(),
+            resting: AtomicBool::new(false),
             done: AtomicBool::new(false),
         }
     }
@@ -77,7 +101,7 @@ impl Shared {
             if k >= count {
                 return Claim::Done;
             }
-            if k >= useful + LEAD {
+            if k >= useful + self.lead {
                 return Claim::Wait;
             }
             let claimed = self.next[core].compare_exchange_weak(
@@ -93,20 +117,31 @@ impl Shared {
         }
     }
 
-    fn slot(&self, core: usize, pixel: usize) -> std::sync::MutexGuard<'_, Option<Row>> {
-        let slot = &self.slots[core][pixel % SLOTS];
+    fn slot(&self, core: usize, pixel: usize) -> std::sync::MutexGuard<'_, Row> {
+        let slots = &self.slots[core];
+        let slot = &slots[pixel % slots.len()];
         slot.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Puts `row`, pixel `pixel`'s under `ray`, in its slot; `row` becomes the buffer the
+    /// slot held.
+    fn put(&self, core: usize, pixel: usize, ray: Vec3, row: &mut Vec<RowEntry>) {
+        let mut slot = self.slot(core, pixel);
+        (slot.0, slot.1) = (pixel, ray);
+        std::mem::swap(&mut slot.2, row);
     }
 }
 
 /// The simulation's end of the rows computed ahead.
 pub struct RowsAhead {
     shared: Arc<Shared>,
+    workers: Vec<Thread>,
 }
 
 impl Drop for RowsAhead {
     fn drop(&mut self) {
         self.shared.done.store(true, Ordering::Relaxed);
+        self.workers.iter().for_each(Thread::unpark);
     }
 }
 
@@ -123,30 +158,54 @@ impl RowsAhead {
         if threads < 2 {
             return None;
         }
-        let shared = Arc::new(Shared::new(machine.partitions().len()));
-        for _ in 1..threads {
-            let shared = Arc::clone(&shared);
-            scope.spawn(move || work(machine, culler, timing, &shared));
-        }
-        Some(RowsAhead { shared })
+        let cores = machine.partitions().len();
+        let shared = Arc::new(Shared::new(cores, culler.constants().len()));
+        let workers = (1..threads)
+            .map(|_| {
+                let shared = Arc::clone(&shared);
+                let worker = scope.spawn(move || work(machine, culler, timing, &shared));
+                worker.thread().clone()
+            })
+            .collect();
+        Some(RowsAhead { shared, workers })
     }
 
-    /// Core `core`'s row for its pixel `pixel` (0-based, in its order), if a worker has
-    /// it and computed it for `ray`.
-    pub fn take(&mut self, core: usize, pixel: usize, ray: Vec3) -> Option<Vec<RowEntry>> {
+    /// Core `core`'s row for its pixel `pixel` (0-based, in its order) into `row`, if a
+    /// worker has it and computed it for `ray` (the row `row` held goes to the workers, to
+    /// be filled again); whether it did.
+    pub fn take(&mut self, core: usize, pixel: usize, ray: Vec3, row: &mut Vec<RowEntry>) -> bool {
         let shared = &self.shared;
         shared.useful[core].fetch_max(pixel.wrapping_add(1), Ordering::Relaxed);
-        match shared.slot(core, pixel).take() {
-            Some((k, computed_for, row)) if k == pixel && computed_for == ray => Some(row),
-            _ => None,
+        if shared.resting.load(Ordering::Relaxed) {
+            self.call_if_behind(core, pixel);
+        }
+        let mut slot = shared.slot(core, pixel);
+        if slot.0 != pixel {
+            return false;
+        }
+        slot.0 = NO_PIXEL;
+        let taken = slot.1 == ray;
+        if taken {
+            std::mem::swap(&mut slot.2, row);
+        }
+        taken
+    }
+
+    /// Calls the resting workers back once they are only half a lead ahead of core
+    /// `core`'s pixel `pixel`.
+    fn call_if_behind(&self, core: usize, pixel: usize) {
+        let shared = &self.shared;
+        let claimed = shared.next[core].load(Ordering::Relaxed);
+        if claimed <= pixel + shared.lead / 2 && shared.resting.swap(false, Ordering::Relaxed) {
+            self.workers.iter().for_each(Thread::unpark);
         }
     }
 }
 
 /// A worker: each core's pixels in turn, one pixel of every core at a time (the cores
-/// move through their pixels together), at most [`LEAD`] pixels ahead of what the
-/// simulation asked for (resting a moment where every core is that far ahead), until
-/// every core's pixels are claimed or the simulation is done.
+/// move through their pixels together), at most a lead ahead of what the simulation
+/// asked for (resting where every core is that far ahead), until every core's pixels are
+/// claimed or the simulation is done.
 fn work(machine: &Machine<'_>, culler: &Culler, timing: RejectTiming, shared: &Shared) {
     let partitions = machine.partitions();
     // A core that faults while booting is left out: the simulation meets the fault itself.
@@ -155,6 +214,7 @@ fn work(machine: &Machine<'_>, culler: &Culler, timing: RejectTiming, shared: &S
             (machine.boot_core_writing(i, p, OutputMemory::HARDWARE_WORDS, &mut NoObserver)).ok()
         })
         .collect();
+    let mut row = Vec::with_capacity(culler.constants().len());
     while !shared.done.load(Ordering::Relaxed) {
         let (mut left, mut moved) = (false, false);
         for (core, partition) in partitions.iter().enumerate() {
@@ -175,15 +235,15 @@ fn work(machine: &Machine<'_>, culler: &Culler, timing: RejectTiming, shared: &S
                 cores[core] = None;
                 continue;
             };
-            let mut row = Vec::with_capacity(culler.constants().len());
             timing.row(culler, ray, &mut row);
-            *shared.slot(core, k) = Some((k, ray, row));
+            shared.put(core, k, ray, &mut row);
         }
         if !left {
             return;
         }
         if !moved {
-            std::thread::sleep(std::time::Duration::from_micros(100));
+            shared.resting.store(true, Ordering::Relaxed);
+            std::thread::park_timeout(REST);
         }
     }
 }
@@ -195,11 +255,20 @@ mod tests {
     use crate::emu::machine::RenderOptions;
     use crate::emu::timing::{measure, TimingOptions};
 
-    /// The rows ahead of `cores` cores, without workers: the test puts the rows.
+    /// The rows ahead of `cores` cores of 100 triangles, without workers: the test puts
+    /// the rows.
     fn rows_ahead(cores: usize) -> RowsAhead {
         RowsAhead {
-            shared: Arc::new(Shared::new(cores)),
+            shared: Arc::new(Shared::new(cores, 100)),
+            workers: Vec::new(),
         }
+    }
+
+    /// What [`RowsAhead::take`] gives for core `core`'s pixel `pixel` under `ray`, the
+    /// simulation handing back a row `[99]`.
+    fn taken(ahead: &mut RowsAhead, core: usize, pixel: usize, ray: Vec3) -> Option<Vec<u16>> {
+        let mut row = vec![99];
+        ahead.take(core, pixel, ray, &mut row).then_some(row)
     }
 
     #[test]
@@ -207,31 +276,59 @@ mod tests {
         let mut ahead = rows_ahead(2);
         let ray = |k: u32| [k, 1, 2];
         for k in [1, 3, 4, 5] {
-            *ahead.shared.slot(1, k) = Some((k, ray(k as u32), vec![k as u16]));
+            ahead.shared.put(1, k, ray(k as u32), &mut vec![k as u16]);
         }
         // Another core's rows are its own.
-        assert_eq!(ahead.take(0, 1, ray(1)), None);
+        assert_eq!(taken(&mut ahead, 0, 1, ray(1)), None);
         // Pixel 1 under another ray (the hardware's order changed it): computed anew.
-        assert_eq!(ahead.take(1, 1, ray(9)), None);
+        assert_eq!(taken(&mut ahead, 1, 1, ray(9)), None);
         // Pixel 2 no worker finished: none; pixel 3's row is there, once.
-        assert_eq!(ahead.take(1, 2, ray(2)), None);
-        assert_eq!(ahead.take(1, 3, ray(3)), Some(vec![3]));
-        assert_eq!(ahead.take(1, 3, ray(3)), None);
+        assert_eq!(taken(&mut ahead, 1, 2, ray(2)), None);
+        assert_eq!(taken(&mut ahead, 1, 3, ray(3)), Some(vec![3]));
+        assert_eq!(taken(&mut ahead, 1, 3, ray(3)), None);
         // The workers are told where the simulation is: past pixel 3, and the next pixel
         // is the simulation's own.
         assert_eq!(ahead.shared.useful[1].load(Ordering::Relaxed), 4);
         assert!(matches!(ahead.shared.claim(1, 100), Claim::Pixel(5)));
-        assert!(matches!(ahead.shared.claim(1, 100), Claim::Pixel(6)));
         // A row in a slot a later pixel shares is not that pixel's.
-        assert_eq!(ahead.take(1, 4 + SLOTS, ray(4)), None);
-        assert_eq!(ahead.take(1, 5, ray(5)), Some(vec![5]));
+        let lead = ahead.shared.lead;
+        assert_eq!(taken(&mut ahead, 1, 4 + 2 * lead, ray(4)), None);
+        assert_eq!(taken(&mut ahead, 1, 5, ray(5)), Some(vec![5]));
+        // The row the simulation was done with went back for a worker to fill.
+        assert_eq!(ahead.shared.slot(1, 5).2, vec![99]);
     }
 
-    /// Workers claim each pixel once, never the simulation's next, at most [`LEAD`]
-    /// pixels ahead of it, and none past the core's last.
+    /// The lead is the longest that keeps a core's rows ahead within [`LEAD_BYTES`], and at
+    /// least two pixels.
+    #[test]
+    fn the_lead_shortens_for_long_rows() {
+        assert_eq!(Shared::new(1, 118).lead, MOST_LEAD);
+        assert_eq!(Shared::new(1, 1_000_000).lead, 8);
+        assert_eq!(Shared::new(1, 100_000_000).lead, 2);
+        assert_eq!(Shared::new(4, 1_000_000).slots[3].len(), 16);
+    }
+
+    /// A resting worker is called back once the simulation is half a lead from the pixels
+    /// claimed, not before.
+    #[test]
+    fn a_resting_worker_is_called_half_a_lead_on() {
+        let mut ahead = rows_ahead(1);
+        ahead.workers.push(std::thread::current());
+        let lead = ahead.shared.lead;
+        ahead.shared.next[0].store(lead + 1, Ordering::Relaxed);
+        ahead.shared.resting.store(true, Ordering::Relaxed);
+        ahead.take(0, 0, [0; 3], &mut Vec::new());
+        assert!(ahead.shared.resting.load(Ordering::Relaxed));
+        ahead.take(0, lead / 2 + 1, [0; 3], &mut Vec::new());
+        assert!(!ahead.shared.resting.load(Ordering::Relaxed));
+    }
+
+    /// Workers claim each pixel once, never the simulation's next, at most a lead ahead of
+    /// it, and none past the core's last.
     #[test]
     fn each_pixel_is_claimed_once_within_the_lead() {
-        let shared = Shared::new(1);
+        let shared = Shared::new(1, 100);
+        let lead = shared.lead;
         let claims = |shared: &Shared, count| {
             std::iter::from_fn(|| match shared.claim(0, count) {
                 Claim::Pixel(k) => Some(k),
@@ -239,10 +336,10 @@ mod tests {
             })
             .collect::<Vec<_>>()
         };
-        assert_eq!(claims(&shared, 1000), (1..LEAD).collect::<Vec<_>>());
+        assert_eq!(claims(&shared, 1000), (1..lead).collect::<Vec<_>>());
         assert!(matches!(shared.claim(0, 1000), Claim::Wait));
         shared.useful[0].store(500, Ordering::Relaxed);
-        assert_eq!(claims(&shared, 1000), (501..500 + LEAD).collect::<Vec<_>>());
+        assert_eq!(claims(&shared, 1000), (501..500 + lead).collect::<Vec<_>>());
         shared.useful[0].store(990, Ordering::Relaxed);
         assert_eq!(claims(&shared, 1000), (991..1000).collect::<Vec<_>>());
         assert!(matches!(shared.claim(0, 1000), Claim::Done));

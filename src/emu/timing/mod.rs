@@ -459,9 +459,8 @@ impl Live<'_> {
         if *seen != Some(ray) {
             // The RGU runs so far: this is the core's pixel `pixels - 1`.
             let pixel = self.pixels[core].wrapping_sub(1);
-            match self.ahead.as_mut().and_then(|a| a.take(core, pixel, ray)) {
-                Some(ahead) => *row = ahead,
-                None => timing.row(culler, ray, row),
+            if !(self.ahead.as_mut()).is_some_and(|a| a.take(core, pixel, ray, row)) {
+                timing.row(culler, ray, row);
             }
             *seen = Some(ray);
         }
