@@ -770,6 +770,9 @@ fn report<O: Observer, const N: usize>(
     next: u16,
 ) {
     if O::LEAN {
+        if observer.lean_operation(op.kind) {
+            return;
+        }
         let instruction = m.program.slot_info(this as u32).instr;
         let (a, b) = alu_inputs(instruction, seen);
         observer.lean_step(instruction, a, b);

@@ -81,6 +81,12 @@ pub trait Observer {
     /// [`Step::a`] and [`Step::b`] give them where [`lean_operands`] says it needs them
     /// (zero elsewhere).
     fn lean_step(&mut self, _instruction: Instr, _a: Vec3, _b: Vec3) {}
+    /// A lean observer's shortcut: it may take an instruction of `operation` from the
+    /// operation alone (whether it did; [`Observer::lean_step`] is then not called), so the
+    /// interpreter looks nothing up for the common ones.
+    fn lean_operation(&mut self, _operation: Operation) -> bool {
+        false
+    }
     fn routine_end(&mut self, _entry: EntryPoint, _return_value: bool) {}
     #[doc(hidden)]
     fn footprint(&self) -> &Footprint {

@@ -44,6 +44,53 @@ pub enum CostKind {
     Hang,
 }
 
+/// How many operations there are ([`Operation::Hang`] is the last).
+const OPERATIONS: usize = Operation::Hang as usize + 1;
+
+/// The cycles of an instruction of `operation` where every opcode of it costs the same
+/// fixed number ([`instruction_cost`]); 0 where the cost needs the instruction (an opcode
+/// the hardware does not implement, such as DEBUG_PRINT beside NOP) or its operands (DIV,
+/// TMREAD), or is no number of cycles (OMWRITE's event, RETURN, a hang).
+#[inline(always)]
+pub fn fixed_cycles(operation: Operation) -> u32 {
+    const CYCLES: [u8; OPERATIONS] = fixed_cycles_by_operation();
+    u32::from(CYCLES[operation as usize])
+}
+
+/// [`fixed_cycles`] of every operation, from the opcode table as [`instruction_cost`]
+/// reads it.
+const fn fixed_cycles_by_operation() -> [u8; OPERATIONS] {
+    let mut cycles = [0u8; OPERATIONS];
+    let mut varies = [false; OPERATIONS];
+    let mut i = 0;
+    while i < crate::emu::isa::OPCODES.len() {
+        let row = &crate::emu::isa::OPCODES[i];
+        let operation = row.operation as usize;
+        let fixed = match row.operation {
+            Operation::Mag => 40,
+            Operation::Ret => 4,
+            _ => row.latency + 1,
+        } as u8;
+        let never_fixed = matches!(
+            row.operation,
+            Operation::Div | Operation::Omwrite | Operation::Tmread | Operation::Return
+        ) || !matches!(row.hardware, Hardware::Implemented);
+        if never_fixed || (cycles[operation] != 0 && cycles[operation] != fixed) {
+            varies[operation] = true;
+        }
+        cycles[operation] = fixed;
+        i += 1;
+    }
+    let mut operation = 0;
+    while operation < OPERATIONS {
+        if varies[operation] {
+            cycles[operation] = 0;
+        }
+        operation += 1;
+    }
+    cycles
+}
+
 /// [`CostKind`] of every opcode value, from the opcode table (looked up per instruction a
 /// timed run interprets, so not searched for).
 fn kinds() -> &'static [CostKind; 128] {
@@ -151,5 +198,37 @@ mod tests {
         assert!(div_is_short([u32::MAX; 3], [(2 * one).wrapping_neg(); 3]));
         // One long lane makes it long.
         assert!(!div_is_short([one, 0, 0], [one, 0, 0]));
+    }
+
+    /// An operation's fixed cycles are every one of its opcodes' cost, and there are
+    /// none where an opcode of it costs otherwise: DEBUG_PRINT hangs the hardware, so NOP
+    /// (the same operation) is looked up; the unfinished XCHANGEY leaves XCHANGEX's alone.
+    #[test]
+    fn an_operation_s_fixed_cycles_are_each_of_its_opcodes_cost() {
+        for row in crate::emu::isa::OPCODES {
+            let instruction = Instr::decode(crate::emu::isa::Word::type1(row.opcode, 0, 0, 0));
+            let fixed = fixed_cycles(row.operation);
+            if fixed != 0 {
+                assert_eq!(instruction_cost(instruction), Cost::Fixed(fixed), "{row:?}");
+                assert_eq!(kind_of(instruction), CostKind::Fixed(fixed), "{row:?}");
+            }
+        }
+        let cycles = |operation| fixed_cycles(operation);
+        assert_eq!(cycles(Operation::Add), 2);
+        assert_eq!(cycles(Operation::Mag), 40);
+        assert_eq!(cycles(Operation::Ret), 4);
+        assert_eq!(cycles(Operation::BranchX), 2);
+        assert_eq!(cycles(Operation::ExchangeX), 2);
+        for varies in [
+            Operation::Nop,
+            Operation::ExchangeY,
+            Operation::Div,
+            Operation::Tmread,
+            Operation::Omwrite,
+            Operation::Return,
+            Operation::Hang,
+        ] {
+            assert_eq!(cycles(varies), 0, "{varies:?}");
+        }
     }
 }

@@ -9,11 +9,11 @@
 //! before the one its control unit starts ([`Recording::forget_before`]), so its memory
 //! stays bounded however many pixels and triangles the frame has.
 
-use super::cost::{div_cycles, kind_of, CostKind};
+use super::cost::{div_cycles, fixed_cycles, kind_of, CostKind};
 use crate::emu::core::alu::Vec3;
 use crate::emu::core::{Observer, Step};
 use crate::emu::isa::registers::EntryPoint;
-use crate::emu::isa::Instr;
+use crate::emu::isa::{Instr, Operation};
 
 /// One routine as it ran: its `events` ([`Recording::events_of`]) from `first_event`, then
 /// `tail` cycles to its RETURN.
@@ -152,6 +152,16 @@ impl Observer for Recording {
 
     fn step(&mut self, step: &Step) {
         self.lean_step(step.instruction, step.a, step.b);
+    }
+
+    /// The operations of one fixed cost ([`fixed_cycles`]) need no instruction.
+    #[inline(always)]
+    fn lean_operation(&mut self, operation: Operation) -> bool {
+        let cycles = fixed_cycles(operation);
+        if cycles != 0 && !self.hung {
+            self.pending += cycles;
+        }
+        cycles != 0
     }
 
     #[inline(always)]
