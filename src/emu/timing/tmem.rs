@@ -112,7 +112,8 @@ pub struct TextureMemory {
     cores: u32,
     arbiters: [Arbiter; BANKS],
     interfaces: Vec<Option<Interface>>,
-    active: usize,
+    /// The cores reading, one bit each: the ones whose interface is `Some`.
+    reading: u64,
 }
 
 impl TextureMemory {
@@ -129,13 +130,13 @@ impl TextureMemory {
             cores: cores as u32,
             arbiters: [idle; BANKS],
             interfaces: vec![None; cores],
-            active: 0,
+            reading: 0,
         }
     }
 
     /// Whether some core is reading.
     pub fn busy(&self) -> bool {
-        self.active > 0
+        self.reading != 0
     }
 
     /// Core `core` starts requesting the words `addresses` in the current period (the
@@ -147,7 +148,7 @@ impl TextureMemory {
             walk: 1,
             walked: 1,
         });
-        self.active += 1;
+        self.reading |= 1 << core;
     }
 
     /// Steps periods `from..to` in order, stopping before the first one a read finishes
@@ -156,9 +157,8 @@ impl TextureMemory {
     /// that one.
     pub fn step_quietly(&mut self, from: u64, to: u64) -> u64 {
         let mut t = from;
-        if self.active == 1 {
-            let core = self.interfaces.iter().position(Option::is_some);
-            let core = core.expect("one core reads");
+        if self.reading.count_ones() == 1 {
+            let core = self.reading.trailing_zeros() as usize;
             while t < to {
                 if let Some(idle) = self.lone_wait(t, core) {
                     t = (t + idle).min(to);
@@ -170,8 +170,10 @@ impl TextureMemory {
             }
             return t;
         }
-        while t < to && !self.finishes_next() {
-            self.step(t, |_| unreachable!("no read finishes in a quiet period"));
+        let mut finishing = self.finishes_next();
+        while t < to && !finishing {
+            finishing = self.step(t, |_| unreachable!("no read finishes in a quiet period"));
+            debug_assert_eq!(finishing, self.finishes_next());
             t += 1;
         }
         t
@@ -223,15 +225,17 @@ impl TextureMemory {
     /// Period `t` (every period some core reads must be stepped, in order): arbitrates
     /// and moves every interface on. Calls `done(core)` for each core whose read completes
     /// in `t` (its next instruction is handed over in `t`; its request falls after `t`).
-    pub fn step(&mut self, t: u64, mut done: impl FnMut(usize)) {
+    /// Whether a read finishes in `t + 1`.
+    pub fn step(&mut self, t: u64, mut done: impl FnMut(usize)) -> bool {
         let mut requests = [0u32; BANKS];
         let mut grants = 0u32;
-        for (core, interface) in self.interfaces.iter().enumerate() {
-            if let Some(interface) = interface {
-                let bank = (interface.address() & 3) as usize;
-                requests[bank] |= 1 << core;
-                grants |= u32::from(self.arbiters[bank].grants(core, t)) << core;
-            }
+        for core in cores_of(self.reading) {
+            let Some(interface) = &self.interfaces[core] else {
+                unreachable!("a reading core's interface reads")
+            };
+            let bank = (interface.address() & 3) as usize;
+            requests[bank] |= 1 << core;
+            grants |= u32::from(self.arbiters[bank].grants(core, t)) << core;
         }
         // A bank nobody requests only turns its pointer, which its `at` implies; its grant
         // of `t - 1`, if any, is of no one in `t + 1` (as [`TextureMemory::step_lone`]).
@@ -240,19 +244,33 @@ impl TextureMemory {
                 arbiter.arbitrate(t, requests, self.cores);
             }
         }
-        for (core, slot) in self.interfaces.iter_mut().enumerate() {
+        let mut finishing = false;
+        for core in cores_of(self.reading) {
+            let slot = &mut self.interfaces[core];
             let Some(interface) = slot else {
-                continue;
+                unreachable!("a reading core's interface reads")
             };
             let finished = interface.walked == 8;
             interface.advance(grants & (1 << core) != 0);
+            finishing |= interface.walked == 8;
             if finished {
                 *slot = None;
-                self.active -= 1;
+                self.reading &= !(1 << core);
                 done(core);
             }
         }
+        finishing
     }
+}
+
+/// The cores of the bit set `cores`, lowest first.
+#[inline(always)]
+fn cores_of(mut cores: u64) -> impl Iterator<Item = usize> {
+    std::iter::from_fn(move || {
+        let core = cores.trailing_zeros() as usize;
+        cores &= cores.wrapping_sub(1);
+        (core < 64).then_some(core)
+    })
 }
 
 #[cfg(test)]
