@@ -385,9 +385,6 @@ impl<'m> Live<'m> {
     }
 }
 
-/// The rows the host streams a triangle into (CREG_V0..CREG_TRI_DIFFUSE).
-const TRIANGLE_ROW: u16 = 44;
-
 impl Live<'_> {
     /// Runs core `core`'s routine `entry` now: a MAIN the culler rejects is timed from its
     /// values (its registers written before anything else runs), anything else interpreted.
@@ -492,9 +489,7 @@ impl Live<'_> {
             if shown {
                 functional.flip_parity();
             }
-            for (row, value) in words.iter().enumerate() {
-                functional.host_write(TRIANGLE_ROW + row as u16, *value);
-            }
+            functional.write_triangle_rows(&words);
             if shown {
                 functional.flip_parity();
             }
