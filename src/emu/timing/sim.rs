@@ -518,10 +518,11 @@ impl<'s> Sim<'s> {
         let mut next = u64::MAX;
         for (index, core) in self.cores.iter().enumerate() {
             let read = core.routine.as_ref().and_then(|r| r.tmread_from);
-            for at in [Some(core.wake), read].into_iter().flatten() {
+            // `u64::MAX`: no timer (it never ends, and is no later one).
+            for at in [core.wake, read.unwrap_or(u64::MAX)] {
                 if at == t {
                     due |= 1 << index;
-                } else if at > t && at != u64::MAX {
+                } else if at > t {
                     next = next.min(at);
                 }
             }
