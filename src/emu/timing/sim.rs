@@ -321,7 +321,7 @@ struct Standing {
 }
 
 /// Runs the frame.
-pub fn simulate(setup: &Setup, routines: &mut dyn Routines) -> Result<Course, Stop> {
+pub fn simulate<R: Routines + ?Sized>(setup: &Setup, routines: &mut R) -> Result<Course, Stop> {
     Sim::new(setup).run(routines)
 }
 
@@ -545,7 +545,7 @@ impl<'s> Sim<'s> {
         }
     }
 
-    fn run(mut self, routines: &mut dyn Routines) -> Result<Course, Stop> {
+    fn run<R: Routines + ?Sized>(mut self, routines: &mut R) -> Result<Course, Stop> {
         let mut t = RESET_END;
         let mut previous = None;
         let mut waiting_since = None;
@@ -787,7 +787,11 @@ impl<'s> Sim<'s> {
     /// but one (STDONE is the clock-by-clock loop's), and returns the period of the last
     /// ACK it reached, with every state as the clock-by-clock loop would have it there;
     /// `None` when it cannot take a single triangle.
-    fn fast_forward(&mut self, t: u64, routines: &mut dyn Routines) -> Result<Option<u64>, Stop> {
+    fn fast_forward<R: Routines + ?Sized>(
+        &mut self,
+        t: u64,
+        routines: &mut R,
+    ) -> Result<Option<u64>, Stop> {
         let mut scratch = std::mem::take(&mut self.scratch);
         let later = self.fast_forward_with(&mut scratch, t, routines);
         self.scratch = scratch;
@@ -795,11 +799,11 @@ impl<'s> Sim<'s> {
     }
 
     /// [`Sim::fast_forward`] in `scratch`'s vectors.
-    fn fast_forward_with(
+    fn fast_forward_with<R: Routines + ?Sized>(
         &mut self,
         scratch: &mut Scratch,
         t: u64,
-        routines: &mut dyn Routines,
+        routines: &mut R,
     ) -> Result<Option<u64>, Stop> {
         let first = self.host.triangle + 1;
         let Scratch {
@@ -962,13 +966,13 @@ impl<'s> Sim<'s> {
     /// Starts at the routines the MAINs [`Sim::fast_forward`] booked from `ahead` before
     /// triangle `end`, each core's last one triggered at `triggers` and returning at
     /// `returned`.
-    fn start_ahead(
+    fn start_ahead<R: Routines + ?Sized>(
         &mut self,
         ahead: &mut Ahead,
         end: usize,
         triggers: &[u64],
         returned: &[u64],
-        routines: &mut dyn Routines,
+        routines: &mut R,
     ) {
         let end = end.min(ahead.end);
         if end <= ahead.unstarted {
@@ -986,7 +990,7 @@ impl<'s> Sim<'s> {
     /// core entered its state): WAIT_FOR_MAIN runs busy to its return; WAIT_FOR_HOST_DATA_ACK
     /// has its ACK_MAIN period booked already.
     /// A core still in its MAIN returns its value to the hit flag, as at its RETURN.
-    fn book_to_returns(&mut self, returned: &[u64], routines: &dyn Routines) {
+    fn book_to_returns<R: Routines + ?Sized>(&mut self, returned: &[u64], routines: &R) {
         for (index, (core, &r)) in self.cores.iter_mut().zip(returned).enumerate() {
             match core.state {
                 cu::WAIT_FOR_MAIN => {
@@ -1087,7 +1091,12 @@ impl<'s> Sim<'s> {
     }
 
     /// Starts the reads that begin in `t` and steps the texture memory through `t`.
-    fn step_texture_memory(&mut self, t: u64, timed: u64, routines: &mut dyn Routines) -> Reads {
+    fn step_texture_memory<R: Routines + ?Sized>(
+        &mut self,
+        t: u64,
+        timed: u64,
+        routines: &mut R,
+    ) -> Reads {
         let mut starting = timed;
         while starting != 0 {
             let index = starting.trailing_zeros() as usize;
@@ -1145,12 +1154,12 @@ impl<'s> Sim<'s> {
 
     /// Core `index` through period `t`: its next state, the routine it starts, its flags.
     /// Whether anything of it changed.
-    fn step_core(
+    fn step_core<R: Routines + ?Sized>(
         &mut self,
         index: usize,
         t: u64,
         signals: &Signals,
-        routines: &mut dyn Routines,
+        routines: &mut R,
     ) -> Result<bool, Stop> {
         let core = &self.cores[index];
         let state = core.state;
@@ -1192,7 +1201,7 @@ impl<'s> Sim<'s> {
 
     /// Core `index`'s routine returned in period `t` (its control unit in `state`): bit 0
     /// of its RETURN is the core's value, and after MAIN, whether the pixel hit.
-    fn end_routine(&mut self, index: usize, t: u64, state: u8, routines: &dyn Routines) {
+    fn end_routine<R: Routines + ?Sized>(&mut self, index: usize, t: u64, state: u8, routines: &R) {
         let core = &mut self.cores[index];
         let run = core.routine.take().expect("a done core ran a routine");
         core.value = routines.recording(index).run(run.run).value;
@@ -1254,12 +1263,12 @@ impl<'s> Sim<'s> {
     }
 
     /// Core `index` starts `entry` in period `t` (its trigger state).
-    fn start_routine(
+    fn start_routine<R: Routines + ?Sized>(
         &mut self,
         index: usize,
         t: u64,
         entry: EntryPoint,
-        routines: &mut dyn Routines,
+        routines: &mut R,
     ) -> Result<(), Stop> {
         let core = &mut self.cores[index];
         match entry {
@@ -1317,7 +1326,12 @@ impl<'s> Sim<'s> {
     }
 
     /// The host through period `t`; whether its state changed.
-    fn step_host(&mut self, t: u64, signals: &Signals, routines: &mut dyn Routines) -> bool {
+    fn step_host<R: Routines + ?Sized>(
+        &mut self,
+        t: u64,
+        signals: &Signals,
+        routines: &mut R,
+    ) -> bool {
         let host = &mut self.host;
         let last = self.setup.triangles;
         let next = match host.state {
@@ -1388,8 +1402,8 @@ enum Reads {
 
 /// Triangle `j`'s MAIN on every core of `cores`, peeked ([`Routines::peek_main`]) in
 /// order into `durations` up to the first that does not run without events: whether all do.
-fn peek_mains(
-    routines: &mut dyn Routines,
+fn peek_mains<R: Routines + ?Sized>(
+    routines: &mut R,
     j: usize,
     cores: usize,
     durations: &mut Vec<(u32, bool)>,
@@ -1559,7 +1573,7 @@ impl Ahead {
     }
 
     /// Times the triangles from `j` on, before `limit`, every MAIN before `j` started.
-    fn fill(&mut self, j: usize, limit: usize, routines: &mut dyn Routines) {
+    fn fill<R: Routines + ?Sized>(&mut self, j: usize, limit: usize, routines: &mut R) {
         let mut count = self.size.min(limit - j);
         self.size = (2 * self.size).min(AHEAD_MOST);
         for (core, cycles) in self.cycles.chunks_mut(AHEAD_MOST).enumerate() {
