@@ -399,6 +399,7 @@ fn waits_for_host(state: u8) -> bool {
 
 /// The control unit's next state after `state` (`Unit_Control.v`), given the signals, the
 /// core's hit and value flags, and whether its routine returned (`done`).
+#[inline]
 fn next_control_state(state: u8, signals: &Signals, hit: bool, value: bool, done: bool) -> u8 {
     use cu::*;
     match state {
@@ -565,7 +566,15 @@ impl<'s> Sim<'s> {
             if self.done == self.cores.len() {
                 break SimEnding::Done(t);
             }
-            if let Some(period) = self.repeating(t, &mut standings) {
+            // Only a machine with a core done can repeat itself.
+            let repeats = match self.done {
+                0 => {
+                    standings.clear();
+                    None
+                }
+                _ => self.repeating(t, &mut standings),
+            };
+            if let Some(period) = repeats {
                 self.stranded(period);
                 break SimEnding::Deadlock {
                     period,
