@@ -24,6 +24,7 @@
 //! period.
 
 use crate::emu::core::alu::Vec3;
+use crate::emu::core::mask::{lanes_of, LaneMask};
 
 /// The word address the interface shows once x, y and z are read: bank 0.
 const IDLE_ADDRESS: u32 = 0x20;
@@ -113,7 +114,7 @@ pub struct TextureMemory {
     arbiters: [Arbiter; BANKS],
     interfaces: Vec<Option<Interface>>,
     /// The cores reading, one bit each: the ones whose interface is `Some`.
-    reading: u64,
+    reading: LaneMask,
 }
 
 impl TextureMemory {
@@ -229,7 +230,7 @@ impl TextureMemory {
     pub fn step(&mut self, t: u64, mut done: impl FnMut(usize)) -> bool {
         let mut requests = [0u32; BANKS];
         let mut grants = 0u32;
-        for core in cores_of(self.reading) {
+        for core in lanes_of(self.reading) {
             let Some(interface) = &self.interfaces[core] else {
                 unreachable!("a reading core's interface reads")
             };
@@ -245,7 +246,7 @@ impl TextureMemory {
             }
         }
         let mut finishing = false;
-        for core in cores_of(self.reading) {
+        for core in lanes_of(self.reading) {
             let slot = &mut self.interfaces[core];
             let Some(interface) = slot else {
                 unreachable!("a reading core's interface reads")
@@ -261,16 +262,6 @@ impl TextureMemory {
         }
         finishing
     }
-}
-
-/// The cores of the bit set `cores`, lowest first.
-#[inline(always)]
-fn cores_of(mut cores: u64) -> impl Iterator<Item = usize> {
-    std::iter::from_fn(move || {
-        let core = cores.trailing_zeros() as usize;
-        cores &= cores.wrapping_sub(1);
-        (core < 64).then_some(core)
-    })
 }
 
 #[cfg(test)]
