@@ -18,7 +18,7 @@
 
 use crate::emu::core::alu::{magnitude32, Vec3};
 use crate::emu::core::Step;
-use crate::emu::isa::{Hardware, Instr, Operation};
+use crate::emu::isa::{Hardware, Instr, OpcodeInfo, Operation, OPCODES};
 
 /// How an instruction occupies the execution unit.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -57,25 +57,19 @@ pub fn fixed_cycles(operation: Operation) -> u32 {
     u32::from(CYCLES[operation as usize])
 }
 
-/// [`fixed_cycles`] of every operation, from the opcode table as [`instruction_cost`]
-/// reads it.
+/// [`fixed_cycles`] of every operation, from the opcode table ([`row_kind`]).
 const fn fixed_cycles_by_operation() -> [u8; OPERATIONS] {
     let mut cycles = [0u8; OPERATIONS];
     let mut varies = [false; OPERATIONS];
     let mut i = 0;
-    while i < crate::emu::isa::OPCODES.len() {
-        let row = &crate::emu::isa::OPCODES[i];
+    while i < OPCODES.len() {
+        let row = &OPCODES[i];
         let operation = row.operation as usize;
-        let fixed = match row.operation {
-            Operation::Mag => 40,
-            Operation::Ret => 4,
-            _ => row.latency + 1,
-        } as u8;
-        let never_fixed = matches!(
-            row.operation,
-            Operation::Div | Operation::Omwrite | Operation::Tmread | Operation::Return
-        ) || !matches!(row.hardware, Hardware::Implemented);
-        if never_fixed || (cycles[operation] != 0 && cycles[operation] != fixed) {
+        let fixed = match row_kind(row) {
+            CostKind::Fixed(cycles) => cycles as u8,
+            _ => 0,
+        };
+        if fixed == 0 || (cycles[operation] != 0 && cycles[operation] != fixed) {
             varies[operation] = true;
         }
         cycles[operation] = fixed;
@@ -93,24 +87,41 @@ const fn fixed_cycles_by_operation() -> [u8; OPERATIONS] {
 
 /// [`CostKind`] of every opcode value, from the opcode table (looked up per instruction a
 /// timed run interprets, so not searched for).
-fn kinds() -> &'static [CostKind; 128] {
-    static KINDS: std::sync::OnceLock<[CostKind; 128]> = std::sync::OnceLock::new();
-    KINDS.get_or_init(|| {
-        let mut kinds = [CostKind::Hang; 128];
-        for row in crate::emu::isa::OPCODES {
-            kinds[row.opcode as usize] = match instruction_cost(Instr::decode(
-                crate::emu::isa::Word::type1(row.opcode, 0, 0, 0),
-            )) {
-                Cost::Fixed(_) if row.operation == Operation::Div => CostKind::Div,
-                Cost::Fixed(_) if row.operation == Operation::Omwrite => CostKind::Omwrite,
-                Cost::Fixed(cycles) => CostKind::Fixed(cycles),
-                Cost::Tmread(_) => CostKind::Tmread,
-                Cost::Return => CostKind::Return,
-                Cost::Hang => CostKind::Hang,
-            };
-        }
-        kinds
-    })
+const KINDS: [CostKind; 128] = {
+    let mut kinds = [CostKind::Hang; 128];
+    let mut i = 0;
+    while i < OPCODES.len() {
+        kinds[OPCODES[i].opcode as usize] = row_kind(&OPCODES[i]);
+        i += 1;
+    }
+    kinds
+};
+
+/// What an opcode of table row `row` costs whatever its operands: DIV at its long path,
+/// TMREAD's addresses zero. The one place the table's latencies become cycles.
+const fn row_cost(row: &OpcodeInfo) -> Cost {
+    if !matches!(row.hardware, Hardware::Implemented) {
+        return Cost::Hang;
+    }
+    match row.operation {
+        Operation::Return => Cost::Return,
+        Operation::Tmread => Cost::Tmread([0; 3]),
+        Operation::Mag => Cost::Fixed(40),
+        Operation::Ret => Cost::Fixed(4),
+        _ => Cost::Fixed(row.latency + 1),
+    }
+}
+
+/// The [`CostKind`] of an opcode of table row `row`.
+const fn row_kind(row: &OpcodeInfo) -> CostKind {
+    match (row_cost(row), row.operation) {
+        (Cost::Fixed(_), Operation::Div) => CostKind::Div,
+        (Cost::Fixed(_), Operation::Omwrite) => CostKind::Omwrite,
+        (Cost::Fixed(cycles), _) => CostKind::Fixed(cycles),
+        (Cost::Tmread(_), _) => CostKind::Tmread,
+        (Cost::Return, _) => CostKind::Return,
+        (Cost::Hang, _) => CostKind::Hang,
+    }
 }
 
 /// The [`CostKind`] of the instruction `step` executed.
@@ -123,7 +134,7 @@ pub fn kind(step: &Step) -> CostKind {
 #[inline]
 pub fn kind_of(instruction: Instr) -> CostKind {
     match instruction.opcode() {
-        Some(opcode) => kinds()[opcode as usize],
+        Some(opcode) => KINDS[opcode as usize],
         None => CostKind::Hang,
     }
 }
@@ -143,19 +154,7 @@ pub fn cost(step: &Step) -> Cost {
 /// The cost of `instruction` whatever its operands: DIV at its long path, TMREAD's
 /// addresses zero.
 pub fn instruction_cost(instruction: Instr) -> Cost {
-    let Some(info) = instruction.info() else {
-        return Cost::Hang;
-    };
-    if info.hardware != Hardware::Implemented {
-        return Cost::Hang;
-    }
-    match info.operation {
-        Operation::Return => Cost::Return,
-        Operation::Tmread => Cost::Tmread([0; 3]),
-        Operation::Mag => Cost::Fixed(40),
-        Operation::Ret => Cost::Fixed(4),
-        _ => Cost::Fixed(info.latency + 1),
-    }
+    instruction.info().map_or(Cost::Hang, row_cost)
 }
 
 /// DIV's cycles on operands `a` and `b`: 72, or 6 on the short path.
