@@ -161,9 +161,7 @@ impl Group {
         }
         group
     }
-}
 
-impl Group {
     /// What the node at place `k` leads to: the group of its children (a split node), its
     /// tile (a leaf), or nothing (a node left out, or a place unused).
     pub(super) fn below(&self, k: usize) -> Below {
@@ -175,6 +173,23 @@ impl Group {
         } else {
             Below::Nothing
         }
+    }
+
+    /// The group with its nodes that `keep` refuses neither descended into nor finding
+    /// candidates, and its kept split nodes' own groups numbered from `first_child` on.
+    fn pruned(mut self, nodes: &[Node], keep: impl Fn(u32) -> bool, first_child: u32) -> Group {
+        let mut child = first_child;
+        for k in 0..self.count as usize {
+            let member = self.nodes[k];
+            if !keep(member) {
+                self.descends &= !(1 << k);
+                self.finds &= !(1 << k);
+            } else if let NodeKind::Split(..) = nodes[member as usize].kind {
+                self.children[k] = child;
+                child += 1;
+            }
+        }
+        self
     }
 }
 
@@ -229,25 +244,6 @@ pub(super) fn groups(nodes: &[Node], root: u32, keep: impl Fn(u32) -> bool + Syn
             Group::new(nodes, &group[..*count]).pruned(nodes, &keep, first_child)
         })
         .collect()
-}
-
-impl Group {
-    /// The group with its nodes that `keep` refuses neither descended into nor finding
-    /// candidates, and its kept split nodes' own groups numbered from `first_child` on.
-    fn pruned(mut self, nodes: &[Node], keep: impl Fn(u32) -> bool, first_child: u32) -> Group {
-        let mut child = first_child;
-        for k in 0..self.count as usize {
-            let member = self.nodes[k];
-            if !keep(member) {
-                self.descends &= !(1 << k);
-                self.finds &= !(1 << k);
-            } else if let NodeKind::Split(..) = nodes[member as usize].kind {
-                self.children[k] = child;
-                child += 1;
-            }
-        }
-        self
-    }
 }
 
 const EXIT_U: u8 = Verdict::Exit(Exit::U).code();
