@@ -194,13 +194,11 @@ impl RowsAhead {
         if shared.resting.load(Ordering::Relaxed) {
             self.call_if_behind(core, pixel);
         }
-        let mut slot = shared.slot(core, pixel);
-        if slot.as_ref().is_none_or(|&(k, _, _)| k != pixel) {
-            return false;
-        }
-        match slot.take() {
+        let held = shared
+            .slot(core, pixel)
+            .take_if(|&mut (k, _, _)| k == pixel);
+        match held {
             Some((_, computed_for, ahead)) if computed_for == ray => {
-                drop(slot);
                 shared.give_back(std::mem::replace(row, ahead));
                 true
             }
