@@ -19,7 +19,7 @@ use super::render::join_showing;
 pub struct CyclesArgs {
     /// Also time the frame on the hardware: clock cycles of the whole machine (host
     /// included) and each core's busy, waiting and idle cycles, as THEIA's RTL takes them.
-    /// THEIA stages only (not R500 or PICA200)
+    /// THEIA stages only (not R500 or PICA200), up to 32 cores
     #[arg(long)]
     pub cycles: bool,
     /// The clock for the frame time [default: 100 MHz, the only clock THEIA's sources name:

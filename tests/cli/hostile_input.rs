@@ -391,6 +391,19 @@ fn bad_options_are_refused_before_rendering() {
         stderr,
         "error: --cores 1000000: at most 256 for this frame (each core renders a band of whole rows, and the frame has 256)\n"
     );
+    // The cycle model's masks hold 32 cores: more are refused before the render, not
+    // timed with cores folded onto others.
+    let stderr = fails_within(
+        path,
+        5,
+        &[
+            "render", "--height", "40", "--cores", "33", "--cycles", "-o", "c.png",
+        ],
+    );
+    assert_eq!(
+        stderr,
+        "error: --cycles times at most 32 cores (the texture memory's arbiters keep a bit a core); this frame has 33\n"
+    );
     // Reported at once, not after a 2048x2048 render.
     let stderr = fails_within(
         path,

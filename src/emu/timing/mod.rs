@@ -124,6 +124,8 @@ pub enum TimingError {
     ForeignStage(&'static str),
     #[error("--cycles times whole frames: a band of the partitions has no hardware timing")]
     Band,
+    #[error("--cycles times at most {most} cores (the texture memory's arbiters keep a bit a core); this frame has {0}", most = MOST_CORES)]
+    Cores(usize),
     #[error("{0}")]
     Fault(String),
 }
@@ -161,8 +163,13 @@ pub fn timed_pixels(machine: &Machine<'_>) -> u64 {
     pixels.sum()
 }
 
-/// Whether `machine`'s frame has a hardware timing: a THEIA pixel stage, every partition
-/// (what [`measure`] refuses, checked before a render spends its time).
+/// The most cores the cycle model times: [`tmem`]'s arbiters keep the cores requesting a
+/// bank, and the ones granted, one bit each in 32.
+pub const MOST_CORES: usize = 32;
+
+/// Whether `machine`'s frame has a hardware timing: a THEIA pixel stage, every partition,
+/// at most [`MOST_CORES`] (what [`measure`] refuses, checked before a render spends its
+/// time).
 pub fn timeable(machine: &Machine<'_>) -> Result<(), TimingError> {
     if machine.stage().microcode_routine().is_none() {
         return Err(TimingError::ForeignStage(machine.stage().isa()));
@@ -170,7 +177,10 @@ pub fn timeable(machine: &Machine<'_>) -> Result<(), TimingError> {
     if machine.active().len() != machine.partitions().len() {
         return Err(TimingError::Band);
     }
-    Ok(())
+    match machine.partitions().len() {
+        cores if cores > MOST_CORES => Err(TimingError::Cores(cores)),
+        _ => Ok(()),
+    }
 }
 
 /// Times `machine`'s frame.
@@ -777,6 +787,39 @@ mod tests {
         options.fast = false;
         let stepped = measure(&machine, &options).expect("timed");
         assert_eq!(everything(&fast), everything(&stepped));
+    }
+
+    /// The texture memory's masks hold 32 cores: a frame on 32 is timed (with the closed
+    /// form as stepping every period), one on 33 is refused, not timed with cores folded
+    /// onto others (a shift past the mask: a panic in a debug build).
+    #[test]
+    fn the_model_times_32_cores_and_refuses_33() {
+        use crate::emu::core::Program;
+        use crate::emu::machine::RenderOptions;
+        let (square, tall) = (builtin_scene(32, 32), builtin_scene(4, 33));
+        let machine = |scene, cores| {
+            let render = RenderOptions {
+                cores: Some(cores),
+                ..RenderOptions::default()
+            };
+            Machine::new(scene, &render).expect("a machine")
+        };
+        let mut options = TimingOptions::new(Program::default_imem().len());
+        let thirty_two = machine(&square, 32);
+        let fast = measure(&thirty_two, &options).expect("timed");
+        assert_eq!(fast.course.cores.len(), 32);
+        assert!(fast.frame_cycles().is_some(), "{:?}", fast.course.ending);
+        options.fast = false;
+        let stepped = measure(&thirty_two, &options).expect("timed");
+        assert_eq!(everything(&fast), everything(&stepped));
+        let refused = measure(&machine(&tall, 33), &options)
+            .map(|_| ())
+            .unwrap_err();
+        assert_eq!(
+            refused.to_string(),
+            "--cycles times at most 32 cores (the texture memory's arbiters keep a bit a core); \
+             this frame has 33"
+        );
     }
 
     /// Everything a timing reports, to compare two timings of one frame.

@@ -143,6 +143,7 @@ enum HostState {
 /// What the machine is asked to run.
 #[derive(Clone, Copy, Debug)]
 pub struct Setup {
+    /// At most [`super::MOST_CORES`] (one bit a core in the texture memory's masks).
     pub cores: usize,
     pub triangles: usize,
     /// Instruction packets the host broadcasts (two words each).
@@ -322,6 +323,10 @@ struct Standing {
 
 /// Runs the frame.
 pub fn simulate<R: Routines + ?Sized>(setup: &Setup, routines: &mut R) -> Result<Course, Stop> {
+    assert!(
+        setup.cores <= super::MOST_CORES,
+        "timeable refuses more cores"
+    );
     Sim::new(setup).run(routines)
 }
 
