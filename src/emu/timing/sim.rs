@@ -27,6 +27,7 @@ use std::ops::Range;
 
 use super::record::{EventKind, Recording};
 use super::tmem::TextureMemory;
+use super::MOST_CORES;
 use crate::emu::isa::registers::EntryPoint;
 
 /// Control-unit states (`Unit_Control.v`'s numbers, which `tests/rtl/bench.v` prints).
@@ -851,13 +852,7 @@ impl<'s> Sim<'s> {
             }
             if j < ahead.end {
                 let stop = end.min(ahead.end);
-                let vectors = [
-                    &mut *returned,
-                    &mut *triggers,
-                    &mut *next_returned,
-                    &mut *next_triggers,
-                ];
-                let taken = culled_stretch(ahead, j..stop, &mut g, vectors, booked);
+                let taken = culled_stretch(ahead, j..stop, &mut g, returned, triggers, booked);
                 if taken > 0 && committed == 0 {
                     // The ACK in `t`, before anything of the closed form is booked.
                     self.count_starts(t);
@@ -1456,9 +1451,8 @@ struct Booked {
     mains: u64,
     last_culled: bool,
     /// Per core, where its last MAIN before the current stretch of culled ones returned
-    /// ([`culled_stretch`]), and that plus the stretch's busy periods so far.
+    /// ([`culled_stretch`]).
     start: Vec<u64>,
-    busy_from_start: Vec<u64>,
 }
 
 impl Booked {
@@ -1505,48 +1499,83 @@ fn next_mains(
 
 /// [`Sim::fast_forward`] over the triangles `triangles`, whose MAINs are culled and timed
 /// in `ahead`, for as long as the closed form holds ([`next_mains`]; the last ACK at
-/// `g`): each core's triggers and returns into `triggers` and `returned` (the next two
-/// vectors are scratch), their periods into `booked` (from where each core's MAIN
-/// before returned, kept in `booked.start`), and how many it took; fewer than all where
-/// the next one breaks the form.
+/// `g`): each core's triggers and returns into `triggers` and `returned`, their periods
+/// into `booked` (from where each core's MAIN before returned, kept in `booked.start`),
+/// and how many it took; fewer than all where the next one breaks the form.
 fn culled_stretch(
     ahead: &Ahead,
     triangles: Range<usize>,
     g: &mut u64,
-    [returned, triggers, next_returned, next_triggers]: [&mut Vec<u64>; 4],
+    returned: &mut [u64],
+    triggers: &mut [u64],
     booked: &mut Booked,
 ) -> usize {
-    booked.start.clone_from(returned);
-    booked.busy_from_start.clone_from(returned);
-    let mut taken = 0;
-    for j in triangles {
-        let column = &ahead.cycles[j - ahead.start..];
-        let cycles = |core: usize| column[core * AHEAD_MOST];
-        let (last, earliest) = next_mains(*g, returned, cycles, next_triggers, next_returned);
-        if earliest + 1 < last {
-            break;
-        }
-        // A MAIN is busy 5 periods more than its cycles (`main_periods`).
-        let sums = booked.busy.iter_mut().zip(&mut booked.busy_from_start);
-        for (core, (busy, from_start)) in sums.enumerate() {
-            let busied = u64::from(cycles(core)) + 5;
-            *busy += busied;
-            *from_start += busied;
-        }
-        std::mem::swap(triggers, next_triggers);
-        std::mem::swap(returned, next_returned);
-        *g = last + 2;
-        taken += 1;
-    }
-    // From its return before the stretch to its last one, a core was busy or waiting:
-    // its waits summed once here, not per MAIN with `main_periods` (which took the bunny
-    // at 64x64 9% longer on one thread).
-    let spans = returned.iter().zip(&booked.busy_from_start);
-    for (waiting, (&last, &busy_from_start)) in booked.waiting.iter_mut().zip(spans) {
-        *waiting += last - busy_from_start;
+    booked.start.clear();
+    booked.start.extend_from_slice(returned);
+    let (first, count) = (triangles.start - ahead.start, triangles.len());
+    let stretch = (&ahead.cycles[..], first, count);
+    // The narrowest width that holds the cores.
+    let taken = match returned.len() {
+        1 => stretch_at_width::<1>(stretch, g, returned, triggers),
+        2 => stretch_at_width::<2>(stretch, g, returned, triggers),
+        3 | 4 => stretch_at_width::<4>(stretch, g, returned, triggers),
+        5..=8 => stretch_at_width::<8>(stretch, g, returned, triggers),
+        9..=16 => stretch_at_width::<16>(stretch, g, returned, triggers),
+        _ => stretch_at_width::<MOST_CORES>(stretch, g, returned, triggers),
+    };
+    // Summed once the stretch is known, apart from the recurrence: a MAIN is busy 5
+    // periods more than its cycles (`main_periods`), and from its return before the
+    // stretch to its last one a core was busy or waiting.
+    let rows = ahead.cycles.chunks(AHEAD_MOST);
+    for (core, row) in rows.take(returned.len()).enumerate() {
+        let cycles: u64 = row[first..first + taken]
+            .iter()
+            .map(|&c| u64::from(c))
+            .sum();
+        let busy = cycles + 5 * taken as u64;
+        booked.busy[core] += busy;
+        booked.waiting[core] += returned[core] - booked.start[core] - busy;
     }
     booked.mains += taken as u64;
     booked.last_culled |= taken > 0;
+    taken
+}
+
+/// [`culled_stretch`]'s recurrence ([`next_mains`], triangle after triangle) over `count`
+/// columns from column `first` of the cycles `ahead` timed, in `N` lanes held in
+/// registers: the lanes past the cores repeat core 0, which changes no maximum or
+/// minimum. How many it took; `returned` and `triggers` as the last one left them.
+#[inline(always)]
+fn stretch_at_width<const N: usize>(
+    (cycles, first, count): (&[u32], usize, usize),
+    g: &mut u64,
+    returned: &mut [u64],
+    triggers: &mut [u64],
+) -> usize {
+    let cores = returned.len();
+    let lane = |lane: usize| if lane < cores { lane } else { 0 };
+    let rows: [&[u32]; N] =
+        std::array::from_fn(|l| &cycles[lane(l) * AHEAD_MOST + first..][..count]);
+    let (mut returns, mut triggered) = (std::array::from_fn(|l| returned[lane(l)]), [0; N]);
+    let mut taken = 0;
+    while taken < count {
+        let floor = *g + 73;
+        let next_triggers: [u64; N] = std::array::from_fn(|l| (returns[l] + 4).max(floor));
+        let next_returns: [u64; N] =
+            std::array::from_fn(|l| next_triggers[l] + 3 + u64::from(rows[l][taken]));
+        let last = next_triggers.into_iter().fold(0, u64::max);
+        let earliest = next_returns.into_iter().fold(u64::MAX, u64::min);
+        if earliest + 1 < last {
+            break;
+        }
+        (returns, triggered) = (next_returns, next_triggers);
+        *g = last + 2;
+        taken += 1;
+    }
+    if taken > 0 {
+        returned.copy_from_slice(&returns[..cores]);
+        triggers.copy_from_slice(&triggered[..cores]);
+    }
     taken
 }
 
