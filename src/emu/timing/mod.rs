@@ -251,18 +251,11 @@ pub fn simulate_frame_with_progress<'m>(
     let culler = machine.culler().ok().or(own.as_ref());
     let mut live = Live::new(machine, culler);
     live.progress = progress;
-    let course = std::thread::scope(|scope| {
-        live.ahead = live
-            .culled
-            .and_then(|(culler, timing)| RowsAhead::start(scope, machine, culler, timing));
-        let course = sim::simulate(&setup, &mut live);
-        // The worker stops at its next row.
-        live.ahead = None;
-        course
-    })
-    .map_err(|stop| match stop {
-        Stop::Fault(message) => TimingError::Fault(message),
-    })?;
+    let course = with_rows_ahead(&mut live, |live| sim::simulate(&setup, live)).map_err(
+        |stop| match stop {
+            Stop::Fault(message) => TimingError::Fault(message),
+        },
+    )?;
     Ok(SimulatedFrame {
         course,
         machine,
@@ -317,6 +310,30 @@ fn functional_frame(machine: &Machine<'_>) -> Result<Frame, TimingError> {
         .render(None)
         .map(|render| render.frame)
         .map_err(|e| TimingError::Fault(e.to_string()))
+}
+
+/// Runs `simulate` on `live` with the rows-ahead workers beside it (where the host has
+/// the threads), and stops them when it returns or panics: the scope joins them before a
+/// panic goes on, and workers never told to stop would keep it waiting forever.
+fn with_rows_ahead<'m, T>(live: &mut Live<'m>, simulate: impl FnOnce(&mut Live<'m>) -> T) -> T {
+    std::thread::scope(|scope| {
+        let machine = live.machine;
+        live.ahead = live
+            .culled
+            .and_then(|(culler, timing)| RowsAhead::start(scope, machine, culler, timing));
+        let stops = StopsAhead(live);
+        simulate(&mut *stops.0)
+    })
+}
+
+/// Drops the rows-ahead workers' handle when it goes (the simulation is done, or a panic
+/// unwinds it): they stop at their next row.
+struct StopsAhead<'l, 'm>(&'l mut Live<'m>);
+
+impl Drop for StopsAhead<'_, '_> {
+    fn drop(&mut self) {
+        self.0.ahead = None;
+    }
 }
 
 /// The functional cores, run as the control units start their routines: the swap memory
@@ -820,6 +837,34 @@ mod tests {
             "--cycles times at most 32 cores (the texture memory's arbiters keep a bit a core); \
              this frame has 33"
         );
+    }
+
+    /// A panic in the simulation reaches the caller: the rows-ahead workers beside it stop
+    /// (they waited forever to be called for more rows, and the scope for them). A frame of
+    /// more rows than they compute ahead: 1,024 pixels a core.
+    #[test]
+    fn a_panic_in_the_simulation_stops_the_rows_ahead_workers() {
+        use crate::emu::machine::RenderOptions;
+        use std::panic::{catch_unwind, AssertUnwindSafe};
+        let (sender, outcome) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let pool = rayon::ThreadPoolBuilder::new().num_threads(2).build();
+            let caught = pool.expect("a pool").install(|| {
+                let scene = builtin_scene(64, 64);
+                let machine = Machine::new(&scene, &RenderOptions::default()).expect("a machine");
+                let mut live = Live::new(&machine, machine.culler().ok());
+                catch_unwind(AssertUnwindSafe(|| {
+                    with_rows_ahead(&mut live, |live| {
+                        assert!(live.ahead.is_some(), "no workers to stop");
+                        panic!("the simulation's fault");
+                    })
+                }))
+            });
+            let message = caught.map_err(|p| p.downcast_ref::<&str>().map(|m| m.to_string()));
+            sender.send(message).expect("the test waits");
+        });
+        let ended = outcome.recv_timeout(std::time::Duration::from_secs(60));
+        assert_eq!(ended, Ok(Err(Some("the simulation's fault".to_string()))));
     }
 
     /// Everything a timing reports, to compare two timings of one frame.
