@@ -1559,8 +1559,14 @@ fn stretch_at_width<const N: usize>(
     let (mut returns, mut triggered) = (std::array::from_fn(|l| returned[lane(l)]), [0; N]);
     let mut taken = 0;
     while taken < count {
+        // Mostly every core triggers 4 periods after its return, the host long done: a
+        // branch, not a maximum, so that the next triggers need not wait for `g`.
+        let own: [u64; N] = std::array::from_fn(|l| returns[l] + 4);
         let floor = *g + 73;
-        let next_triggers: [u64; N] = std::array::from_fn(|l| (returns[l] + 4).max(floor));
+        let next_triggers = match own.into_iter().fold(u64::MAX, u64::min) >= floor {
+            true => own,
+            false => own.map(|own| own.max(floor)),
+        };
         let next_returns: [u64; N] =
             std::array::from_fn(|l| next_triggers[l] + 3 + u64::from(rows[l][taken]));
         let last = next_triggers.into_iter().fold(0, u64::max);
