@@ -226,6 +226,22 @@ impl RejectTiming {
         RowEntry::from(exit.code()) << ROW_CODE_SHIFT | cycles as RowEntry
     }
 
+    /// What the culled MAINs of row entries `entries` (none 0) book, in one pass: the
+    /// instructions they run, and the place of the last one to leave by [`Exit::Sum`].
+    pub fn booking(&self, entries: &[RowEntry]) -> (u64, Option<usize>) {
+        // By code, which a 16-bit entry shifted by 12 keeps within 16.
+        let mut instructions = [0; 16];
+        for (exit, code) in self.biu.exits().iter().zip(1..) {
+            instructions[code] = exit.instructions();
+        }
+        let code = |entry: RowEntry| usize::from(entry >> ROW_CODE_SHIFT);
+        let total = entries.iter().map(|&entry| instructions[code(entry)]).sum();
+        let sum = usize::from(Exit::Sum.code());
+        let by_sum = self.biu.exits().get(sum - 1) == Some(&Exit::Sum);
+        let last_sum = by_sum.then(|| entries.iter().rposition(|&e| code(e) == sum));
+        (total, last_sum.flatten())
+    }
+
     /// The exit of a row entry that is not 0.
     pub fn exit_of(&self, entry: RowEntry) -> Exit {
         self.biu.exits()[usize::from(entry >> ROW_CODE_SHIFT) - 1]
@@ -249,6 +265,37 @@ mod tests {
     use proptest::prelude::*;
 
     use crate::emu::machine::cull::values::vec3;
+
+    /// A booking adds each entry's exit's instructions (its code, whatever its cycles) and
+    /// finds the last SUM exit, which only the faithful BIU has (code 3 is the fixed one's
+    /// G3 exit).
+    #[test]
+    fn a_booking_counts_each_exit_s_instructions_and_finds_the_last_sum() {
+        let entries = |codes: &[u16]| -> Vec<RowEntry> {
+            let cycles = (0..).map(|c: u16| c * 37 % 4096);
+            codes
+                .iter()
+                .zip(cycles)
+                .map(|(&code, c)| code << ROW_CODE_SHIFT | c)
+                .collect()
+        };
+        let faithful = RejectTiming {
+            biu: Biu::Faithful,
+            cycles: [0; 4],
+        };
+        let row = entries(&[1, 3, 2, 3, 1]);
+        assert_eq!(faithful.booking(&row), (20 + 23 + 21 + 23 + 20, Some(3)));
+        assert_eq!(faithful.booking(&row[..1]), (20, None));
+        assert_eq!(faithful.booking(&[]), (0, None));
+        let fixed = RejectTiming {
+            biu: Biu::Fixed,
+            cycles: [0; 4],
+        };
+        assert_eq!(
+            fixed.booking(&entries(&[1, 2, 3, 4, 3])),
+            (31 + 32 + 33 + 34 + 33, None)
+        );
+    }
 
     /// The reference [`RejectTiming::row`] is checked against: MAIN on triangle `index`
     /// under `ray`, when BIU rejects it, one MAIN at a time: its exit and its cycles from

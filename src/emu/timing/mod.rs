@@ -656,15 +656,10 @@ impl Routines for Live<'_> {
         // Booked as `Live::skip_main` books each (refilled per MAIN once the control
         // units left the functional sequence, as `Live::run` refills).
         let (functional, row) = (&mut self.cores[core], &self.rows[core].1);
-        let mut last_sum = self.unwritten[core].and_then(|(_, sum, _)| sum);
-        let mut instructions = 0;
-        for (index, &entry) in (first..).zip(&row[first..first + count]) {
-            let exit = timing.exit_of(entry);
-            if exit == Exit::Sum {
-                last_sum = Some(index);
-            }
-            instructions += exit.instructions();
-        }
+        let (instructions, last_sum) = timing.booking(&row[first..first + count]);
+        let last_sum = last_sum
+            .map(|at| first + at)
+            .or(self.unwritten[core].and_then(|(_, sum, _)| sum));
         if self.left_the_sequence {
             // Each refilled, then charged: the budget ends as the last one leaves it.
             let last = timing.exit_of(row[first + count - 1]).instructions();
