@@ -1514,15 +1514,7 @@ fn culled_stretch(
     booked.start.extend_from_slice(returned);
     let (first, count) = (triangles.start - ahead.start, triangles.len());
     let stretch = (&ahead.cycles[..], first, count);
-    // The narrowest width that holds the cores.
-    let taken = match returned.len() {
-        1 => stretch_at_width::<1>(stretch, g, returned, triggers),
-        2 => stretch_at_width::<2>(stretch, g, returned, triggers),
-        3 | 4 => stretch_at_width::<4>(stretch, g, returned, triggers),
-        5..=8 => stretch_at_width::<8>(stretch, g, returned, triggers),
-        9..=16 => stretch_at_width::<16>(stretch, g, returned, triggers),
-        _ => stretch_at_width::<MOST_CORES>(stretch, g, returned, triggers),
-    };
+    let taken = stretch_in_lanes(stretch, g, returned, triggers);
     // Summed once the stretch is known, apart from the recurrence: a MAIN is busy 5
     // periods more than its cycles (`main_periods`), and from its return before the
     // stretch to its last one a core was busy or waiting.
@@ -1539,6 +1531,23 @@ fn culled_stretch(
     booked.mains += taken as u64;
     booked.last_culled |= taken > 0;
     taken
+}
+
+/// [`stretch_at_width`] at the narrowest width that holds the cores.
+fn stretch_in_lanes(
+    stretch: (&[u32], usize, usize),
+    g: &mut u64,
+    returned: &mut [u64],
+    triggers: &mut [u64],
+) -> usize {
+    match returned.len() {
+        1 => stretch_at_width::<1>(stretch, g, returned, triggers),
+        2 => stretch_at_width::<2>(stretch, g, returned, triggers),
+        3 | 4 => stretch_at_width::<4>(stretch, g, returned, triggers),
+        5..=8 => stretch_at_width::<8>(stretch, g, returned, triggers),
+        9..=16 => stretch_at_width::<16>(stretch, g, returned, triggers),
+        _ => stretch_at_width::<MOST_CORES>(stretch, g, returned, triggers),
+    }
 }
 
 /// [`culled_stretch`]'s recurrence ([`next_mains`], triangle after triangle) over `count`
@@ -1677,4 +1686,72 @@ fn advance(
         }
     }
     running.returns = Some(running.cursor + u64::from(run.tail));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// [`culled_stretch`]'s recurrence as [`next_mains`] gives it, triangle by triangle.
+    fn one_by_one(
+        (cycles, first, count): (&[u32], usize, usize),
+        g: &mut u64,
+        returned: &mut Vec<u64>,
+        triggers: &mut Vec<u64>,
+    ) -> usize {
+        let (mut next_triggers, mut next_returns) = (triggers.clone(), returned.clone());
+        for taken in 0..count {
+            let cycles = |core: usize| cycles[core * AHEAD_MOST + first + taken];
+            let (last, earliest) =
+                next_mains(*g, returned, cycles, &mut next_triggers, &mut next_returns);
+            if earliest + 1 < last {
+                return taken;
+            }
+            triggers.clone_from(&next_triggers);
+            returned.clone_from(&next_returns);
+            *g = last + 2;
+        }
+        count
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(2048))]
+
+        /// The recurrence in lanes ([`stretch_in_lanes`]) ends where, and as, the one of
+        /// [`next_mains`] does, at every core count from 1 to 32 (so with the lanes past
+        /// the cores repeating core 0 at every width): cycles alike or spread, the cores'
+        /// returns close or far apart, the host's floor binding or not.
+        #[test]
+        fn the_stretch_in_lanes_is_the_stretch_by_next_mains(
+            cores in 1usize..=32,
+            count in 0usize..=AHEAD_MOST,
+            base in 0u32..600,
+            spread in prop::sample::select(vec![0u32, 1, 3, 8, 40, 300]),
+            jitter in prop::collection::vec(0u32..=300, AHEAD_MOST * 32),
+            apart in prop::sample::select(vec![0u64, 4, 80, 300, 3_000]),
+            offsets in prop::collection::vec(0u64..3_000, 32),
+            low in -3i64..=3,
+            g in 1_000u64..2_000,
+        ) {
+            let cycles: Vec<u32> = jitter.iter().map(|&j| base + j % (spread + 1)).collect();
+            // The lowest return about where the host's floor starts to bind.
+            let lowest = (g as i64 + 69 + low) as u64;
+            let returned: Vec<u64> =
+                offsets[..cores].iter().map(|&o| lowest + o % (apart + 1)).collect();
+            let triggers = vec![0; cores];
+            let (mut g_one, mut returned_one, mut triggers_one) =
+                (g, returned.clone(), triggers.clone());
+            let stretch = (&cycles[..], 0, count);
+            let one = one_by_one(stretch, &mut g_one, &mut returned_one, &mut triggers_one);
+            let (mut g_lanes, mut returned_lanes, mut triggers_lanes) = (g, returned, triggers);
+            let lanes =
+                stretch_in_lanes(stretch, &mut g_lanes, &mut returned_lanes, &mut triggers_lanes);
+            prop_assert_eq!(lanes, one);
+            prop_assert_eq!((g_lanes, returned_lanes), (g_one, returned_one));
+            if one > 0 {
+                prop_assert_eq!(triggers_lanes, triggers_one);
+            }
+        }
+    }
 }
