@@ -1487,8 +1487,14 @@ fn next_mains(
     let (mut last, mut earliest) = (0, u64::MAX);
     let cores = returned.len();
     let (triggers, returns) = (&mut triggers[..cores], &mut returns[..cores]);
+    // Mostly every core triggers 4 periods after its return, the host long done: a
+    // branch, not a maximum per core, so that in a run of MAINs the triggers need not
+    // wait for `g`.
+    let floor = g + 73;
+    let waits = returned.iter().any(|&r| r + 4 < floor);
     for core in 0..cores {
-        let trigger = (returned[core] + 4).max(g + 73);
+        let own = returned[core] + 4;
+        let trigger = if waits { own.max(floor) } else { own };
         triggers[core] = trigger;
         returns[core] = trigger + 3 + u64::from(cycles(core));
         last = last.max(trigger);
@@ -1552,7 +1558,7 @@ fn stretch_in_lanes(
 
 /// [`culled_stretch`]'s recurrence ([`next_mains`], triangle after triangle) over `count`
 /// columns from column `first` of the cycles `ahead` timed, in `N` lanes held in
-/// registers: the lanes past the cores repeat core 0, which changes no maximum or
+/// registers (`next_mains` inlined at a constant width): the lanes past the cores repeat core 0, which changes no maximum or
 /// minimum. How many it took; `returned` and `triggers` as the last one left them.
 #[inline(always)]
 fn stretch_at_width<const N: usize>(
@@ -1568,18 +1574,10 @@ fn stretch_at_width<const N: usize>(
     let (mut returns, mut triggered) = (std::array::from_fn(|l| returned[lane(l)]), [0; N]);
     let mut taken = 0;
     while taken < count {
-        // Mostly every core triggers 4 periods after its return, the host long done: a
-        // branch, not a maximum, so that the next triggers need not wait for `g`.
-        let own: [u64; N] = std::array::from_fn(|l| returns[l] + 4);
-        let floor = *g + 73;
-        let next_triggers = match own.into_iter().fold(u64::MAX, u64::min) >= floor {
-            true => own,
-            false => own.map(|own| own.max(floor)),
-        };
-        let next_returns: [u64; N] =
-            std::array::from_fn(|l| next_triggers[l] + 3 + u64::from(rows[l][taken]));
-        let last = next_triggers.into_iter().fold(0, u64::max);
-        let earliest = next_returns.into_iter().fold(u64::MAX, u64::min);
+        let (mut next_triggers, mut next_returns) = ([0; N], [0; N]);
+        let cycles = |l: usize| rows[l][taken];
+        let (last, earliest) =
+            next_mains(*g, &returns, cycles, &mut next_triggers, &mut next_returns);
         if earliest + 1 < last {
             break;
         }
