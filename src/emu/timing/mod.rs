@@ -164,8 +164,8 @@ pub fn timed_pixels(machine: &Machine<'_>) -> u64 {
 }
 
 /// The most cores the cycle model times: [`tmem`]'s arbiters keep the cores requesting a
-/// bank, and the ones granted, one bit each in 32.
-pub const MOST_CORES: usize = 32;
+/// bank, and the ones granted, one bit each.
+pub use tmem::MOST_CORES;
 
 /// Whether `machine`'s frame has a hardware timing: a THEIA pixel stage, every partition,
 /// at most [`MOST_CORES`] (what [`measure`] refuses, checked before a render spends its

@@ -26,6 +26,10 @@
 use crate::emu::core::alu::Vec3;
 use crate::emu::core::mask::{lanes_of, LaneMask};
 
+/// The most cores the masks here hold (the cores requesting a bank, granted, reading):
+/// one bit each.
+pub const MOST_CORES: usize = LaneMask::BITS as usize;
+
 /// The word address the interface shows once x, y and z are read: bank 0.
 const IDLE_ADDRESS: u32 = 0x20;
 const BANKS: usize = 4;
@@ -68,7 +72,7 @@ struct Arbiter {
     pointer: u32,
     at: u64,
     /// The cores granted in period `granted_at` (one bit per core).
-    granted: u32,
+    granted: LaneMask,
     granted_at: u64,
 }
 
@@ -93,7 +97,7 @@ impl Arbiter {
     /// Period `t` with the cores `requests` requesting the bank: the core the pointer
     /// shows is granted if it requests, and the pointer stays on it; otherwise it turns.
     #[inline(always)]
-    fn arbitrate(&mut self, t: u64, requests: u32, cores: u32) {
+    fn arbitrate(&mut self, t: u64, requests: LaneMask, cores: u32) {
         let pointer = self.pointer_at(t, cores);
         let holds = requests & (1 << pointer) != 0;
         self.granted = if holds { 1 << pointer } else { 0 };
@@ -228,15 +232,15 @@ impl TextureMemory {
     /// in `t` (its next instruction is handed over in `t`; its request falls after `t`).
     /// Whether a read finishes in `t + 1`.
     pub fn step(&mut self, t: u64, mut done: impl FnMut(usize)) -> bool {
-        let mut requests = [0u32; BANKS];
-        let mut grants = 0u32;
+        let mut requests: [LaneMask; BANKS] = [0; BANKS];
+        let mut grants: LaneMask = 0;
         for core in lanes_of(self.reading) {
             let Some(interface) = &self.interfaces[core] else {
                 unreachable!("a reading core's interface reads")
             };
             let bank = (interface.address() & 3) as usize;
             requests[bank] |= 1 << core;
-            grants |= u32::from(self.arbiters[bank].grants(core, t)) << core;
+            grants |= LaneMask::from(self.arbiters[bank].grants(core, t)) << core;
         }
         // A bank nobody requests only turns its pointer, which its `at` implies; its grant
         // of `t - 1`, if any, is of no one in `t + 1` (as [`TextureMemory::step_lone`]).
